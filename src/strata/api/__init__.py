@@ -1,0 +1,1 @@
+"""The HTTP edge: FastAPI routers that parse, call one core function, and map the result."""

@@ -1,0 +1,53 @@
+"""The FastAPI application: every router locally, one router per Lambda function on AWS."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from fastapi import FastAPI
+
+from strata import __version__
+from strata.api import errors
+from strata.config import Settings, get_settings
+from strata.db import Database, get_database
+from strata.providers import Embedder, get_embedder
+
+ROUTERS = ("health", "memories", "access", "audit")
+
+
+@dataclass
+class Runtime:
+    """What a request needs, resolved lazily so importing the app never touches the network."""
+
+    settings: Settings
+    _db: Database | None = None
+    _embedder: Embedder | None = None
+
+    @cached_property
+    def db(self) -> Database:
+        return self._db or get_database()
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return self._embedder or get_embedder(self.settings)
+
+
+def create_app(
+    routers: Sequence[str] | None = None,
+    *,
+    db: Database | None = None,
+    embedder: Embedder | None = None,
+    settings: Settings | None = None,
+) -> FastAPI:
+    from strata.api import routes
+
+    app = FastAPI(title="strata", version=__version__, docs_url="/docs", redoc_url=None)
+    app.state.runtime = Runtime(settings or get_settings(), db, embedder)
+    errors.install(app)
+    for name in routers or ROUTERS:
+        if name not in ROUTERS:
+            raise ValueError(f"unknown router {name!r}; known: {', '.join(ROUTERS)}")
+        app.include_router(getattr(routes, name).router)
+    return app

@@ -1,0 +1,97 @@
+"""The one place core errors and request-parsing errors become HTTP responses.
+
+Bodies are always ``{"error": {"code", "message", "field"?}}``; nothing else, never a trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from strata.errors import (
+    Conflict,
+    Forbidden,
+    Gone,
+    InvalidInput,
+    NotFound,
+    StrataError,
+    Suppressed,
+    Unauthenticated,
+    VersionConflict,
+)
+
+log = logging.getLogger(__name__)
+
+STATUS: dict[type[StrataError], int] = {
+    InvalidInput: 422,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    Suppressed: 409,
+    Gone: 410,
+    VersionConflict: 412,
+}
+
+
+def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if field:
+        err["field"] = field
+    err.update({k: v for k, v in extra.items() if v is not None})
+    return {"error": err}
+
+
+def field_name(loc: Sequence[Any]) -> str | None:
+    """('body', 'memories', 3, 'content') -> 'memories[3].content'."""
+    parts = list(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and not p.startswith(("function-after", "literal[", "list[")):
+            out += f".{p}" if out else p
+    return out or None
+
+
+async def _strata_error(request: Request, exc: StrataError) -> JSONResponse:
+    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(
+        error_body(exc.code, exc.message, exc.field, **exc.details), status, headers=headers
+    )
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+    if first.get("type") == "json_invalid":
+        return JSONResponse(error_body("invalid_json", "request body is not valid JSON"), 400)
+    field = field_name(first.get("loc", ()))
+    message = first.get("msg", "invalid value")
+    if first.get("type") == "missing" and first.get("loc") == ("body",):
+        message, field = "a JSON body is required", None
+    return JSONResponse(error_body("invalid_input", message, field), 422)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", extra={"route": request.url.path})
+    return JSONResponse(error_body("internal", "internal error"), 500)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(StrataError, _strata_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

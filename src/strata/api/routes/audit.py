@@ -1,0 +1,31 @@
+"""/v1/audit: list the tenant's chain and verify it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from strata import audit as core
+from strata.api.deps import DB, CallerDep
+from strata.errors import InvalidInput
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"])
+
+
+@router.get("")
+def list_entries(
+    db: DB,
+    caller: CallerDep,
+    cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict:
+    if cursor is not None and not cursor.isdigit():
+        raise InvalidInput("cursor is not one this server issued", field="cursor")
+    items, next_seq = core.list_entries(db, caller, after_seq=int(cursor or 0), limit=limit)
+    return {"items": items, "next_cursor": str(next_seq) if next_seq else None}
+
+
+@router.post("/verify")
+def verify(db: DB, caller: CallerDep) -> dict:
+    return core.verify_for(db, caller)

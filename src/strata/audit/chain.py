@@ -1,0 +1,226 @@
+"""Audit chain: ``row_hash = sha256(prev_hash || canonical(fields))``, seq contiguous per tenant.
+
+Entries record who did what to which ids, never memory content, query text or keys. Appends
+run in their own short transaction after the operation and are serialised per tenant by a
+row lock on ``audit_heads`` (no global lock). An append that fails is logged and counted and
+never fails the request; since seq is contiguous, a deleted row shows as a gap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from strata.db import Database
+from strata.errors import StrataError
+
+if TYPE_CHECKING:  # audit sits below auth: it only reads the caller's ids
+    from strata.auth.access import Caller
+
+log = logging.getLogger(__name__)
+
+GENESIS = b"\x00" * 32
+_failures = 0
+_failures_lock = threading.Lock()
+
+
+def failure_count() -> int:
+    return _failures
+
+
+@dataclass
+class AuditEvent:
+    action: str  # read | write | delete | admin
+    operation: str  # e.g. memory.create
+    memory_ids: list[uuid.UUID] = field(default_factory=list)
+    count: int = 0
+    query_len: int | None = None
+    outcome: str = "ok"
+
+
+def canonical(fields: dict[str, Any]) -> bytes:
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def row_hash(prev: bytes, row: dict[str, Any]) -> bytes:
+    """The chain link of one entry, from its stored columns."""
+    fields = {
+        "tenant_id": str(row["tenant_id"]),
+        "seq": int(row["seq"]),
+        "at": row["at"].astimezone(UTC).isoformat(),
+        "action": row["action"],
+        "surface": row["surface"],
+        "operation": row["operation"],
+        "principal_id": str(row["principal_id"]) if row["principal_id"] else None,
+        "key_id": str(row["key_id"]) if row["key_id"] else None,
+        "memory_ids": [str(m) for m in row["memory_ids"]],
+        "count": int(row["count"]),
+        "query_len": row["query_len"],
+        "outcome": row["outcome"],
+    }
+    return hashlib.sha256(bytes(prev) + canonical(fields)).digest()
+
+
+def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
+    """Append one entry to the caller's tenant chain; return its seq, or None on failure."""
+    global _failures
+    try:
+        with db.transaction() as cur:
+            cur.execute(
+                "INSERT INTO audit_heads (tenant_id, seq, row_hash) VALUES (%s, 0, %s)"
+                " ON CONFLICT (tenant_id) DO NOTHING",
+                (caller.tenant_id, GENESIS),
+            )
+            head = cur.execute(
+                "SELECT seq, row_hash FROM audit_heads WHERE tenant_id = %s FOR UPDATE",
+                (caller.tenant_id,),
+            ).fetchone()
+            row = {
+                "tenant_id": caller.tenant_id,
+                "seq": head["seq"] + 1,
+                "at": datetime.now(UTC),
+                "action": event.action,
+                "surface": caller.surface,
+                "operation": event.operation,
+                "principal_id": caller.principal_id,
+                "key_id": caller.key_id,
+                "memory_ids": list(dict.fromkeys(event.memory_ids)),
+                "count": event.count,
+                "query_len": event.query_len,
+                "outcome": event.outcome,
+            }
+            row["prev_hash"] = bytes(head["row_hash"])
+            row["row_hash"] = row_hash(row["prev_hash"], row)
+            cur.execute(
+                """
+                INSERT INTO audit_log (tenant_id, seq, at, action, surface, operation, principal_id,
+                                       key_id, memory_ids, count, query_len, outcome, prev_hash,
+                                       row_hash)
+                VALUES (%(tenant_id)s, %(seq)s, %(at)s, %(action)s, %(surface)s, %(operation)s,
+                        %(principal_id)s, %(key_id)s, %(memory_ids)s, %(count)s, %(query_len)s,
+                        %(outcome)s, %(prev_hash)s, %(row_hash)s)
+                """,
+                row,
+            )
+            cur.execute(
+                "UPDATE audit_heads SET seq = %s, row_hash = %s WHERE tenant_id = %s",
+                (row["seq"], row["row_hash"], caller.tenant_id),
+            )
+            return row["seq"]
+    except Exception:  # fail open: the request has already done its work
+        with _failures_lock:
+            _failures += 1
+        log.exception(
+            "audit append failed",
+            extra={"tenant_id": str(caller.tenant_id), "operation": event.operation},
+        )
+        return None
+
+
+@contextlib.contextmanager
+def audited(db: Database, caller: "Caller", action: str, operation: str) -> Iterator[AuditEvent]:
+    """Record the operation whether it succeeds or is refused (outcome = the error code)."""
+    event = AuditEvent(action=action, operation=operation)
+    try:
+        yield event
+    except StrataError as exc:
+        event.outcome = exc.code
+        append(db, caller, event)
+        raise
+    except Exception:
+        event.outcome = "error"
+        append(db, caller, event)
+        raise
+    append(db, caller, event)
+
+
+_LIST_COLUMNS = """seq, at, action, surface, operation, principal_id, key_id, memory_ids, count,
+                   query_len, outcome, encode(row_hash, 'hex') AS row_hash"""
+
+
+def list_entries(
+    db: Database, caller: "Caller", *, after_seq: int = 0, limit: int = 100
+) -> tuple[list[dict[str, Any]], int | None]:
+    caller.require_owner()
+    with audited(db, caller, "admin", "audit.list") as event:
+        with db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_LIST_COLUMNS} FROM audit_log WHERE tenant_id = %s AND seq > %s"
+                " ORDER BY seq LIMIT %s",
+                (caller.tenant_id, after_seq, limit + 1),
+            ).fetchall()
+        event.count = min(len(rows), limit)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (rows[-1]["seq"] if more else None)
+
+
+def verify(db: Database, tenant_id: uuid.UUID, *, batch: int = 5000) -> dict[str, Any]:
+    """Recompute the tenant's chain from its start (or its prune checkpoint).
+
+    Reports the first seq whose link does not verify (edited, reordered or inserted rows)
+    and any seq gaps (deleted rows), and checks the head so a deleted tail is caught too.
+    """
+    with db.connection() as conn:
+        start = conn.execute(
+            "SELECT seq, row_hash FROM audit_checkpoints WHERE tenant_id = %s AND kind = 'pruned'",
+            (tenant_id,),
+        ).fetchone()
+        head = conn.execute(
+            "SELECT seq, row_hash FROM audit_heads WHERE tenant_id = %s", (tenant_id,)
+        ).fetchone()
+        expected_seq = (start["seq"] if start else 0) + 1
+        prev = bytes(start["row_hash"]) if start else GENESIS
+        checked, first_bad, gaps = 0, None, []
+        last_seq = expected_seq - 1
+        while True:
+            rows = conn.execute(
+                "SELECT * FROM audit_log WHERE tenant_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (tenant_id, last_seq, batch),
+            ).fetchall()
+            for row in rows:
+                checked += 1
+                if row["seq"] != expected_seq:
+                    gaps.append([expected_seq, row["seq"] - 1])
+                    first_bad = first_bad or expected_seq
+                stored_prev, stored_hash = bytes(row["prev_hash"]), bytes(row["row_hash"])
+                if first_bad is None and (stored_prev != prev or row_hash(prev, row) != stored_hash):
+                    first_bad = row["seq"]
+                prev, expected_seq, last_seq = stored_hash, row["seq"] + 1, row["seq"]
+            if len(rows) < batch:
+                break
+    head_seq = head["seq"] if head else 0
+    if head and first_bad is None and (last_seq != head_seq or prev != bytes(head["row_hash"])):
+        first_bad = last_seq + 1 if last_seq < head_seq else head_seq
+        if last_seq < head_seq:
+            gaps.append([last_seq + 1, head_seq])
+    return {
+        "ok": first_bad is None,
+        "checked": checked,
+        "first_bad_seq": first_bad,
+        "gaps": gaps,
+        "head_seq": head_seq,
+    }
+
+
+def verify_for(db: Database, caller: "Caller") -> dict[str, Any]:
+    caller.require_owner()
+    with audited(db, caller, "admin", "audit.verify"):
+        return verify(db, caller.tenant_id)
+
+
+def tenants_with_chains(db: Database) -> Sequence[tuple[uuid.UUID, str]]:
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT t.id, t.name FROM tenants t ORDER BY t.name"
+        ).fetchall()
+    return [(r["id"], r["name"]) for r in rows]
+

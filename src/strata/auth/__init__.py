@@ -1,0 +1,20 @@
+"""Tenants, principals, API keys and grants, and the effective access of a caller."""
+
+from strata.auth.access import Access, Caller, Level
+from strata.auth.keys import authenticate, create_key, generate_key, list_keys, revoke_key
+from strata.auth.principals import (
+    create_grant,
+    create_principal,
+    create_tenant,
+    delete_grant,
+    find_principal,
+    find_tenant,
+    list_grants,
+    list_principals,
+)
+
+__all__ = [
+    "Access", "Caller", "Level", "authenticate", "create_key", "generate_key", "list_keys",
+    "revoke_key", "create_grant", "create_principal", "create_tenant", "delete_grant",
+    "find_principal", "find_tenant", "list_grants", "list_principals",
+]

