@@ -73,7 +73,7 @@ UPDATE memories m SET
     evidence = m.evidence || %(evidence)s, version = m.version + 1, updated_at = now()
 FROM jsonb_populate_record(NULL::memories, %(row)s) r
 WHERE m.id = %(id)s
-RETURNING {COLUMNS.replace("id,", "m.id,", 1)}
+RETURNING {", ".join("m." + c.strip() for c in COLUMNS.split(","))}
 """
 
 

@@ -58,15 +58,37 @@ def evidence_entry(caller: Caller, source: str) -> dict[str, Any]:
 # Tombstones
 # --------------------------------------------------------------------------------------
 
-_TOMBSTONE_SQL = """
-SELECT id, reason::text AS reason FROM tombstones
-WHERE tenant_id = %(tenant)s AND %(path)s::ltree <@ path
-  AND (until IS NULL OR until > now())
-  AND (value_hash = %(hash)s
-       OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s AND slot_value_hash = %(slot_hash)s))
-ORDER BY (reason = 'forgotten') DESC, created_at DESC
-LIMIT 1
+_TOMBSTONES_SQL = """
+SELECT DISTINCT ON (i.ord) i.ord, t.id, t.reason::text AS reason
+FROM unnest(%(paths)s::ltree[], %(hashes)s::bytea[], %(slots)s::text[], %(slot_hashes)s::bytea[])
+     WITH ORDINALITY AS i(path, hash, slot, slot_hash, ord)
+JOIN tombstones t ON t.tenant_id = %(tenant)s AND i.path <@ t.path
+ AND (t.until IS NULL OR t.until > now())
+ AND (t.value_hash = i.hash
+      OR (i.slot IS NOT NULL AND t.slot = i.slot AND t.slot_value_hash = i.slot_hash))
+ORDER BY i.ord, (t.reason = 'forgotten') DESC, t.created_at DESC
 """
+
+
+def find_tombstones(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID,
+    values: Sequence[tuple[str, str, str | None, str | None]],
+) -> dict[int, dict[str, Any]]:
+    """Tombstones retiring each (path, canonical, slot, value), keyed by input index; one
+    statement for a whole batch."""
+    if not values:
+        return {}
+    rows = cur.execute(
+        _TOMBSTONES_SQL,
+        {
+            "tenant": tenant_id,
+            "paths": [v[0] for v in values],
+            "hashes": [value_hash(v[1]) for v in values],
+            "slots": [v[2] for v in values],
+            "slot_hashes": [slot_value_hash(v[3]) for v in values],
+        },
+    ).fetchall()
+    return {r["ord"] - 1: r for r in rows}
 
 
 def find_tombstone(
@@ -74,13 +96,7 @@ def find_tombstone(
     value: str | None = None,
 ) -> dict[str, Any] | None:
     """The tombstone (if any) that retires this value in this scope."""
-    return cur.execute(
-        _TOMBSTONE_SQL,
-        {
-            "tenant": tenant_id, "path": path, "hash": value_hash(canonical),
-            "slot": slot, "slot_hash": slot_value_hash(value) if value else None,
-        },
-    ).fetchone()
+    return find_tombstones(cur, tenant_id, [(path, canonical, slot, value)]).get(0)
 
 
 # --------------------------------------------------------------------------------------
@@ -93,6 +109,7 @@ class _Prepared:
     item: MemoryIn
     path: str
     canonical: str
+    hash: bytes
     embedding: Any
 
 
@@ -109,18 +126,19 @@ def _prepare(caller: Caller, req: CreateRequest, embedder: Embedder) -> list[_Pr
         canonical = canonicalize(item.content)
         if not canonical:
             raise InvalidInput("content has no words", field=f"memories[{i}].content")
-        prepared.append(_Prepared(item, path, canonical, None))
+        prepared.append(_Prepared(item, path, canonical, value_hash(canonical), None))
     vectors = embedder.embed([p.item.content for p in prepared])
     for p, vec in zip(prepared, vectors, strict=True):
         p.embedding = vec
     return prepared
 
 
-_INSERT = f"""
-INSERT INTO memories (tenant_id, path, name, content, canonical, value_hash, kind, slot,
+_INSERT = """
+INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
                       importance, valid, embedding, embedding_model, evidence, meta, tags)
-VALUES (%(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s, %(kind)s,
-        %(slot)s, COALESCE(%(importance)s, 0.5), tstzrange(COALESCE(%(valid_from)s, now()), NULL),
+VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+        %(kind)s, %(slot)s, COALESCE(%(importance)s, 0.5),
+        tstzrange(COALESCE(%(valid_from)s, now()), NULL),
         %(embedding)s, %(model)s, %(evidence)s, %(meta)s, %(tags)s)
 RETURNING id, version
 """
@@ -147,6 +165,22 @@ WHERE id = %(id)s
 RETURNING id, version
 """
 
+# Rows an incoming batch may land on, locked for the rest of the transaction.
+_NAMED = """
+SELECT m.id, m.path::text AS path, m.name, m.value_hash
+FROM memories m JOIN unnest(%(paths)s::ltree[], %(names)s::text[]) AS n(path, name)
+  ON m.tenant_id = %(tenant)s AND m.path = n.path AND m.name = n.name
+FOR UPDATE OF m
+"""
+_SAME_VALUE = """
+SELECT m.id, m.path::text AS path, m.value_hash, m.created_at
+FROM memories m JOIN unnest(%(paths)s::ltree[], %(hashes)s::bytea[]) AS u(path, hash)
+  ON m.tenant_id = %(tenant)s AND m.value_hash = u.hash AND m.path = u.path
+ AND m.status = 'active'
+ORDER BY m.created_at, m.id
+FOR UPDATE OF m
+"""
+
 
 def create_memories(
     db: Database, caller: Caller, req: CreateRequest, embedder: Embedder
@@ -154,67 +188,92 @@ def create_memories(
     """Batch create: one result per input in input order, in one transaction.
 
     A bad item (invalid, not writable, or a name clash under ``on_conflict=error``) rejects
-    the whole batch with its index named; a tombstoned value is ``blocked`` per item.
+    the whole batch with its index named; a tombstoned value is ``blocked`` per item. The
+    batch costs a fixed number of statements, not a few per item: lookups are set-based,
+    decisions are made in Python, and the writes go out pipelined.
     """
     with audited(db, caller, "write", "memory.create") as event:
         prepared = _prepare(caller, req, embedder)
-        results: list[WriteResult] = []
         with db.transaction(cause="memory.create", actor=caller.actor) as cur:
-            for i, p in enumerate(prepared):
-                results.append(_create_one(cur, caller, i, p, req.on_conflict, embedder.model))
+            results = _write_batch(cur, caller, prepared, req.on_conflict, embedder.model)
         event.memory_ids = [r.id for r in results if r.id]
         event.count = len(results)
         return results
 
 
-def _create_one(
-    cur: psycopg.Cursor, caller: Caller, i: int, p: _Prepared, on_conflict: str, model: str
-) -> WriteResult:
-    item = p.item
-    tomb = find_tombstone(cur, caller.tenant_id, p.path, p.canonical, item.slot)
-    if tomb is not None:
-        return WriteResult(
-            id=None, status="blocked", reason=f"tombstoned: {tomb['reason']}",
-            tombstone_id=tomb["id"],
-        )
-    params = {
-        "tenant": caller.tenant_id, "path": p.path, "name": item.name, "content": item.content,
-        "canonical": p.canonical, "hash": value_hash(p.canonical), "kind": item.kind,
-        "slot": item.slot, "importance": item.importance, "valid_from": item.valid_from,
-        "embedding": p.embedding, "model": model,
-        "evidence": Jsonb([evidence_entry(caller, "api")]), "meta": Jsonb(item.meta),
-        "tags": list(dict.fromkeys(item.tags)),
-    }
-    if item.name is not None:
-        existing = cur.execute(
-            "SELECT id, value_hash FROM memories"
-            " WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND name = %(name)s FOR UPDATE",
-            params,
-        ).fetchone()
-        if existing is not None:
-            if bytes(existing["value_hash"]) == params["hash"]:
-                return WriteResult(id=existing["id"], status="skipped", reason="unchanged")
-            if on_conflict == "ignore":
-                return WriteResult(id=existing["id"], status="skipped", reason="name exists")
-            if on_conflict == "error":
+def _write_batch(
+    cur: psycopg.Cursor, caller: Caller, prepared: list[_Prepared], on_conflict: str, model: str
+) -> list[WriteResult]:
+    tenant = caller.tenant_id
+    tombs = find_tombstones(cur, tenant, [(p.path, p.canonical, p.item.slot, None) for p in prepared])
+    named_items = [p for p in prepared if p.item.name is not None]
+    named: dict[tuple[str, str], tuple[uuid.UUID, bytes]] = {}
+    if named_items:
+        for r in cur.execute(_NAMED, {
+            "tenant": tenant, "paths": [p.path for p in named_items],
+            "names": [p.item.name for p in named_items],
+        }).fetchall():
+            named[(r["path"], r["name"])] = (r["id"], bytes(r["value_hash"]))
+    active: dict[tuple[str, bytes], uuid.UUID] = {}
+    for r in cur.execute(_SAME_VALUE, {
+        "tenant": tenant, "paths": [p.path for p in prepared], "hashes": [p.hash for p in prepared],
+    }).fetchall():
+        active.setdefault((r["path"], bytes(r["value_hash"])), r["id"])
+
+    evidence = Jsonb([evidence_entry(caller, "api")])
+    results: list[WriteResult | None] = [None] * len(prepared)
+    inserts: list[tuple[int, dict[str, Any]]] = []
+    updates: list[tuple[int, str, dict[str, Any]]] = []  # (index, status, params), in order
+    for i, p in enumerate(prepared):
+        item = p.item
+        if i in tombs:
+            t = tombs[i]
+            results[i] = WriteResult(
+                id=None, status="blocked", reason=f"tombstoned: {t['reason']}", tombstone_id=t["id"]
+            )
+            continue
+        params = {
+            "id": uuid.uuid4(), "tenant": tenant, "path": p.path, "name": item.name,
+            "content": item.content, "canonical": p.canonical, "hash": p.hash, "kind": item.kind,
+            "slot": item.slot, "importance": item.importance, "valid_from": item.valid_from,
+            "embedding": p.embedding, "model": model, "evidence": evidence,
+            "meta": Jsonb(item.meta), "tags": list(dict.fromkeys(item.tags)),
+        }
+        if item.name is not None:
+            existing = named.get((p.path, item.name))
+            if existing is None:
+                named[(p.path, item.name)] = (params["id"], p.hash)
+                inserts.append((i, params))
+            elif existing[1] == p.hash:
+                results[i] = WriteResult(id=existing[0], status="skipped", reason="unchanged")
+            elif on_conflict == "ignore":
+                results[i] = WriteResult(id=existing[0], status="skipped", reason="name exists")
+            elif on_conflict == "error":
                 raise Conflict(
                     "a memory with this name exists in this path (on_conflict=error)",
                     field=f"memories[{i}].name",
                 )
-            row = cur.execute(_REPLACE, {**params, "id": existing["id"]}).fetchone()
-            return WriteResult(id=row["id"], status="updated", version=row["version"])
-    else:
-        same = cur.execute(
-            "SELECT id FROM memories WHERE tenant_id = %(tenant)s AND value_hash = %(hash)s"
-            " AND path = %(path)s::ltree AND status = 'active'"
-            " ORDER BY created_at LIMIT 1 FOR UPDATE",
-            params,
-        ).fetchone()
-        if same is not None:
-            row = cur.execute(_REINFORCE, {**params, "id": same["id"]}).fetchone()
-            return WriteResult(id=row["id"], status="reinforced", version=row["version"])
-    row = cur.execute(_INSERT, params).fetchone()
-    return WriteResult(id=row["id"], status="inserted", version=row["version"])
+            else:
+                named[(p.path, item.name)] = (existing[0], p.hash)
+                updates.append((i, "updated", {**params, "id": existing[0]}))
+            continue
+        same = active.get((p.path, p.hash))
+        if same is None:
+            active[(p.path, p.hash)] = params["id"]
+            inserts.append((i, params))
+        else:
+            updates.append((i, "reinforced", {**params, "id": same}))
+
+    if inserts:
+        cur.executemany(_INSERT, [params for _, params in inserts], returning=True)
+        for i, _ in inserts:
+            row = cur.fetchone()
+            results[i] = WriteResult(id=row["id"], status="inserted", version=row["version"])
+            cur.nextset()
+    for i, status, params in updates:
+        row = cur.execute(_REINFORCE if status == "reinforced" else _REPLACE, params).fetchone()
+        results[i] = WriteResult(id=row["id"], status=status, version=row["version"])
+    return [r for r in results if r is not None]
 
 
 # --------------------------------------------------------------------------------------

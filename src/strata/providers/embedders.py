@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -19,6 +20,12 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         """One vector per text, L2-normalised, in input order; one provider call per batch."""
         ...
+
+
+@lru_cache(maxsize=65536)
+def _bucket(feature: str, dim: int) -> tuple[int, float]:
+    h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+    return h % dim, 1.0 if (h >> 63) & 1 else -1.0
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -50,9 +57,8 @@ class HashingEmbedder:
         for text in texts:
             vec = np.zeros(self.dim, dtype=np.float32)
             for feat, weight in self._features(text):
-                digest = hashlib.blake2b(feat.encode(), digest_size=8).digest()
-                h = int.from_bytes(digest, "little")
-                vec[h % self.dim] += weight if (h >> 63) & 1 else -weight
+                index, sign = _bucket(feat, self.dim)
+                vec[index] += sign * weight
             norm = float(np.linalg.norm(vec))
             out.append(vec / norm if norm > 0 else vec)
         return out
