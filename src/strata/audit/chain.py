@@ -69,52 +69,75 @@ def row_hash(prev: bytes, row: dict[str, Any]) -> bytes:
     return hashlib.sha256(bytes(prev) + canonical(fields)).digest()
 
 
+_APPEND = """
+WITH head AS (
+    UPDATE audit_heads SET seq = %(seq)s, row_hash = %(row_hash)s
+    WHERE tenant_id = %(tenant_id)s AND seq = %(prev_seq)s
+    RETURNING 1
+)
+INSERT INTO audit_log (tenant_id, seq, at, action, surface, operation, principal_id, key_id,
+                       memory_ids, count, query_len, outcome, prev_hash, row_hash)
+SELECT %(tenant_id)s, %(seq)s, %(at)s, %(action)s, %(surface)s, %(operation)s,
+       %(principal_id)s, %(key_id)s, %(memory_ids)s, %(count)s, %(query_len)s, %(outcome)s,
+       %(prev_hash)s, %(row_hash)s
+FROM head
+"""
+_OPTIMISTIC_ATTEMPTS = 3
+_ATTEMPTS = 6
+
+
+def _try_append(conn, caller: "Caller", event: AuditEvent, *, locked: bool) -> int | None:
+    head = conn.execute(
+        "SELECT seq, row_hash FROM audit_heads WHERE tenant_id = %s" + (" FOR UPDATE" if locked else ""),
+        (caller.tenant_id,),
+    ).fetchone()
+    if head is None:
+        conn.execute(
+            "INSERT INTO audit_heads (tenant_id, seq, row_hash) VALUES (%s, 0, %s)"
+            " ON CONFLICT (tenant_id) DO NOTHING",
+            (caller.tenant_id, GENESIS),
+        )
+        return None
+    row = {
+        "tenant_id": caller.tenant_id,
+        "seq": head["seq"] + 1,
+        "prev_seq": head["seq"],
+        "at": datetime.now(UTC),
+        "action": event.action,
+        "surface": caller.surface,
+        "operation": event.operation,
+        "principal_id": caller.principal_id,
+        "key_id": caller.key_id,
+        "memory_ids": list(dict.fromkeys(event.memory_ids)),
+        "count": event.count,
+        "query_len": event.query_len,
+        "outcome": event.outcome,
+        "prev_hash": bytes(head["row_hash"]),
+    }
+    row["row_hash"] = row_hash(row["prev_hash"], row)
+    return row["seq"] if conn.execute(_APPEND, row).rowcount == 1 else None
+
+
 def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
-    """Append one entry to the caller's tenant chain; return its seq, or None on failure."""
+    """Append one entry to the caller's tenant chain; return its seq, or None on failure.
+
+    Compare-and-set on the tenant's head: read it, link the new row to it, and move the head
+    only if nobody else did in between (one statement). A lost race re-reads and retries, so
+    appends to one tenant serialise without holding a lock across round trips and appends to
+    different tenants never wait for each other.
+    """
     global _failures
     try:
-        with db.transaction() as cur:
-            cur.execute(
-                "INSERT INTO audit_heads (tenant_id, seq, row_hash) VALUES (%s, 0, %s)"
-                " ON CONFLICT (tenant_id) DO NOTHING",
-                (caller.tenant_id, GENESIS),
-            )
-            head = cur.execute(
-                "SELECT seq, row_hash FROM audit_heads WHERE tenant_id = %s FOR UPDATE",
-                (caller.tenant_id,),
-            ).fetchone()
-            row = {
-                "tenant_id": caller.tenant_id,
-                "seq": head["seq"] + 1,
-                "at": datetime.now(UTC),
-                "action": event.action,
-                "surface": caller.surface,
-                "operation": event.operation,
-                "principal_id": caller.principal_id,
-                "key_id": caller.key_id,
-                "memory_ids": list(dict.fromkeys(event.memory_ids)),
-                "count": event.count,
-                "query_len": event.query_len,
-                "outcome": event.outcome,
-            }
-            row["prev_hash"] = bytes(head["row_hash"])
-            row["row_hash"] = row_hash(row["prev_hash"], row)
-            cur.execute(
-                """
-                INSERT INTO audit_log (tenant_id, seq, at, action, surface, operation, principal_id,
-                                       key_id, memory_ids, count, query_len, outcome, prev_hash,
-                                       row_hash)
-                VALUES (%(tenant_id)s, %(seq)s, %(at)s, %(action)s, %(surface)s, %(operation)s,
-                        %(principal_id)s, %(key_id)s, %(memory_ids)s, %(count)s, %(query_len)s,
-                        %(outcome)s, %(prev_hash)s, %(row_hash)s)
-                """,
-                row,
-            )
-            cur.execute(
-                "UPDATE audit_heads SET seq = %s, row_hash = %s WHERE tenant_id = %s",
-                (row["seq"], row["row_hash"], caller.tenant_id),
-            )
-            return row["seq"]
+        with db.connection() as conn:
+            for attempt in range(_ATTEMPTS):
+                # After a few lost races, queue on the head's row lock instead: progress is
+                # then guaranteed under any contention.
+                locked = attempt >= _OPTIMISTIC_ATTEMPTS
+                with conn.transaction() if locked else contextlib.nullcontext():
+                    seq = _try_append(conn, caller, event, locked=locked)
+                if seq is not None:
+                    return seq
+            raise RuntimeError(f"audit head stayed contended for {_ATTEMPTS} attempts")
     except Exception:  # fail open: the request has already done its work
         with _failures_lock:
             _failures += 1

@@ -31,7 +31,6 @@ def _configure(conn: psycopg.Connection) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
-    conn.commit()
 
 
 class Database:
@@ -51,7 +50,8 @@ class Database:
                         self.url,
                         min_size=self._min,
                         max_size=self._max,
-                        kwargs={"row_factory": dict_row},
+                        # Autocommit: a read is one round trip; writes use transaction().
+                        kwargs={"row_factory": dict_row, "autocommit": True},
                         configure=_configure,
                         open=False,
                     )
