@@ -85,13 +85,39 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
 
 
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error", extra={"route": request.url.path})
-    return JSONResponse(error_body("internal", "internal error"), 500)
+class NeverLeak:
+    """Outermost ASGI guard: an unexpected exception becomes the JSON 500 body and stops here.
+
+    Starlette's own handler for ``Exception`` answers and then re-raises, which under Mangum
+    turns into a plain-text 500; this guard makes the answer the same on every runtime.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unhandled error", extra={"route": scope.get("path")})
+            if started:
+                return
+            response = JSONResponse(error_body("internal", "internal error"), 500)
+            await response(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(StrataError, _strata_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(NeverLeak)
