@@ -60,9 +60,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from strata.auth import create_tenant
     from strata.errors import Conflict
 
+    from strata.db.migrate import check_schema
+
     settings = get_settings()
     settings.home.mkdir(parents=True, exist_ok=True)
     db = _database()
+    with db.connection() as conn:
+        check_schema(conn, settings)
     try:
         _, key = create_tenant(db, "default")
     except Conflict:

@@ -172,8 +172,8 @@ _LIST_COLUMNS = """seq, at, action, surface, operation, principal_id, key_id, me
 def list_entries(
     db: Database, caller: "Caller", *, after_seq: int = 0, limit: int = 100
 ) -> tuple[list[dict[str, Any]], int | None]:
-    caller.require_owner()
     with audited(db, caller, "admin", "audit.list") as event:
+        caller.require_owner()  # inside: a refused read of the audit trail is audited too
         with db.connection() as conn:
             rows = conn.execute(
                 f"SELECT {_LIST_COLUMNS} FROM audit_log WHERE tenant_id = %s AND seq > %s"
@@ -192,7 +192,9 @@ def verify(db: Database, tenant_id: uuid.UUID, *, batch: int = 5000) -> dict[str
     Reports the first seq whose link does not verify (edited, reordered or inserted rows)
     and any seq gaps (deleted rows), and checks the head so a deleted tail is caught too.
     """
-    with db.connection() as conn:
+    with db.connection() as conn, conn.transaction():
+        # One snapshot for head and rows: an append committing mid-verify is not a tamper.
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         start = conn.execute(
             "SELECT seq, row_hash FROM audit_checkpoints WHERE tenant_id = %s AND kind = 'pruned'",
             (tenant_id,),
@@ -220,11 +222,14 @@ def verify(db: Database, tenant_id: uuid.UUID, *, batch: int = 5000) -> dict[str
                 prev, expected_seq, last_seq = stored_hash, row["seq"] + 1, row["seq"]
             if len(rows) < batch:
                 break
-    head_seq = head["seq"] if head else 0
-    if head and first_bad is None and (last_seq != head_seq or prev != bytes(head["row_hash"])):
-        first_bad = last_seq + 1 if last_seq < head_seq else head_seq
-        if last_seq < head_seq:
+    # A missing head vouches for nothing: every row is then "past the head".
+    head_seq, head_hash = (head["seq"], bytes(head["row_hash"])) if head else (0, GENESIS)
+    if first_bad is None and (last_seq != head_seq or (checked and prev != head_hash)):
+        if last_seq < head_seq:  # deleted tail
+            first_bad = last_seq + 1
             gaps.append([last_seq + 1, head_seq])
+        else:  # rows past the head (none vouched for), or a head that does not match
+            first_bad = head_seq + 1 if last_seq > head_seq else head_seq
     return {
         "ok": first_bad is None,
         "checked": checked,
@@ -235,8 +240,8 @@ def verify(db: Database, tenant_id: uuid.UUID, *, batch: int = 5000) -> dict[str
 
 
 def verify_for(db: Database, caller: "Caller") -> dict[str, Any]:
-    caller.require_owner()
     with audited(db, caller, "admin", "audit.verify"):
+        caller.require_owner()
         return verify(db, caller.tenant_id)
 
 
