@@ -8,6 +8,8 @@ share rows and never mock the database.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,10 +31,14 @@ TEMPLATE = "strata_template"
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory):
-    srv = start_server(tmp_path_factory.mktemp("pg") / "data")
+def pg_server():
+    # A private directory, not pytest's tmp_path: pytest prunes old basetemp folders, which
+    # would pull the data directory from under a concurrent run's server.
+    root = Path(tempfile.mkdtemp(prefix="strata-test-pg-"))
+    srv = start_server(root / "data")
     yield srv
     srv.cleanup()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

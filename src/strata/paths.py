@@ -18,7 +18,7 @@ def validate_path(value: str, *, field: str = "path", allow_root: bool = False) 
         raise InvalidInput("path must be a string", field=field)
     if value == "" and allow_root:
         return value
-    if len(value) > MAX_PATH_LEN or not _PATH.match(value):
+    if len(value) > MAX_PATH_LEN or not _PATH.fullmatch(value):
         raise InvalidInput(
             "path must be dot-separated labels of letters, digits, '_' or '-' (e.g. users.alice)",
             field=field,

@@ -81,6 +81,10 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400:
+        # FastAPI raises a bare 400 when a JSON body cannot be decoded at all (not UTF-8,
+        # nested too deep): to the caller that is invalid JSON like any other.
+        return JSONResponse(error_body("invalid_json", "request body is not valid JSON"), 400)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
 

@@ -173,7 +173,9 @@ def list_entries(
     db: Database, caller: "Caller", *, after_seq: int = 0, limit: int = 100
 ) -> tuple[list[dict[str, Any]], int | None]:
     with audited(db, caller, "admin", "audit.list") as event:
-        caller.require_owner()  # inside: a refused read of the audit trail is audited too
+        # Inside: a refused read of the audit trail is audited too. The trail names memory
+        # ids across the whole tenant, so only an owner of the tenant root reads it.
+        caller.require_root_owner()
         with db.connection() as conn:
             rows = conn.execute(
                 f"SELECT {_LIST_COLUMNS} FROM audit_log WHERE tenant_id = %s AND seq > %s"
@@ -241,7 +243,7 @@ def verify(db: Database, tenant_id: uuid.UUID, *, batch: int = 5000) -> dict[str
 
 def verify_for(db: Database, caller: "Caller") -> dict[str, Any]:
     with audited(db, caller, "admin", "audit.verify"):
-        caller.require_owner()
+        caller.require_root_owner()
         return verify(db, caller.tenant_id)
 
 

@@ -56,6 +56,10 @@ class Caller:
         if not self.paths(Level.owner):
             raise Forbidden("owner access is required")
 
+    def require_root_owner(self) -> None:
+        if not self.can("", Level.owner):
+            raise Forbidden("owner access on the tenant root is required")
+
     @classmethod
     def system(cls, tenant_id: uuid.UUID, surface: str = "cli") -> "Caller":
         """An operator acting outside any key (the CLI): audited, but holding no paths."""

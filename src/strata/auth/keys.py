@@ -11,7 +11,7 @@ import hmac
 import secrets
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -21,7 +21,7 @@ from strata.audit import audited
 from strata.auth.access import Access, Caller, Level
 from strata.auth.models import CeilingEntry, CreatedKey, KeyInfo
 from strata.db import Database
-from strata.errors import Forbidden, NotFound, Unauthenticated
+from strata.errors import Forbidden, InvalidInput, NotFound, Unauthenticated
 from strata.paths import validate_path
 
 KEY_PREFIX = "sk"
@@ -105,8 +105,12 @@ def create_key(
         entries = _validate_ceiling(ceiling) if ceiling is not None else None
         if default_path is not None:
             validate_path(default_path, field="default_path")
+        if expires_at is not None and expires_at <= datetime.now(UTC):
+            raise InvalidInput("expires_at must be in the future", field="expires_at")
         if caller.key_id is not None:
             caller.require_owner()
+            if default_path is not None:
+                caller.require(default_path, Level.write, field="default_path")
             if entries is None:
                 entries = [CeilingEntry(path=a.path, level=a.level.name) for a in caller.access]
             for i, e in enumerate(entries):

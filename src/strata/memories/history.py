@@ -127,7 +127,13 @@ def restore(
                 "evidence": Jsonb([evidence_entry(caller, "restore")]),
             }
             if live is None:
-                params["version"] = snap["version"] + 1
+                # Above every version the memory ever had (not just the restored one), so a
+                # writer still holding an old version cannot compare-and-set against it.
+                params["version"] = cur.execute(
+                    "SELECT max(version) + 1 AS v FROM memory_history"
+                    " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
+                    scope(caller, id=memory_id),
+                ).fetchone()["v"]
                 row = cur.execute(_RESTORE_INSERT, params).fetchone()
             else:
                 row = cur.execute(_RESTORE_UPDATE, params).fetchone()
@@ -137,41 +143,68 @@ def restore(
 
 def forget(db: Database, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
     """Erasure: the row goes, its history keeps only hashes, and every value it ever held is
-    tombstoned (hashes only, no embedding) so it cannot be created again in this scope."""
+    tombstoned (hashes only, no embedding) so it cannot be created again in this scope.
+
+    A deleted memory can be forgotten too (its content still sits in history), and
+    forgetting twice answers the same as once, so an erasure request can be retried."""
     with audited(db, caller, "delete", "memory.forget") as event:
         event.memory_ids = [memory_id]
+        params = scope(caller, id=memory_id)
         with db.transaction(cause="memory.forget", actor=caller.actor) as cur:
-            row = lock_writable(cur, caller, memory_id)
-            values = cur.execute(
-                """
-                SELECT value_hash, slot, value FROM memories WHERE id = %(id)s
-                UNION
-                SELECT decode(substr(row_data->>'value_hash', 3), 'hex'),
-                       row_data->>'slot', row_data->>'value'
-                FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(id)s
-                """,
-                {"id": memory_id, "tenant": caller.tenant_id},
-            ).fetchall()
-            tombstones = []
-            for v in values:
-                tombstones.append(cur.execute(
-                    "INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash,"
-                    " reason, memory_id) VALUES (%s, %s::ltree, %s, %s, %s, 'forgotten', %s)"
-                    " RETURNING id",
-                    (caller.tenant_id, row["path"], v["slot"], slot_value_hash(v["value"]),
-                     bytes(v["value_hash"]), memory_id),
-                ).fetchone()["id"])
-            cur.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
-            cur.execute(
-                "UPDATE memory_history SET erased = true, row_data = row_data - %(fields)s::text[]"
-                " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
-                {"fields": list(ERASED_FIELDS), "tenant": caller.tenant_id, "id": memory_id},
-            )
+            row = cur.execute(
+                "SELECT path::text AS path, false AS erased FROM memories"
+                " WHERE tenant_id = %(tenant)s AND id = %(id)s AND path <@ %(readable)s::ltree[]"
+                " FOR UPDATE",
+                params,
+            ).fetchone() or cur.execute(
+                "SELECT path::text AS path, erased FROM memory_history"
+                " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
+                " AND path <@ %(readable)s::ltree[] ORDER BY id DESC LIMIT 1 FOR UPDATE",
+                params,
+            ).fetchone()
+            if row is None:
+                raise NotFound("memory", memory_id)
+            caller.require(row["path"], Level.write)
+            if row["erased"]:
+                tombstones = [t["id"] for t in cur.execute(
+                    "SELECT id FROM tombstones WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
+                    " AND reason = 'forgotten' ORDER BY created_at, id",
+                    params,
+                ).fetchall()]
+            else:
+                tombstones = _erase(cur, caller, memory_id, row["path"])
         event.count = 1
-        return {
-            "id": memory_id, "forgotten": True,
-            "tombstone_ids": tombstones,
-        }
+        return {"id": memory_id, "forgotten": True, "tombstone_ids": tombstones}
+
+
+def _erase(cur, caller: Caller, memory_id: uuid.UUID, path: str) -> list[uuid.UUID]:
+    values = cur.execute(
+        """
+        SELECT value_hash, slot, value FROM memories WHERE id = %(id)s
+        UNION
+        SELECT decode(substr(row_data->>'value_hash', 3), 'hex'),
+               row_data->>'slot', row_data->>'value'
+        FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(id)s
+        """,
+        {"id": memory_id, "tenant": caller.tenant_id},
+    ).fetchall()
+    tombstones = [
+        cur.execute(
+            "INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash,"
+            " reason, memory_id) VALUES (%s, %s::ltree, %s, %s, %s, 'forgotten', %s)"
+            " RETURNING id",
+            (caller.tenant_id, path, v["slot"], slot_value_hash(v["value"]),
+             bytes(v["value_hash"]), memory_id),
+        ).fetchone()["id"]
+        for v in values
+    ]
+    cur.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+    cur.execute(
+        "UPDATE memory_history SET erased = true, row_data = row_data - %(fields)s::text[]"
+        " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
+        {"fields": list(ERASED_FIELDS), "tenant": caller.tenant_id, "id": memory_id},
+    )
+    return tombstones
 
 
 def related(db: Database, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:
@@ -195,7 +228,7 @@ def related(db: Database, caller: Caller, memory_id: uuid.UUID) -> list[dict[str
                 JOIN memories o ON o.id = CASE WHEN r.source_id = %(id)s THEN r.target_id
                                                ELSE r.source_id END
                 WHERE r.tenant_id = %(tenant)s AND (r.source_id = %(id)s OR r.target_id = %(id)s)
-                  AND o.path <@ %(readable)s::ltree[]
+                  AND o.tenant_id = %(tenant)s AND o.path <@ %(readable)s::ltree[]
                 ORDER BY r.created_at, r.id
                 """,
                 scope(caller, id=memory_id),

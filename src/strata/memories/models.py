@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -19,10 +20,18 @@ MAX_CONTENT_BYTES = 32 * 1024
 
 
 def storable(value: Any) -> Any:
-    """PostgreSQL text and jsonb cannot hold NUL: refuse it here, where the field is known."""
+    """PostgreSQL text and jsonb cannot hold NUL, unpaired surrogates (not UTF-8) or
+    NaN/Infinity (not JSON): refuse them here, where the field is known."""
     if isinstance(value, str):
         if "\x00" in value:
             raise ValueError("text must not contain NUL characters")
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise ValueError("text must be valid Unicode (no unpaired surrogates)") from None
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("numbers must be finite")
     elif isinstance(value, dict):
         for k, v in value.items():
             storable(k)
@@ -36,6 +45,14 @@ def storable(value: Any) -> Any:
 Text = Annotated[str, AfterValidator(storable)]
 Tag = Annotated[Text, Field(min_length=1, max_length=64)]
 Meta = Annotated[dict[str, Any], AfterValidator(storable)]
+
+
+def _utc_if_naive(value: datetime) -> datetime:
+    """A timestamp without an offset is UTC, so it compares with stored (aware) ones."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+Instant = Annotated[datetime, AfterValidator(_utc_if_naive)]
 
 
 def _content_ok(value: str) -> str:
@@ -56,7 +73,7 @@ class MemoryIn(BaseModel):
     path: str | None = None
     kind: Kind = "fact"
     slot: Text | None = Field(default=None, min_length=1, max_length=200)
-    valid_from: datetime | None = None
+    valid_from: Instant | None = None
     importance: float | None = Field(default=None, ge=0, le=1)
     tags: list[Tag] = Field(default_factory=list, max_length=32)
     meta: Meta = Field(default_factory=dict)
@@ -87,8 +104,8 @@ class MemoryPatch(BaseModel):
     pinned: bool | None = None
     tags: list[Tag] | None = Field(default=None, max_length=32)
     meta: Meta | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Instant | None = None
+    valid_to: Instant | None = None
 
     @field_validator("content")
     @classmethod

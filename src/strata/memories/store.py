@@ -229,7 +229,8 @@ def _write_batch(
         if i in tombs:
             t = tombs[i]
             results[i] = WriteResult(
-                id=None, status="blocked", reason=f"tombstoned: {t['reason']}", tombstone_id=t["id"]
+                id=None, status="blocked", reason=f"tombstoned: {t['reason']} (tombstone {t['id']})",
+                tombstone_id=t["id"],
             )
             continue
         params = {
@@ -393,13 +394,19 @@ def update_memory(
             if row["version"] != expected:
                 raise VersionConflict(expected, row["version"])
             canonical = canonicalize(patch.content) if patch.content is not None else None
-            if canonical is not None:
+            if canonical == "":
+                raise InvalidInput("content has no words", field="content")
+            # The gate applies to the value the row will hold where it will live: a new
+            # content, or the current one moved into another path.
+            if canonical is not None or (patch.path is not None and patch.path != row["path"]):
                 tomb = find_tombstone(
-                    cur, caller.tenant_id, patch.path or row["path"], canonical,
+                    cur, caller.tenant_id, patch.path or row["path"],
+                    canonical if canonical is not None else canonicalize(row["content"]),
                     patch.slot or row["slot"],
                 )
                 if tomb is not None:
-                    raise Suppressed(tomb["id"], tomb["reason"], field="content")
+                    raise Suppressed(tomb["id"], tomb["reason"],
+                                     field="content" if canonical is not None else "path")
             valid_from = changes.get("valid_from", row["valid"].lower)
             valid_to = changes.get("valid_to", row["valid"].upper)
             if valid_to is not None and valid_to <= valid_from:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter
@@ -12,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata import auth
 from strata.api.deps import DB, CallerDep
 from strata.auth.models import CeilingEntry, CreatedKey, Grant, KeyInfo, Principal
-from strata.memories.models import Text
+from strata.memories.models import Text, Instant
 
 router = APIRouter(prefix="/v1", tags=["access"])
 
@@ -22,7 +21,7 @@ class KeyRequest(BaseModel):
     principal_id: uuid.UUID
     ceiling: list[CeilingEntry] | None = Field(default=None, max_length=64)
     name: Text | None = Field(default=None, max_length=200)
-    expires_at: datetime | None = None
+    expires_at: Instant | None = None
     default_path: str | None = None
 
 

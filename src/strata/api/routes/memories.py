@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated, get_args
 
 from fastapi import APIRouter, Body, Header, Query
@@ -12,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata import memories as core
 from strata.api.deps import DB, CallerDep, EmbedderDep
 from strata.errors import InvalidInput
-from strata.memories.models import Kind, Status
+from strata.memories.models import Kind, Status, Instant
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -32,7 +31,7 @@ def _if_match(value: str | None) -> int | None:
     if value is None:
         return None
     raw = value.strip().removeprefix("W/").strip('"')
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise InvalidInput("If-Match must be the memory's version", field="If-Match")
     return int(raw)
 
@@ -50,12 +49,14 @@ def list_(
     kind: Annotated[list[str] | None, Query()] = None,
     status: Annotated[list[str] | None, Query()] = None,
     tags: Annotated[list[str] | None, Query()] = None,
-    valid_at: datetime | None = None,
+    valid_at: Instant | None = None,
     cursor: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> dict:
     statuses = ["active"] if not status else (
         None if status == ["all"] else _csv(status, get_args(Status), "status"))
+    if tags and any("\x00" in t for t in tags):
+        raise InvalidInput("tags must not contain NUL characters", field="tags")
     items, next_cursor = core.list_memories(
         db, caller, path=path, kind=_csv(kind, get_args(Kind), "kind"), status=statuses,
         tags=[t for raw in tags for t in raw.split(",") if t] if tags else None,
