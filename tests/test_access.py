@@ -18,28 +18,12 @@ import pytest
 
 from strata.auth import Caller, authenticate, create_key
 from strata.errors import Unauthenticated
+from support import assert_error, bearer
 
 
 # --------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def assert_error(resp, status: int, code: str, field: str | None = None) -> dict:
-    """The contract's error body: {"error": {"code", "message"}} with a fitting status."""
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert set(body) == {"error"}, body
-    err = body["error"]
-    assert err["code"] == code, body
-    assert isinstance(err["message"], str) and err["message"], body
-    if field is not None:
-        assert err.get("field") == field, body
-    return err
 
 
 def write(client, key: str, content: str, path: str | None = None):

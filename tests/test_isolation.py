@@ -13,21 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from support import assert_error
 
 
 # --------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------
-
-
-def assert_error(resp, status: int, code: str) -> dict:
-    """The contract's error body: {"error": {"code", "message"}}, with a fitting status."""
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert set(body) == {"error"}, body
-    assert body["error"]["code"] == code, body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"], body
-    return body["error"]
 
 
 def create_memory(client, headers: dict, content: str, path: str) -> str:

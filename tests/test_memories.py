@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from strata.errors import VersionConflict
 from strata.memories import MemoryPatch, update_memory
+from support import assert_error
 
 ALICE = "users.alice"
 
@@ -82,18 +83,6 @@ def list_all(client, headers, **params: Any) -> list[dict]:
 
 def contents(items: list[dict]) -> list[str]:
     return [m["content"] for m in items]
-
-
-def assert_error(resp, status: int, code: str, field: str | None = None) -> dict:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert set(body) == {"error"}, body
-    err = body["error"]
-    assert err["code"] == code, body
-    assert isinstance(err["message"], str) and err["message"], body
-    if field is not None:
-        assert err.get("field") == field, body
-    return err
 
 
 def sql_rows_containing(db, table: str, needle: str) -> int:
