@@ -87,7 +87,8 @@ def contents(items: list[dict]) -> list[str]:
 
 def sql_rows_containing(db, table: str, needle: str) -> int:
     """How many rows of ``table`` hold ``needle`` anywhere in any column (as JSON text)."""
-    assert table in {"memories", "memory_history", "tombstones", "audit_log", "ingest_receipts"}
+    assert table in {"memories", "memory_history", "tombstones", "audit_log", "ingest_receipts",
+                     "memory_relationships"}
     with db.connection() as conn:
         return conn.execute(
             f"SELECT count(*) AS n FROM {table} t"
@@ -813,3 +814,52 @@ def test_forget_of_unknown_memory_is_404(client, tenant):
     h = tenant.headers
     assert_error(client.post(f"/v1/memories/{uuid.uuid4()}/forget", headers=h), 404, "not_found")
     assert _forget(client, h, new_id(client, h, "Alice owns a red kayak"))
+
+
+def _edge(db, tenant, source: str, target: str, reason: str) -> None:
+    with db.connection() as conn:
+        conn.execute(
+            "INSERT INTO memory_relationships (tenant_id, source_id, target_id, type, reason,"
+            " decided_by) VALUES (%s, %s, %s, 'SUPERSEDES', %s, 'rule')",
+            (tenant.tenant_id, source, target, reason),
+        )
+
+
+def test_delete_keeps_the_edge_and_restore_brings_it_back(client, tenant, db):
+    """Given memory B superseding memory A with a recorded reason
+    When A is deleted, then restored
+    Then B's related hides the edge while A is gone (A's edge to a live memory shows before:
+    control), the edge's reason survives, and after restore the edge is shown again."""
+    h = tenant.headers
+    a = new_id(client, h, "Alice uses MySQL")
+    b = new_id(client, h, "Alice switched to PostgreSQL")
+    _edge(db, tenant, b, a, "slot user.database changed")
+
+    def related_ids():
+        r = client.get(f"/v1/memories/{b}/related", headers=h)
+        assert r.status_code == 200
+        return [(e["other_id"], e["reason"]) for e in r.json()["items"]]
+
+    assert related_ids() == [(a, "slot user.database changed")]
+    assert client.delete(f"/v1/memories/{a}", headers=h).status_code == 200
+    assert related_ids() == []
+    assert client.post(f"/v1/memories/{a}/restore", headers=h).status_code == 200
+    assert related_ids() == [(a, "slot user.database changed")]
+
+
+def test_forget_clears_edge_reasons_but_keeps_the_edge(client, tenant, db):
+    """Given an edge whose reason quotes the content of the memory about to be forgotten
+    When that memory is forgotten
+    Then the edge row remains with its type but no reason (control: reason present before)."""
+    h = tenant.headers
+    a = new_id(client, h, SECRET)
+    b = new_id(client, h, "Alice changed her locker")
+    _edge(db, tenant, b, a, f"replaces '{SECRET}'")
+    assert sql_rows_containing(db, "memory_relationships", NEEDLE) == 1
+    _forget(client, h, a)
+    assert sql_rows_containing(db, "memory_relationships", NEEDLE) == 0
+    with db.connection() as conn:
+        edge = conn.execute(
+            "SELECT type::text AS type, reason FROM memory_relationships WHERE target_id = %s", (a,)
+        ).fetchone()
+    assert edge == {"type": "SUPERSEDES", "reason": None}

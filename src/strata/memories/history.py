@@ -13,7 +13,7 @@ from strata.db import Database
 from strata.errors import Conflict, Gone, NotFound, Suppressed
 from strata.memories.canonical import canonicalize, slot_value_hash
 from strata.memories.models import HistoryEntry, Memory
-from strata.memories.store import COLUMNS, evidence_entry, find_tombstone, lock_writable, scope
+from strata.memories.store import COLUMNS, evidence_entry, find_tombstone, scope
 from strata.providers import Embedder
 
 # What forget strips from history: everything that could carry the content. Hashes, ids,
@@ -115,7 +115,7 @@ def restore(
             data = snap["row_data"]
             caller.require(data["path"], Level.write)
             if live is not None:
-                lock_writable(cur, caller, memory_id)
+                caller.require(live["path"], Level.write)
             tomb = find_tombstone(
                 cur, caller.tenant_id, data["path"], canonicalize(data["content"]), data.get("slot")
             )
@@ -199,6 +199,12 @@ def _erase(cur, caller: Caller, memory_id: uuid.UUID, path: str) -> list[uuid.UU
         for v in values
     ]
     cur.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+    # Edges keep their type and who decided, but a reason may quote the erased content.
+    cur.execute(
+        "UPDATE memory_relationships SET reason = NULL"
+        " WHERE tenant_id = %(tenant)s AND (source_id = %(id)s OR target_id = %(id)s)",
+        {"tenant": caller.tenant_id, "id": memory_id},
+    )
     cur.execute(
         "UPDATE memory_history SET erased = true, row_data = row_data - %(fields)s::text[]"
         " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",

@@ -1,5 +1,6 @@
-"""Direct memory CRUD. Every statement carries the tenant and the caller's readable paths, so
-authorisation happens inside SQL; the Python checks only choose between 403 and 404."""
+"""Direct memory CRUD. Every statement carries the tenant and the caller's readable (for
+writes, writable) paths, so authorisation happens inside SQL; the Python checks only choose
+between 403 and 404."""
 
 from __future__ import annotations
 
@@ -421,7 +422,7 @@ def update_memory(
                 "hash": value_hash(canonical) if canonical is not None else None,
                 "embedding": vector, "model": embedder.model if vector is not None else None,
                 "valid": Range(valid_from, valid_to, "[)"),
-                "id": memory_id, "expected": expected,
+                **scope(caller, id=memory_id, expected=expected),
             }
             updated = cur.execute(
                 f"""
@@ -441,7 +442,8 @@ def update_memory(
                     meta = COALESCE(%(meta)s, meta),
                     valid = %(valid)s,
                     version = version + 1, updated_at = now()
-                WHERE id = %(id)s AND version = %(expected)s
+                WHERE tenant_id = %(tenant)s AND id = %(id)s AND version = %(expected)s
+                  AND path <@ %(writable)s::ltree[]
                 RETURNING {COLUMNS}
                 """,
                 params,
@@ -455,6 +457,10 @@ def delete_memory(db: Database, caller: Caller, memory_id: uuid.UUID) -> dict[st
         event.memory_ids = [memory_id]
         with db.transaction(cause="memory.delete", actor=caller.actor) as cur:
             row = lock_writable(cur, caller, memory_id)
-            cur.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+            cur.execute(
+                "DELETE FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
+                " AND path <@ %(writable)s::ltree[]",
+                scope(caller, id=memory_id),
+            )
         event.count = 1
         return {"id": memory_id, "deleted": True, "version": row["version"]}

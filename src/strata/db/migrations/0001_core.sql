@@ -149,11 +149,14 @@ CREATE INDEX memories_fts_idx ON memories USING gin (fts);
 CREATE INDEX memories_tags_idx ON memories USING gin (tags);
 CREATE INDEX memories_embedding_idx ON memories USING hnsw (embedding vector_cosine_ops);
 
+-- Edges reference memories without a foreign key on purpose: deleting a memory must not
+-- erase why another memory is current, and restore brings the memory back to its edges.
+-- Readers join live memories, so an edge to a deleted memory is simply not shown.
 CREATE TABLE memory_relationships (
     id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     tenant_id  uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    source_id  uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
-    target_id  uuid NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    source_id  uuid NOT NULL,
+    target_id  uuid NOT NULL,
     type       relationship_type NOT NULL,
     confidence real NOT NULL DEFAULT 1.0 CHECK (confidence BETWEEN 0 AND 1),
     reason     text,
