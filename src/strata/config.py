@@ -35,6 +35,27 @@ class Settings(BaseSettings):
     embedder: Literal["hash"] = "hash"
     embedding_dim: int = Field(default=384, ge=16, le=4000)
 
+    # Model-backed extraction and conflict judging (any OpenAI-compatible endpoint). Without
+    # a base URL/model the rule-based extractor and judge run: no key needed.
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_api_key_secret_arn: str | None = None
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    # When the model fails or answers garbage: fall back to the rule extractor ("rule"), or
+    # mark the receipt llm_failed and write nothing ("fail").
+    llm_fallback: Literal["rule", "fail"] = "rule"
+
+    # Similarity bands for write resolution. None = the calibrated default for the embedder
+    # (see strata.ingest.gate.BANDS and eval/calibrate_bands.py).
+    reinforce_threshold: float | None = Field(default=None, gt=0, le=1)
+    conflict_threshold: float | None = Field(default=None, gt=0, le=1)
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url and self.llm_model)
+
     max_content_bytes: int = 32 * 1024
     max_batch: int = 500
     log_level: str = "INFO"
