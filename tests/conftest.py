@@ -27,6 +27,9 @@ from strata.db.embedded import start_server
 from strata.db.migrate import migrate
 from strata.providers import HashingEmbedder
 
+# The loopback OpenAI-compatible server (fixture ``fake_llm``) for model-backed providers.
+pytest_plugins = ["fake_openai"]
+
 TEMPLATE = "strata_template"
 
 

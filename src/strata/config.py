@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     def llm_configured(self) -> bool:
         return bool(self.llm_base_url and self.llm_model)
 
+    # AWS: the ingest state machine; unset = the pipeline runs in-process.
+    ingest_state_machine_arn: str | None = None
+
     max_content_bytes: int = 32 * 1024
     max_batch: int = 500
     log_level: str = "INFO"

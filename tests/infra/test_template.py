@@ -7,6 +7,8 @@ import the core and mangum at module level); handler files are read with ``ast``
 from __future__ import annotations
 
 import ast
+import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -29,6 +31,8 @@ ROUTER_FOR_PREFIX = {
     "/v1/grants": "access",
     "/v1/principals": "access",
     "/v1/audit": "audit",
+    "/v1/ingest": "ingest",
+    "/v1/review": "review",
 }
 
 # The v1 routes API Gateway must forward (method, path).
@@ -43,6 +47,10 @@ REQUIRED_ROUTES = {
     ("ANY", "/v1/principals"),
     ("ANY", "/v1/audit"),
     ("ANY", "/v1/audit/{proxy+}"),
+    ("ANY", "/v1/ingest"),
+    ("ANY", "/v1/ingest/{proxy+}"),
+    ("ANY", "/v1/review"),
+    ("ANY", "/v1/review/{proxy+}"),
 }
 
 # Package dependencies the layer leaves out on purpose.
@@ -203,3 +211,95 @@ def test_layer_requirements_cover_the_package_dependencies(template):
             n for n, extras in needed.items() if n not in shipped or not extras <= shipped[n]
         )
         assert not missing, f"{name}: its requirements.txt lacks {missing} (see pyproject.toml)"
+
+
+# ------------------------------------------------------------------ ingest state machine
+
+
+def ref_target(value) -> str | None:
+    """The logical id behind !Ref X or !GetAtt X.Attr."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return value["Ref"]
+        if "Fn::GetAtt" in value:
+            target = value["Fn::GetAtt"]
+            return target[0] if isinstance(target, list) else str(target).split(".")[0]
+    return None
+
+
+def policy_args(resource: dict, template_name: str) -> list[dict]:
+    return [p[template_name] for p in resource["Properties"].get("Policies", [])
+            if isinstance(p, dict) and template_name in p]
+
+
+def test_state_machine_definition_matches_its_substitutions(template):
+    """Every ${Name} in a state machine file has a DefinitionSubstitutions entry and every
+    entry is used; a substituted function is in the template, the role may invoke it, and
+    the Tasks calling it wait longer than the function's own timeout."""
+    functions = resources_of(template, "AWS::Serverless::Function")
+    for name, machine in resources_of(template, "AWS::Serverless::StateMachine").items():
+        props = machine["Properties"]
+        path = ROOT / props["DefinitionUri"]
+        text = path.read_text(encoding="utf-8")
+        asl = json.loads(text)
+        placeholders = set(re.findall(r"\$\{([A-Za-z0-9_]+)\}", text))
+        substitutions = props.get("DefinitionSubstitutions", {})
+        assert placeholders == set(substitutions), f"{name}: {placeholders} vs {set(substitutions)}"
+        invocable = {a["FunctionName"]["Ref"] for a in policy_args(machine, "LambdaInvokePolicy")}
+        for key, value in substitutions.items():
+            target = ref_target(value)
+            if target not in functions:
+                continue
+            assert target in invocable, f"{name}: its role cannot invoke {target}"
+            timeout = function_property(template, functions[target], "Timeout")
+            tasks = [s for s in asl["States"].values() if s["Type"] == "Task"
+                     and s["Parameters"]["FunctionName"] == "${" + key + "}"]
+            assert tasks, f"{name}: no Task invokes {target}"
+            for state in tasks:
+                assert state["TimeoutSeconds"] > timeout, (
+                    f"{name}: a Task gives up on {target} before the function's {timeout} s")
+
+
+def test_ingest_api_starts_the_state_machine(template):
+    """The function serving /v1/ingest knows the state machine (the setting the core reads),
+    may start executions of it, and can reach Step Functions from the private subnets."""
+    from strata.config import Settings
+
+    assert "ingest_state_machine_arn" in Settings.model_fields
+    machines = resources_of(template, "AWS::Serverless::StateMachine")
+    serving = [
+        (name, f) for name, f in resources_of(template, "AWS::Serverless::Function").items()
+        if any(e["Type"] == "HttpApi" and router_for(e["Properties"]["Path"]) == "ingest"
+               for e in f["Properties"].get("Events", {}).values())
+    ]
+    assert serving, "no function serves /v1/ingest"
+    for name, function in serving:
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        machine = ref_target(env.get("STRATA_INGEST_STATE_MACHINE_ARN"))
+        assert machine in machines, f"{name}: STRATA_INGEST_STATE_MACHINE_ARN is {machine!r}"
+        allowed = {ref_target(a["StateMachineName"])
+                   for a in policy_args(function, "StepFunctionsExecutionPolicy")}
+        assert machine in allowed, f"{name} may not start {machine}"
+        if function_property(template, function, "VpcConfig"):
+            endpoints = [
+                r["Properties"] for r in template["Resources"].values()
+                if r["Type"] == "AWS::EC2::VPCEndpoint"
+                and r["Properties"].get("VpcEndpointType") == "Interface"
+                and str(r["Properties"]["ServiceName"].get("Fn::Sub", "")).endswith(".states")
+            ]
+            assert endpoints and endpoints[0].get("PrivateDnsEnabled"), (
+                f"{name} runs in the VPC but no states interface endpoint is there")
+
+
+def test_strata_environment_variables_are_settings(template):
+    """Every STRATA_* variable the template sets is a field strata.config.Settings reads."""
+    from strata.config import Settings
+
+    fields = set(Settings.model_fields)
+    env_maps = [template["Globals"]["Function"].get("Environment", {}).get("Variables", {})]
+    env_maps += [f["Properties"].get("Environment", {}).get("Variables", {})
+                 for f in resources_of(template, "AWS::Serverless::Function").values()]
+    names = {n for env in env_maps for n in env if n.startswith("STRATA_")}
+    assert "STRATA_INGEST_STATE_MACHINE_ARN" in names
+    unknown = sorted(n for n in names if n.removeprefix("STRATA_").lower() not in fields)
+    assert not unknown, f"template sets variables strata does not read: {unknown}"

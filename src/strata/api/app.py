@@ -14,7 +14,7 @@ from strata.config import Settings, get_settings
 from strata.db import Database, get_database
 from strata.providers import Embedder, get_embedder
 
-ROUTERS = ("health", "memories", "access", "audit")
+ROUTERS = ("health", "memories", "access", "audit", "ingest", "review")
 
 
 @dataclass
@@ -32,6 +32,19 @@ class Runtime:
     @cached_property
     def embedder(self) -> Embedder:
         return self._embedder or get_embedder(self.settings)
+
+    @cached_property
+    def ingest(self):
+        from strata.ingest.pipeline import IngestRuntime
+
+        return IngestRuntime(self.db, self.embedder, self.settings)
+
+    @cached_property
+    def launcher(self):
+        from strata.ingest.service import StepFunctionsLauncher, ThreadLauncher
+
+        arn = self.settings.ingest_state_machine_arn
+        return StepFunctionsLauncher(arn) if arn else ThreadLauncher()
 
 
 def create_app(

@@ -67,7 +67,7 @@ JOIN tombstones t ON t.tenant_id = %(tenant)s AND i.path <@ t.path
  AND (t.until IS NULL OR t.until > now())
  AND (t.value_hash = i.hash
       OR (i.slot IS NOT NULL AND t.slot = i.slot AND t.slot_value_hash = i.slot_hash))
-ORDER BY i.ord, (t.reason = 'forgotten') DESC, t.created_at DESC
+ORDER BY i.ord, t.reason DESC, t.created_at DESC  -- forgotten, rejected, superseded
 """
 
 

@@ -1,0 +1,41 @@
+"""One Task of the ingest state machine (infra/statemachines/ingest.asl.json).
+
+The event names the step and carries ids only: ``{"step", "receipt_id", "tenant_id"}``; the
+answer is ``{"receipt_id", "tenant_id", "status"}``. ``"fail"`` is the Catch path: it records
+the failed step's error *name* on the receipt (the state machine never passes the message).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from strata.config import get_settings
+from strata.db import get_database
+from strata.ingest.pipeline import STEPS, IngestRuntime, record_failure, run_step
+from strata.providers import get_embedder
+
+_runtime: IngestRuntime | None = None
+_ERROR_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def runtime() -> IngestRuntime:
+    """Built once per container: the pool, embedder and model clients outlive invocations."""
+    global _runtime
+    if _runtime is None:
+        settings = get_settings()
+        _runtime = IngestRuntime(get_database(), get_embedder(settings), settings)
+    return _runtime
+
+
+def handler(event, context):
+    step = event["step"]
+    ids = {"receipt_id": event["receipt_id"], "tenant_id": event["tenant_id"]}
+    if step == "fail":
+        name = str(event.get("error") or "")
+        record_failure(runtime().db, uuid.UUID(ids["receipt_id"]),
+                       name if _ERROR_NAME.fullmatch(name) else "Unknown")
+        return ids
+    if step not in STEPS:
+        raise ValueError(f"unknown ingest step {step!r}")
+    return run_step(runtime(), step, ids)

@@ -1,0 +1,56 @@
+"""/v1/review: candidates held back for a person's decision."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+from pydantic import BaseModel, ConfigDict
+
+from strata import review
+from strata.api.deps import DB, CallerDep
+from strata.memories.models import Memory
+
+router = APIRouter(prefix="/v1/review", tags=["review"])
+
+
+class RejectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    suppress: bool = False
+
+
+class MergeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    into: uuid.UUID
+
+
+@router.get("")
+def list_(
+    db: DB, caller: CallerDep, path: str | None = None, cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> dict:
+    if path is not None:
+        from strata.paths import validate_path
+
+        validate_path(path)
+    items, next_cursor = review.list_candidates(db, caller, path=path, cursor=cursor, limit=limit)
+    return {"items": items, "next_cursor": next_cursor}
+
+
+@router.post("/{memory_id}/promote")
+def promote(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> Memory:
+    return review.promote(db, caller, memory_id)
+
+
+@router.post("/{memory_id}/reject")
+def reject(
+    memory_id: uuid.UUID, db: DB, caller: CallerDep,
+    body: Annotated[RejectRequest | None, Body()] = None,
+) -> Memory:
+    return review.reject(db, caller, memory_id, suppress=bool(body and body.suppress))
+
+
+@router.post("/{memory_id}/merge")
+def merge(memory_id: uuid.UUID, body: MergeRequest, db: DB, caller: CallerDep) -> Memory:
+    return review.merge(db, caller, memory_id, body.into)

@@ -1,0 +1,1 @@
+"""Ingestion with truth maintenance: extract -> gate -> conflict -> persist."""

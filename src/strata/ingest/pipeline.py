@@ -1,0 +1,387 @@
+"""The ingest pipeline: extract -> gate -> conflict -> persist.
+
+Each step takes and returns a ``StepPayload`` (ids only), keeps its state in PostgreSQL and is
+idempotent: it does nothing when the receipt says it already ran, or when the receipt has
+reached a final status. Locally the steps run in-process in ``STEPS`` order; on AWS each is a
+Task of ``infra/statemachines/ingest.asl.json`` (a test keeps the two lists equal).
+Model and embedder calls happen outside any transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from strata.audit import audited
+from strata.auth.access import Access, Caller, Level
+from strata.config import Settings
+from strata.db import Database
+from strata.ingest import gate as gating
+from strata.ingest import persist, receipts
+from strata.ingest.conflict import ConflictJudge, RuleJudge, admissible
+from strata.ingest.models import (
+    TERMINAL,
+    Candidate,
+    Extraction,
+    Message,
+    Neighbour,
+    StepPayload,
+    Verdict,
+)
+from strata.memories.canonical import canonicalize, value_hash
+from strata.providers import Embedder
+
+log = logging.getLogger(__name__)
+
+STEPS = ("extract", "gate", "conflict", "persist")
+
+
+@dataclass
+class IngestRuntime:
+    db: Database
+    embedder: Embedder
+    settings: Settings
+    _extractor: Any = None
+    _judge: Any = None
+
+    @cached_property
+    def extractor(self):
+        """The model-backed extractor when configured, else None (the rule extractor runs)."""
+        if self._extractor is not None:
+            return self._extractor
+        from strata.providers.llm import get_extractor
+
+        return get_extractor(self.settings)
+
+    @cached_property
+    def judge(self) -> ConflictJudge:
+        if self._judge is not None:
+            return self._judge
+        from strata.providers.llm import get_judge
+
+        return get_judge(self.settings) or RuleJudge()
+
+    @cached_property
+    def rule_extractor(self):
+        from strata.ingest.extract_rules import RuleExtractor
+
+        return RuleExtractor()
+
+
+def _done(row: dict[str, Any], step: str) -> bool:
+    return row["status"] in TERMINAL or step in row["steps"]
+
+
+def _payload(p: StepPayload, status: str) -> StepPayload:
+    return StepPayload(receipt_id=p.receipt_id, tenant_id=p.tenant_id, status=status)
+
+
+# --------------------------------------------------------------------------------------
+# extract
+# --------------------------------------------------------------------------------------
+
+
+def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
+    with rt.db.transaction(cause="ingest.extract") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "extract"):
+            return _payload(p, row["status"])
+    started = time.perf_counter()
+    messages = [Message.model_validate(m) for m in row["messages"]]
+    now = row["created_at"]
+    notes: list[str] = []
+    extraction: Extraction | None = None
+    name = rt.rule_extractor.name
+    model = rt.extractor
+    if model is not None:
+        from strata.providers.llm import ExtractorFailed
+
+        try:
+            extraction, name = model.extract(messages, now), model.name
+        except ExtractorFailed as exc:
+            cause = getattr(exc, "reason", None) or type(exc).__name__
+            if rt.settings.llm_fallback == "fail":
+                with rt.db.transaction(cause="ingest.extract") as cur:
+                    receipts.finish_step(cur, p.receipt_id, "extract", status="llm_failed",
+                                         error=f"model extraction failed ({cause})",
+                                         extractor=model.name)
+                return _payload(p, "llm_failed")
+            notes.append(f"model extraction failed ({cause}); the rule extractor ran instead")
+            name = f"{rt.rule_extractor.name} (fallback from {model.name})"
+    if extraction is None:
+        extraction = rt.rule_extractor.extract(messages, now)
+    rows = [_stage(p, i, c, messages, now) for i, c in enumerate(extraction.memories)]
+    with rt.db.transaction(cause="ingest.extract") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "extract"):  # a concurrent retry finished first
+            return _payload(p, row["status"])
+        cur.execute("DELETE FROM ingest_candidates WHERE receipt_id = %s", (p.receipt_id,))
+        if rows:
+            cur.executemany(
+                """
+                INSERT INTO ingest_candidates (receipt_id, idx, tenant_id, content, canonical,
+                    value_hash, kind, slot, value, valid_from, confidence, asserts_change, evidence)
+                VALUES (%(receipt)s, %(idx)s, %(tenant)s, %(content)s, %(canonical)s, %(hash)s,
+                        %(kind)s, %(slot)s, %(value)s, %(valid_from)s, %(confidence)s,
+                        %(asserts_change)s, %(evidence)s)
+                """,
+                rows,
+            )
+        receipts.finish_step(cur, p.receipt_id, "extract", status="running", notes=notes,
+                             extractor=name, timing_ms=(time.perf_counter() - started) * 1000)
+    return _payload(p, "running")
+
+
+def _stage(p: StepPayload, idx: int, c: Candidate, messages: list[Message], now: datetime) -> dict:
+    cited = [messages[i] for i in c.evidence if 0 <= i < len(messages)]
+    said_at = max((m.at for m in cited if m.at), default=None)
+    canonical = canonicalize(c.content) or c.content.strip().casefold()
+    return {
+        "receipt": p.receipt_id, "idx": idx, "tenant": p.tenant_id, "content": c.content,
+        "canonical": canonical, "hash": value_hash(canonical), "kind": c.kind,
+        "slot": c.slot, "value": gating.normalise_value(c.value),
+        "valid_from": c.valid_from or said_at or now, "confidence": c.confidence,
+        "asserts_change": c.asserts_change,
+        "evidence": Jsonb([
+            {"source": "ingest", "receipt_id": str(p.receipt_id), "message": i,
+             "message_id": messages[i].id,
+             "at": messages[i].at.isoformat() if messages[i].at else None}
+            for i in c.evidence if 0 <= i < len(messages)
+        ] or [{"source": "ingest", "receipt_id": str(p.receipt_id)}]),
+    }
+
+
+# --------------------------------------------------------------------------------------
+# gate
+# --------------------------------------------------------------------------------------
+
+
+def gate(rt: IngestRuntime, p: StepPayload) -> StepPayload:
+    with rt.db.transaction(cause="ingest.gate") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "gate"):
+            return _payload(p, row["status"])
+        staged = cur.execute(
+            "SELECT idx, content, canonical, slot, value, asserts_change FROM ingest_candidates"
+            " WHERE receipt_id = %s ORDER BY idx",
+            (p.receipt_id,),
+        ).fetchall()
+    started = time.perf_counter()
+    first: dict[tuple, int] = {}
+    survivors = []
+    merged: dict[int, int] = {}
+    for c in staged:
+        key = gating.merge_key(c["slot"], c["value"], c["canonical"])
+        if key in first:
+            merged[c["idx"]] = first[key]
+        else:
+            first[key] = c["idx"]
+            survivors.append(c)
+    try:
+        vectors = rt.embedder.embed([c["content"] for c in survivors]) if survivors else []
+    except Exception as exc:  # any provider failure: nothing has been written
+        log.warning("embedding failed", extra={"receipt_id": str(p.receipt_id)})
+        with rt.db.transaction(cause="ingest.gate") as cur:
+            receipts.finish_step(cur, p.receipt_id, "gate", status="embed_failed",
+                                 error=f"embedding failed ({type(exc).__name__})")
+        return _payload(p, "embed_failed")
+    inputs = [
+        gating.GateInput(c["idx"], row["path"], c["canonical"], c["slot"], c["value"],
+                         c["asserts_change"], vec)
+        for c, vec in zip(survivors, vectors, strict=True)
+    ]
+    with rt.db.transaction(cause="ingest.gate") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "gate"):
+            return _payload(p, row["status"])
+        decisions = gating.decide(cur, p.tenant_id, inputs,
+                                  gating.bands(rt.settings, rt.embedder.model))
+        for item, decision in zip(inputs, decisions, strict=True):
+            cur.execute(
+                "UPDATE ingest_candidates SET embedding = %s, gate = %s"
+                " WHERE receipt_id = %s AND idx = %s",
+                (item.embedding, Jsonb(decision.to_json()), p.receipt_id, item.idx),
+            )
+        for idx, into in merged.items():
+            cur.execute(
+                "UPDATE ingest_candidates SET gate = %s WHERE receipt_id = %s AND idx = %s",
+                (Jsonb({"action": "merged", "into": into}), p.receipt_id, idx),
+            )
+        receipts.finish_step(cur, p.receipt_id, "gate",
+                             timing_ms=(time.perf_counter() - started) * 1000)
+    return _payload(p, "running")
+
+
+# --------------------------------------------------------------------------------------
+# conflict
+# --------------------------------------------------------------------------------------
+
+
+_NEIGHBOUR_ROWS = """
+SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at
+FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
+"""
+
+
+def load_neighbours(cur, tenant_id: uuid.UUID, gate_json: dict[str, Any]) -> list[Neighbour]:
+    listed = {uuid.UUID(n["id"]): n for n in gate_json.get("neighbours", [])}
+    if not listed:
+        return []
+    rows = cur.execute(_NEIGHBOUR_ROWS, (tenant_id, list(listed))).fetchall()
+    return [
+        Neighbour(**r, similarity=listed[r["id"]].get("similarity") or 0.0) for r in rows
+    ]
+
+
+def conflict(rt: IngestRuntime, p: StepPayload) -> StepPayload:
+    with rt.db.transaction(cause="ingest.conflict") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "conflict"):
+            return _payload(p, row["status"])
+        todo = []
+        for c in cur.execute(
+            "SELECT idx, content, kind::text AS kind, slot, value, valid_from, confidence,"
+            " asserts_change, gate FROM ingest_candidates"
+            " WHERE receipt_id = %s AND gate->>'action' = 'judge' ORDER BY idx",
+            (p.receipt_id,),
+        ).fetchall():
+            shown = load_neighbours(cur, p.tenant_id, c["gate"])
+            candidate = Candidate(
+                content=c["content"], kind=c["kind"], slot=c["slot"], value=c["value"],
+                valid_from=c["valid_from"], confidence=c["confidence"],
+                asserts_change=c["asserts_change"],
+            )
+            todo.append((c["idx"], candidate, shown))
+    started = time.perf_counter()
+    results: dict[int, list[Verdict]] = {}
+    notes: list[str] = []
+    failed: str | None = None
+    for idx, candidate, shown in todo:
+        # A slot match decides by rule, with or without a model; the judge sees the rest.
+        by_slot = [n for n in shown if candidate.slot and n.slot == candidate.slot]
+        others = [n for n in shown if n not in by_slot]
+        verdicts = RuleJudge().judge(candidate, by_slot)
+        if others and failed is None:
+            try:
+                verdicts += admissible(rt.judge.judge(candidate, others), others)
+            except Exception as exc:  # the memories are still stored; the receipt says why
+                failed = getattr(exc, "reason", None) or type(exc).__name__
+                log.warning("conflict analysis failed", extra={"receipt_id": str(p.receipt_id)})
+        results[idx] = verdicts
+    if failed is not None:
+        notes.append(f"conflict analysis did not run ({failed}): memories were stored without "
+                     "it (slot rules still applied)")
+    with rt.db.transaction(cause="ingest.conflict") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "conflict"):
+            return _payload(p, row["status"])
+        for idx, verdicts in results.items():
+            cur.execute(
+                "UPDATE ingest_candidates SET verdicts = %s WHERE receipt_id = %s AND idx = %s",
+                (Jsonb([v.model_dump(mode="json") for v in verdicts]), p.receipt_id, idx),
+            )
+        receipts.finish_step(cur, p.receipt_id, "conflict", notes=notes,
+                             timing_ms=(time.perf_counter() - started) * 1000)
+    return _payload(p, "running")
+
+
+# --------------------------------------------------------------------------------------
+# persist
+# --------------------------------------------------------------------------------------
+
+
+def persist_step(rt: IngestRuntime, p: StepPayload) -> StepPayload:
+    started = time.perf_counter()
+    with rt.db.transaction(cause="ingest.persist") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, "persist"):
+            return _payload(p, row["status"])
+        cur.execute(
+            "SELECT set_config('strata.actor', %s, true)",
+            (f"principal:{row['principal_id']}" if row["principal_id"] else "pipeline",),
+        )
+        staged = []
+        for c in cur.execute(
+            "SELECT * FROM ingest_candidates WHERE receipt_id = %s ORDER BY idx", (p.receipt_id,)
+        ).fetchall():
+            item = persist.Staged(
+                idx=c["idx"], content=c["content"], canonical=c["canonical"],
+                value_hash=bytes(c["value_hash"]), kind=c["kind"], slot=c["slot"],
+                value=c["value"], valid_from=c["valid_from"], confidence=c["confidence"],
+                evidence=c["evidence"], embedding=c["embedding"], gate=c["gate"],
+                verdicts=[Verdict.model_validate(v) for v in c["verdicts"]]
+                if c["verdicts"] is not None else None,
+            )
+            if item.verdicts:
+                item.neighbours = {n.id: n for n in load_neighbours(cur, p.tenant_id, c["gate"])}
+                item.verdicts = [v for v in item.verdicts if v.target_id in item.neighbours]
+            staged.append(item)
+        items = persist.apply(cur, tenant_id=p.tenant_id, path=row["path"], items=staged,
+                              model=rt.embedder.model, recorded_at=datetime.now(row["created_at"].tzinfo))
+        counts: dict[str, int] = {}
+        for o in items:
+            counts[o.outcome] = counts.get(o.outcome, 0) + 1
+        wrote = any(o.outcome not in ("blocked", "skipped") for o in items)
+        status = "wrote" if wrote else "meaningful_no_write"
+        cur.execute("DELETE FROM ingest_candidates WHERE receipt_id = %s", (p.receipt_id,))
+        receipts.finish_step(
+            cur, p.receipt_id, "persist", status=status,
+            items=[o.model_dump(mode="json") for o in items], counts=counts, messages=None,
+            timing_ms=(time.perf_counter() - started) * 1000,
+        )
+    caller = pipeline_caller(row)
+    with audited(rt.db, caller, "write", "ingest.persist") as event:
+        event.memory_ids = [m for o in items for m in ([o.memory_id] if o.memory_id else [])]
+        event.count = len(items)
+    return _payload(p, status)
+
+
+def pipeline_caller(row: dict[str, Any]) -> Caller:
+    """The pipeline acts for the principal who sent the request, on that request's path."""
+    return Caller(
+        tenant_id=row["tenant_id"], principal_id=row["principal_id"], key_id=row["key_id"],
+        access=(Access(row["path"], Level.write),), surface="pipeline",
+    )
+
+
+STEP_FUNCTIONS: dict[str, Callable[[IngestRuntime, StepPayload], StepPayload]] = {
+    "extract": extract, "gate": gate, "conflict": conflict, "persist": persist_step,
+}
+assert tuple(STEP_FUNCTIONS) == STEPS
+
+
+def run_step(rt: IngestRuntime, name: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """One step from a JSON payload (a Step Functions task, or the local runner)."""
+    return STEP_FUNCTIONS[name](rt, StepPayload.model_validate(payload)).model_dump(mode="json")
+
+
+def run_pipeline(rt: IngestRuntime, receipt_id: uuid.UUID, tenant_id: uuid.UUID) -> str:
+    """All steps in order, in-process; a step failure is recorded on the receipt."""
+    payload = {"receipt_id": str(receipt_id), "tenant_id": str(tenant_id)}
+    try:
+        for name in STEPS:
+            payload = run_step(rt, name, payload)
+    except Exception as exc:
+        log.exception("ingest step failed", extra={"receipt_id": str(receipt_id)})
+        record_failure(rt.db, receipt_id, exc)
+        return "db_write_failed"
+    return payload["status"]
+
+
+def record_failure(db: Database, receipt_id: uuid.UUID, exc: BaseException | str) -> None:
+    """The Catch of the state machine and the local runner both end here."""
+    name = exc if isinstance(exc, str) else type(exc).__name__
+    with db.transaction(cause="ingest.failed") as cur:
+        cur.execute(
+            "UPDATE ingest_receipts SET status = 'db_write_failed', error = %s, updated_at = now()"
+            " WHERE id = %s AND status IN ('queued', 'running')",
+            (f"pipeline step failed ({name})", receipt_id),
+        )

@@ -1,0 +1,313 @@
+"""Model-backed extractor and conflict judge, through the ``openai`` client against any
+OpenAI-compatible endpoint (``STRATA_LLM_BASE_URL`` / ``STRATA_LLM_MODEL``).
+
+Retries are the client's own (exponential backoff with jitter on connection errors, timeouts,
+408/409/429/5xx, honouring ``Retry-After``); ``llm_max_retries`` and ``llm_timeout_s`` set them.
+Anything that still fails — transport, refusal, an empty, truncated, malformed or off-schema
+answer — raises ``ExtractorFailed`` / ``JudgeFailed``, whose messages name the failure and
+never quote the conversation (the chained cause may: log ``str(exc)``, not the traceback,
+where that matters).
+
+The answer schema is sent as a strict ``json_schema`` response format built from the same
+pydantic model the answer is validated with, minus the keywords strict mode does not accept
+(``default``, ``minLength``, ``maxLength``: Azure and some OpenAI-compatible servers refuse the
+whole request over them). Validation on our side still enforces every constraint.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from strata.config import Settings
+from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
+from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+# DESIGN "Truth maintenance": model verdicts count only at this confidence or above.
+MIN_VERDICT_CONFIDENCE = 0.75
+
+# Sent when no key is configured (a local server without auth). Passing ``None`` would make
+# the client read OPENAI_API_KEY and send that key to whatever base URL is configured.
+_NO_KEY = "strata-no-key"
+
+_REASON_MAX = 500
+_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ModelCallFailed(Exception):
+    """A model-backed step gave no usable answer. ``reason`` is a short code for receipts:
+    timeout, connection, rate_limited, http_error, credentials, client, refused, truncated,
+    filtered, empty, malformed, invalid."""
+
+    def __init__(self, message: str, *, reason: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status_code = status_code
+
+
+class ExtractorFailed(ModelCallFailed):
+    pass
+
+
+class KeyUnavailable(Exception):
+    """The API key secret could not be read (raised inside the client, before sending)."""
+
+
+class JudgeFailed(ModelCallFailed):
+    pass
+
+
+def make_client(settings: Settings) -> OpenAI:
+    """An ``openai.OpenAI`` client for the configured endpoint.
+
+    The key is ``llm_api_key`` when set, else read from Secrets Manager (the secret's plain
+    string) on each request through Powertools' 5-minute cache, so a rotated key is picked up
+    by warm containers without a restart.
+    """
+    import openai
+
+    api_key: Any
+    if settings.llm_api_key:
+        api_key = settings.llm_api_key
+    elif settings.llm_api_key_secret_arn:
+        api_key = _secret_key_reader(settings.llm_api_key_secret_arn)
+    else:
+        api_key = _NO_KEY
+    return openai.OpenAI(
+        base_url=settings.llm_base_url,
+        api_key=api_key,
+        timeout=settings.llm_timeout_s,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def _secret_key_reader(arn: str):
+    def read() -> str:
+        from aws_lambda_powertools.utilities import parameters
+
+        try:
+            value = parameters.get_secret(arn, max_age=300)
+        except Exception as exc:  # GetParameterError, botocore errors: all mean "no key"
+            raise KeyUnavailable("could not read the model API key secret") from exc
+        if isinstance(value, bytes):
+            value = value.decode()
+        if not isinstance(value, str) or not value.strip():
+            raise KeyUnavailable("the model API key secret is empty")
+        return value.strip()
+
+    return read
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema in the strict structured-output subset: every object closed
+    and all its properties required (optional ones stay nullable)."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        for key, value in node.items():
+            if key in _STRICT_UNSUPPORTED:
+                continue
+            if key in ("properties", "$defs"):  # mappings of names, not schema keywords
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        if out.get("type") == "object" and "properties" in out:
+            out["additionalProperties"] = False
+            out["required"] = list(out["properties"])
+        return out
+
+    return walk(model.model_json_schema())
+
+
+def _response_format(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": model.__name__, "schema": strict_schema(model), "strict": True},
+    }
+
+
+def _strip_fence(text: str) -> str:
+    """Servers that ignore ``response_format`` often wrap JSON in a Markdown fence."""
+    text = text.strip()
+    if text.startswith("```") and text.endswith("```") and len(text) >= 6:
+        text = text[3:-3]
+        if text.startswith("json"):
+            text = text[4:]
+    return text.strip()
+
+
+class _ModelCaller:
+    """What the extractor and judge share: a lazily created client and one structured call."""
+
+    failure: type[ModelCallFailed] = ModelCallFailed
+    what = "model call"
+
+    def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
+        if not settings.llm_model:
+            raise ValueError("llm_model is not set")
+        self.settings = settings
+        self.model = settings.llm_model
+        self.name = f"llm:{self.model}"
+        self._client = client
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> OpenAI:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = make_client(self.settings)
+        return self._client
+
+    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> ModelCallFailed:
+        return self.failure(
+            f"{self.what} failed ({self.name}): {detail}", reason=reason, status_code=status_code
+        )
+
+    def _call(self, messages: list[dict[str, str]], answer: type[M]) -> M:
+        import openai
+        from openai.types.chat import ChatCompletion
+
+        s = self.settings
+        try:
+            completion = self.client.chat.completions.create(
+                model=self.model, messages=messages, response_format=_response_format(answer),
+            )
+        except openai.APITimeoutError as exc:
+            raise self._fail(
+                f"no answer within {s.llm_timeout_s:g} s (retries: {s.llm_max_retries})", "timeout"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise self._fail(
+                f"endpoint unreachable (retries: {s.llm_max_retries})", "connection"
+            ) from exc
+        except openai.APIStatusError as exc:
+            # Never the error body: some servers echo the request in it.
+            reason = "rate_limited" if exc.status_code == 429 else "http_error"
+            raise self._fail(
+                f"endpoint answered HTTP {exc.status_code} (retries: {s.llm_max_retries})",
+                reason, exc.status_code,
+            ) from exc
+        except openai.APIResponseValidationError as exc:
+            raise self._fail("response is not a chat completion", "malformed") from exc
+        except KeyUnavailable as exc:
+            raise self._fail(str(exc), "credentials") from exc
+        except openai.OpenAIError as exc:
+            raise self._fail(f"client error ({type(exc).__name__})", "client") from exc
+        except ValueError as exc:
+            # A 200 whose body is declared JSON but is not: the client lets the decoder's
+            # error through unwrapped.
+            raise self._fail("response is not JSON", "malformed") from exc
+
+        # Without strict response validation the client returns a plain ``str`` for a
+        # non-JSON content type, and a ChatCompletion with ``choices=None`` for any JSON.
+        choices = getattr(completion, "choices", None)
+        if not isinstance(completion, ChatCompletion) or choices is None:
+            raise self._fail("response is not a chat completion", "malformed")
+        if not choices:
+            raise self._fail("answer has no choices", "empty")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise self._fail("response is not a chat completion", "malformed")
+        if getattr(message, "refusal", None):
+            raise self._fail("model refused to answer", "refused")
+        if choice.finish_reason == "length":
+            raise self._fail("answer cut off at the token limit", "truncated")
+        if choice.finish_reason == "content_filter":
+            raise self._fail("answer withheld by a content filter", "filtered")
+        content = message.content
+        if not isinstance(content, str) or not content.strip():
+            raise self._fail("answer is empty", "empty")
+        try:
+            return answer.model_validate_json(_strip_fence(content))
+        except ValidationError as exc:
+            errors = exc.errors(include_input=False, include_url=False)
+            if any(e["type"] == "json_invalid" for e in errors):
+                raise self._fail("answer is not valid JSON", "malformed") from exc
+            where = sorted({".".join(str(p) for p in e["loc"]) or "(root)" for e in errors})
+            raise self._fail(
+                f"answer does not match {answer.__name__} ({len(errors)} errors at "
+                f"{', '.join(where[:5])})", "invalid",
+            ) from exc
+
+
+class LLMExtractor(_ModelCaller):
+    """Messages → candidate memories, by one structured chat completion."""
+
+    failure = ExtractorFailed
+    what = "extraction"
+
+    def extract(self, messages: list[Message], now: datetime) -> Extraction:
+        if not messages:
+            return Extraction()
+        answer = self._call(extraction_messages(messages, now), Extraction)
+        kept = []
+        for candidate in answer.memories:
+            # An index the conversation does not have means the model made the item up, or
+            # misattributed it: provenance we cannot show is no provenance.
+            if any(i < 0 or i >= len(messages) for i in candidate.evidence):
+                continue
+            kept.append(_tidy(candidate))
+        return Extraction(memories=kept)
+
+
+def _tidy(candidate: Candidate) -> Candidate:
+    update: dict[str, Any] = {"evidence": sorted(set(candidate.evidence))}
+    if candidate.valid_from is not None and candidate.valid_from.tzinfo is None:
+        # A timestamp without an offset is UTC, so it compares with stored (aware) ones.
+        update["valid_from"] = candidate.valid_from.replace(tzinfo=UTC)
+    return candidate.model_copy(update=update)
+
+
+class LLMJudge(_ModelCaller):
+    """A candidate and the memories it is compared with → verdicts, by one structured call."""
+
+    failure = JudgeFailed
+    what = "conflict judgement"
+
+    def judge(self, candidate: Candidate, neighbours: list[Neighbour]) -> list[Verdict]:
+        if not neighbours:
+            return []
+        answer = self._call(judge_messages(candidate, neighbours), JudgeAnswer)
+        shown = {n.id for n in neighbours}
+        best: dict[uuid.UUID, Verdict] = {}
+        for v in answer.verdicts:
+            try:
+                target = uuid.UUID(v.target_id.strip())
+            except ValueError:
+                continue
+            # DESIGN: verdicts count only at >= 0.75 and only for memories the model was shown.
+            if target not in shown or v.confidence < MIN_VERDICT_CONFIDENCE:
+                continue
+            if target in best and best[target].confidence >= v.confidence:
+                continue
+            reason = " ".join(v.reason.split())[:_REASON_MAX] or f"{v.relation} (no reason given)"
+            best[target] = Verdict(
+                target_id=target, relation=v.relation, confidence=v.confidence, reason=reason,
+                decided_by=self.model,
+            )
+        return list(best.values())
+
+
+def get_extractor(settings: Settings) -> LLMExtractor | None:
+    """The model-backed extractor when a model is configured; ``None`` means use the rules."""
+    return LLMExtractor(settings) if settings.llm_configured else None
+
+
+def get_judge(settings: Settings) -> LLMJudge | None:
+    """The model-backed judge when a model is configured; ``None`` means use the rules."""
+    return LLMJudge(settings) if settings.llm_configured else None
