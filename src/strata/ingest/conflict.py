@@ -108,3 +108,24 @@ def is_older(candidate_from: datetime, candidate_recorded: datetime, target: Nei
     if candidate_from != target.valid_from:
         return candidate_from < target.valid_from
     return candidate_recorded < target.recorded_at
+
+
+def judge_candidate(judge: ConflictJudge, candidate: Candidate, shown: list[Neighbour]) -> list[Verdict]:
+    """Verdicts for one candidate: a slot match decides by rule, with or without a model;
+    the judge sees the other neighbours, and only its admissible verdicts count. A judge
+    failure propagates (the caller records it and stores the memory anyway)."""
+    by_slot = [n for n in shown if candidate.slot and n.slot == candidate.slot]
+    others = [n for n in shown if n not in by_slot]
+    verdicts = RuleJudge().judge(candidate, by_slot)
+    if others:
+        verdicts += admissible(judge.judge(candidate, others), others)
+    return verdicts
+
+
+class NoJudge:
+    """Judges nothing: after a judge failure only the slot rules still apply."""
+
+    name = "none"
+
+    def judge(self, candidate: Candidate, neighbours: list[Neighbour]) -> list[Verdict]:
+        return []

@@ -18,6 +18,7 @@ import numpy as np
 import psycopg
 
 from strata.config import Settings
+from strata.ingest.models import Neighbour
 from strata.memories.canonical import canonicalize, slot_value_hash, value_hash
 from strata.memories.store import find_tombstones
 
@@ -193,6 +194,21 @@ def _decide_one(
 
 def _slot_holders(cur: psycopg.Cursor, base: dict[str, Any]) -> list[dict[str, Any]]:
     return cur.execute(_SLOT_HOLDERS, base).fetchall()
+
+
+_NEIGHBOUR_ROWS = """
+SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at
+FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
+"""
+
+
+def load_neighbours(cur: psycopg.Cursor, tenant_id: uuid.UUID, gate_json: dict[str, Any]) -> list[Neighbour]:
+    """The still-active memories a gate decision listed, as a judge is shown them."""
+    listed = {uuid.UUID(str(n["id"])): n for n in gate_json.get("neighbours", [])}
+    if not listed:
+        return []
+    rows = cur.execute(_NEIGHBOUR_ROWS, (tenant_id, list(listed))).fetchall()
+    return [Neighbour(**r, similarity=listed[r["id"]].get("similarity") or 0.0) for r in rows]
 
 
 def merge_key(slot: str | None, value: str | None, canonical: str) -> tuple[str, ...]:

@@ -92,6 +92,7 @@ class ItemOutcome(BaseModel):
     reason: str | None = None
     memory_id: uuid.UUID | None = None
     related_ids: list[uuid.UUID] = Field(default_factory=list)
+    version: int | None = None  # of memory_id, after this write
 
 
 class Receipt(BaseModel):

@@ -23,18 +23,22 @@ from strata.ingest.models import ItemOutcome, Neighbour, Verdict
 from strata.memories.canonical import slot_value_hash
 
 _INSERT = """
-INSERT INTO memories (id, tenant_id, path, content, canonical, value_hash, kind, slot, value,
-                      status, origin, confidence, valid, embedding, embedding_model, evidence)
-VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(content)s, %(canonical)s, %(hash)s, %(kind)s,
-        %(slot)s, %(value)s, %(status)s, 'user_stated', %(confidence)s, %(valid)s,
-        %(embedding)s, %(model)s, %(evidence)s)
+INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
+                      value, status, origin, confidence, importance, valid, embedding,
+                      embedding_model, evidence, meta, tags)
+VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+        %(kind)s, %(slot)s, %(value)s, %(status)s, 'user_stated', %(confidence)s,
+        COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
+        %(meta)s, %(tags)s)
 """
 
 _REINFORCE = """
 UPDATE memories SET reinforcements = reinforcements + 1, version = version + 1,
-       evidence = evidence || %(evidence)s, updated_at = now()
+       evidence = evidence || %(evidence)s, updated_at = now(),
+       importance = GREATEST(importance, COALESCE(%(importance)s, importance)),
+       tags = ARRAY(SELECT DISTINCT unnest(tags || %(tags)s::text[]))
 WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
-RETURNING id
+RETURNING id, version
 """
 
 _SUPERSEDE = """
@@ -64,6 +68,7 @@ class Staged:
     """One candidate as the persist step sees it (from the staging table)."""
 
     idx: int
+    path: str
     content: str
     canonical: str
     value_hash: bytes
@@ -77,25 +82,36 @@ class Staged:
     gate: dict[str, Any] | None
     verdicts: list[Verdict] | None
     neighbours: dict[uuid.UUID, Neighbour] = field(default_factory=dict)
+    # Direct create carries these; extraction leaves the defaults.
+    name: str | None = None
+    importance: float | None = None
+    tags: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reinforce_params(self) -> dict[str, Any]:
+        return {"evidence": Jsonb(self.evidence), "importance": self.importance, "tags": self.tags}
 
 
 def apply(
-    cur: psycopg.Cursor, *, tenant_id: uuid.UUID, path: str, items: list[Staged], model: str,
+    cur: psycopg.Cursor, *, tenant_id: uuid.UUID, items: list[Staged], model: str,
     recorded_at: datetime,
 ) -> list[ItemOutcome]:
     """Write every staged candidate's outcome; return the receipt items in input order."""
     memory_of: dict[int, uuid.UUID] = {}
     outcomes: dict[int, ItemOutcome] = {}
-    base = {"tenant": tenant_id, "path": path}
+    base = {"tenant": tenant_id}
 
     def insert(item: Staged, status: str, valid_until: datetime | None = None) -> uuid.UUID:
         new_id = uuid.uuid4()
         cur.execute(_INSERT, {
-            **base, "id": new_id, "content": item.content, "canonical": item.canonical,
-            "hash": item.value_hash, "kind": item.kind, "slot": item.slot, "value": item.value,
-            "status": status, "confidence": item.confidence,
+            **base, "id": new_id, "path": item.path, "name": item.name, "content": item.content,
+            "canonical": item.canonical, "hash": item.value_hash, "kind": item.kind,
+            "slot": item.slot, "value": item.value, "status": status,
+            "confidence": item.confidence, "importance": item.importance,
             "valid": Range(item.valid_from, valid_until, "[)"), "embedding": item.embedding,
-            "model": model, "evidence": Jsonb(item.evidence),
+            "model": model, "evidence": Jsonb(item.evidence), "meta": Jsonb(item.meta),
+            "tags": item.tags,
         })
         return new_id
 
@@ -103,10 +119,12 @@ def apply(
         cur.execute(_EDGE, {**base, "source": source, "target": target, "type": type_,
                             "confidence": confidence, "reason": reason, "by": by})
 
-    def outcome(item: Staged, kind: str, reason=None, memory=None, related=()) -> None:
+    def outcome(item: Staged, kind: str, reason=None, memory=None, related=(), version=None) -> None:
+        if version is None and memory is not None and kind != "merged":
+            version = 1  # inserted by this write
         outcomes[item.idx] = ItemOutcome(
             content_hash=item.value_hash.hex(), outcome=kind, reason=reason, memory_id=memory,
-            related_ids=list(related),
+            related_ids=list(related), version=version,
         )
 
     merged: list[Staged] = []
@@ -133,21 +151,21 @@ def apply(
     for item in merged:
         into = item.gate["into"]
         target = memory_of.get(into)
-        if target is not None:
-            cur.execute(_REINFORCE, {**base, "id": target, "evidence": Jsonb(item.evidence)})
+        row = cur.execute(_REINFORCE, {**base, "id": target, **item.reinforce_params}
+                          ).fetchone() if target is not None else None
         outcome(item, "merged", f"same memory as item {into} of this request", target,
-                [target] if target else [])
+                [target] if target else [], version=row["version"] if row else None)
     return [outcomes[i.idx] for i in items]
 
 
 def _reinforce_or_insert(cur, base, item, target, reason, insert, outcome, memory_of) -> None:
-    row = cur.execute(_REINFORCE, {**base, "id": target, "evidence": Jsonb(item.evidence)}).fetchone()
+    row = cur.execute(_REINFORCE, {**base, "id": target, **item.reinforce_params}).fetchone()
     if row is None:  # the target stopped being active since the gate looked: store as new
         memory = insert(item, "active")
         outcome(item, "created", "reinforcement target no longer active", memory)
     else:
         memory = row["id"]
-        outcome(item, "reinforced", reason, memory, [memory])
+        outcome(item, "reinforced", reason, memory, [memory], version=row["version"])
     memory_of[item.idx] = memory
 
 

@@ -26,7 +26,7 @@ from strata.config import Settings
 from strata.db import Database
 from strata.ingest import gate as gating
 from strata.ingest import persist, receipts
-from strata.ingest.conflict import ConflictJudge, RuleJudge, admissible
+from strata.ingest.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,
     Candidate,
@@ -225,22 +225,6 @@ def gate(rt: IngestRuntime, p: StepPayload) -> StepPayload:
 # --------------------------------------------------------------------------------------
 
 
-_NEIGHBOUR_ROWS = """
-SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at
-FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
-"""
-
-
-def load_neighbours(cur, tenant_id: uuid.UUID, gate_json: dict[str, Any]) -> list[Neighbour]:
-    listed = {uuid.UUID(n["id"]): n for n in gate_json.get("neighbours", [])}
-    if not listed:
-        return []
-    rows = cur.execute(_NEIGHBOUR_ROWS, (tenant_id, list(listed))).fetchall()
-    return [
-        Neighbour(**r, similarity=listed[r["id"]].get("similarity") or 0.0) for r in rows
-    ]
-
-
 def conflict(rt: IngestRuntime, p: StepPayload) -> StepPayload:
     with rt.db.transaction(cause="ingest.conflict") as cur:
         row = receipts.lock(cur, p.receipt_id)
@@ -253,7 +237,7 @@ def conflict(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             " WHERE receipt_id = %s AND gate->>'action' = 'judge' ORDER BY idx",
             (p.receipt_id,),
         ).fetchall():
-            shown = load_neighbours(cur, p.tenant_id, c["gate"])
+            shown = gating.load_neighbours(cur, p.tenant_id, c["gate"])
             candidate = Candidate(
                 content=c["content"], kind=c["kind"], slot=c["slot"], value=c["value"],
                 valid_from=c["valid_from"], confidence=c["confidence"],
@@ -265,17 +249,13 @@ def conflict(rt: IngestRuntime, p: StepPayload) -> StepPayload:
     notes: list[str] = []
     failed: str | None = None
     for idx, candidate, shown in todo:
-        # A slot match decides by rule, with or without a model; the judge sees the rest.
-        by_slot = [n for n in shown if candidate.slot and n.slot == candidate.slot]
-        others = [n for n in shown if n not in by_slot]
-        verdicts = RuleJudge().judge(candidate, by_slot)
-        if others and failed is None:
-            try:
-                verdicts += admissible(rt.judge.judge(candidate, others), others)
-            except Exception as exc:  # the memories are still stored; the receipt says why
-                failed = getattr(exc, "reason", None) or type(exc).__name__
-                log.warning("conflict analysis failed", extra={"receipt_id": str(p.receipt_id)})
-        results[idx] = verdicts
+        try:
+            results[idx] = judge_candidate(rt.judge if failed is None else NoJudge(),
+                                           candidate, shown)
+        except Exception as exc:  # the memories are still stored; the receipt says why
+            failed = getattr(exc, "reason", None) or type(exc).__name__
+            log.warning("conflict analysis failed", extra={"receipt_id": str(p.receipt_id)})
+            results[idx] = judge_candidate(NoJudge(), candidate, shown)
     if failed is not None:
         notes.append(f"conflict analysis did not run ({failed}): memories were stored without "
                      "it (slot rules still applied)")
@@ -313,7 +293,7 @@ def persist_step(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             "SELECT * FROM ingest_candidates WHERE receipt_id = %s ORDER BY idx", (p.receipt_id,)
         ).fetchall():
             item = persist.Staged(
-                idx=c["idx"], content=c["content"], canonical=c["canonical"],
+                idx=c["idx"], path=row["path"], content=c["content"], canonical=c["canonical"],
                 value_hash=bytes(c["value_hash"]), kind=c["kind"], slot=c["slot"],
                 value=c["value"], valid_from=c["valid_from"], confidence=c["confidence"],
                 evidence=c["evidence"], embedding=c["embedding"], gate=c["gate"],
@@ -321,10 +301,10 @@ def persist_step(rt: IngestRuntime, p: StepPayload) -> StepPayload:
                 if c["verdicts"] is not None else None,
             )
             if item.verdicts:
-                item.neighbours = {n.id: n for n in load_neighbours(cur, p.tenant_id, c["gate"])}
+                item.neighbours = {n.id: n for n in gating.load_neighbours(cur, p.tenant_id, c["gate"])}
                 item.verdicts = [v for v in item.verdicts if v.target_id in item.neighbours]
             staged.append(item)
-        items = persist.apply(cur, tenant_id=p.tenant_id, path=row["path"], items=staged,
+        items = persist.apply(cur, tenant_id=p.tenant_id, items=staged,
                               model=rt.embedder.model, recorded_at=datetime.now(row["created_at"].tzinfo))
         counts: dict[str, int] = {}
         for o in items:

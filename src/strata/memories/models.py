@@ -73,6 +73,9 @@ class MemoryIn(BaseModel):
     path: str | None = None
     kind: Kind = "fact"
     slot: Text | None = Field(default=None, min_length=1, max_length=200)
+    # The slot's normalised value (``postgresql`` for slot ``user.preferred_database``);
+    # defaults to the content when a slot is given without one.
+    value: Text | None = Field(default=None, min_length=1, max_length=500)
     valid_from: Instant | None = None
     importance: float | None = Field(default=None, ge=0, le=1)
     tags: list[Tag] = Field(default_factory=list, max_length=32)

@@ -134,26 +134,6 @@ def _prepare(caller: Caller, req: CreateRequest, embedder: Embedder) -> list[_Pr
     return prepared
 
 
-_INSERT = """
-INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-                      importance, valid, embedding, embedding_model, evidence, meta, tags)
-VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
-        %(kind)s, %(slot)s, COALESCE(%(importance)s, 0.5),
-        tstzrange(COALESCE(%(valid_from)s, now()), NULL),
-        %(embedding)s, %(model)s, %(evidence)s, %(meta)s, %(tags)s)
-RETURNING id, version
-"""
-
-_REINFORCE = """
-UPDATE memories
-SET reinforcements = reinforcements + 1, version = version + 1, updated_at = now(),
-    importance = GREATEST(importance, COALESCE(%(importance)s, importance)),
-    tags = ARRAY(SELECT DISTINCT unnest(tags || %(tags)s::text[])),
-    evidence = evidence || %(evidence)s
-WHERE id = %(id)s
-RETURNING id, version
-"""
-
 _REPLACE = """
 UPDATE memories
 SET content = %(content)s, canonical = %(canonical)s, value_hash = %(hash)s, kind = %(kind)s,
@@ -173,40 +153,45 @@ FROM memories m JOIN unnest(%(paths)s::ltree[], %(names)s::text[]) AS n(path, na
   ON m.tenant_id = %(tenant)s AND m.path = n.path AND m.name = n.name
 FOR UPDATE OF m
 """
-_SAME_VALUE = """
-SELECT m.id, m.path::text AS path, m.value_hash, m.created_at
-FROM memories m JOIN unnest(%(paths)s::ltree[], %(hashes)s::bytea[]) AS u(path, hash)
-  ON m.tenant_id = %(tenant)s AND m.value_hash = u.hash AND m.path = u.path
- AND m.status = 'active'
-ORDER BY m.created_at, m.id
-FOR UPDATE OF m
-"""
-
-
 def create_memories(
-    db: Database, caller: Caller, req: CreateRequest, embedder: Embedder
+    db: Database, caller: Caller, req: CreateRequest, embedder: Embedder, judge=None,
+    settings=None,
 ) -> list[WriteResult]:
     """Batch create: one result per input in input order, in one transaction.
 
-    A bad item (invalid, not writable, or a name clash under ``on_conflict=error``) rejects
-    the whole batch with its index named; a tombstoned value is ``blocked`` per item. The
-    batch costs a fixed number of statements, not a few per item: lookups are set-based,
-    decisions are made in Python, and the writes go out pipelined.
+    Items pass through the same gate and conflict analysis as ingestion (without
+    extraction): tombstones block, a same-slot value supersedes, paraphrases reinforce. A bad
+    item (invalid, not writable, or a name clash under ``on_conflict=error``) rejects the
+    whole batch with its index named; a tombstoned value is ``blocked`` per item.
     """
     with audited(db, caller, "write", "memory.create") as event:
         prepared = _prepare(caller, req, embedder)
         with db.transaction(cause="memory.create", actor=caller.actor) as cur:
-            results = _write_batch(cur, caller, prepared, req.on_conflict, embedder.model)
+            results = _write_batch(cur, caller, prepared, req.on_conflict, embedder, judge,
+                                   settings)
         event.memory_ids = [r.id for r in results if r.id]
         event.count = len(results)
         return results
 
 
+# What an ingest outcome means for a direct write (the v1 create contract's statuses).
+_STATUS = {
+    "created": "inserted", "reinforced": "reinforced", "merged": "reinforced",
+    "superseded_existing": "superseded_existing", "blocked": "blocked",
+    "stored_as_superseded": "inserted", "candidate": "inserted", "skipped": "skipped",
+}
+
+
 def _write_batch(
-    cur: psycopg.Cursor, caller: Caller, prepared: list[_Prepared], on_conflict: str, model: str
+    cur: psycopg.Cursor, caller: Caller, prepared: list[_Prepared], on_conflict: str,
+    embedder: Embedder, judge, settings,
 ) -> list[WriteResult]:
+    from strata.config import get_settings
+    from strata.ingest import gate as gating
+    from strata.ingest import persist
+    from strata.ingest.resolve import resolve
+
     tenant = caller.tenant_id
-    tombs = find_tombstones(cur, tenant, [(p.path, p.canonical, p.item.slot, None) for p in prepared])
     named_items = [p for p in prepared if p.item.name is not None]
     named: dict[tuple[str, str], tuple[uuid.UUID, bytes]] = {}
     if named_items:
@@ -215,66 +200,64 @@ def _write_batch(
             "names": [p.item.name for p in named_items],
         }).fetchall():
             named[(r["path"], r["name"])] = (r["id"], bytes(r["value_hash"]))
-    active: dict[tuple[str, bytes], uuid.UUID] = {}
-    for r in cur.execute(_SAME_VALUE, {
-        "tenant": tenant, "paths": [p.path for p in prepared], "hashes": [p.hash for p in prepared],
-    }).fetchall():
-        active.setdefault((r["path"], bytes(r["value_hash"])), r["id"])
 
-    evidence = Jsonb([evidence_entry(caller, "api")])
+    evidence = [evidence_entry(caller, "api")]
+    now = datetime.now(UTC)
     results: list[WriteResult | None] = [None] * len(prepared)
-    inserts: list[tuple[int, dict[str, Any]]] = []
-    updates: list[tuple[int, str, dict[str, Any]]] = []  # (index, status, params), in order
+    replaces: list[tuple[int, _Prepared, uuid.UUID]] = []
+    staged: list[persist.Staged] = []
+    first_of: dict[tuple, int] = {}
     for i, p in enumerate(prepared):
         item = p.item
-        if i in tombs:
-            t = tombs[i]
-            results[i] = WriteResult(
-                id=None, status="blocked", reason=f"tombstoned: {t['reason']} (tombstone {t['id']})",
-                tombstone_id=t["id"],
-            )
-            continue
-        params = {
-            "id": uuid.uuid4(), "tenant": tenant, "path": p.path, "name": item.name,
-            "content": item.content, "canonical": p.canonical, "hash": p.hash, "kind": item.kind,
-            "slot": item.slot, "importance": item.importance, "valid_from": item.valid_from,
-            "embedding": p.embedding, "model": model, "evidence": evidence,
-            "meta": Jsonb(item.meta), "tags": list(dict.fromkeys(item.tags)),
-        }
-        if item.name is not None:
-            existing = named.get((p.path, item.name))
-            if existing is None:
-                named[(p.path, item.name)] = (params["id"], p.hash)
-                inserts.append((i, params))
-            elif existing[1] == p.hash:
-                results[i] = WriteResult(id=existing[0], status="skipped", reason="unchanged")
+        if item.name is not None and (p.path, item.name) in named:
+            existing_id, existing_hash = named[(p.path, item.name)]
+            if existing_hash == p.hash:
+                results[i] = WriteResult(id=existing_id, status="skipped", reason="unchanged")
             elif on_conflict == "ignore":
-                results[i] = WriteResult(id=existing[0], status="skipped", reason="name exists")
+                results[i] = WriteResult(id=existing_id, status="skipped", reason="name exists")
             elif on_conflict == "error":
                 raise Conflict(
                     "a memory with this name exists in this path (on_conflict=error)",
                     field=f"memories[{i}].name",
                 )
             else:
-                named[(p.path, item.name)] = (existing[0], p.hash)
-                updates.append((i, "updated", {**params, "id": existing[0]}))
+                replaces.append((i, p, existing_id))
             continue
-        same = active.get((p.path, p.hash))
-        if same is None:
-            active[(p.path, p.hash)] = params["id"]
-            inserts.append((i, params))
+        value = gating.normalise_value(item.value or item.content) if item.slot else None
+        s = persist.Staged(
+            idx=i, path=p.path, content=item.content, canonical=p.canonical, value_hash=p.hash,
+            kind=item.kind, slot=item.slot, value=value,
+            valid_from=item.valid_from or now, confidence=1.0, evidence=evidence,
+            embedding=p.embedding, gate=None, verdicts=None, name=item.name,
+            importance=item.importance, tags=list(dict.fromkeys(item.tags)), meta=item.meta,
+        )
+        key = (p.path, *gating.merge_key(s.slot, s.value, s.canonical))
+        if key in first_of and item.name is None:
+            s.gate = {"action": "merged", "into": first_of[key]}
         else:
-            updates.append((i, "reinforced", {**params, "id": same}))
+            first_of.setdefault(key, i)
+        if item.name is not None:
+            named[(p.path, item.name)] = (uuid.UUID(int=0), p.hash)  # a later twin is skipped
+        staged.append(s)
 
-    if inserts:
-        cur.executemany(_INSERT, [params for _, params in inserts], returning=True)
-        for i, _ in inserts:
-            row = cur.fetchone()
-            results[i] = WriteResult(id=row["id"], status="inserted", version=row["version"])
-            cur.nextset()
-    for i, status, params in updates:
-        row = cur.execute(_REINFORCE if status == "reinforced" else _REPLACE, params).fetchone()
-        results[i] = WriteResult(id=row["id"], status=status, version=row["version"])
+    resolve(cur, tenant, staged, gating.bands(settings or get_settings(), embedder.model), judge)
+    outcomes = persist.apply(cur, tenant_id=tenant, items=staged, model=embedder.model,
+                             recorded_at=now)
+    for s, o in zip(staged, outcomes, strict=True):
+        results[s.idx] = WriteResult(
+            id=o.memory_id, status=_STATUS[o.outcome], reason=o.reason,
+            tombstone_id=(s.gate or {}).get("tombstone_id") if o.outcome == "blocked" else None,
+            version=o.version,
+        )
+    for i, p, existing_id in replaces:
+        row = cur.execute(_REPLACE, {
+            "id": existing_id, "content": p.item.content, "canonical": p.canonical,
+            "hash": p.hash, "kind": p.item.kind, "slot": p.item.slot,
+            "importance": p.item.importance, "valid_from": p.item.valid_from,
+            "embedding": p.embedding, "model": embedder.model, "meta": Jsonb(p.item.meta),
+            "tags": list(dict.fromkeys(p.item.tags)), "evidence": Jsonb(evidence),
+        }).fetchone()
+        results[i] = WriteResult(id=row["id"], status="updated", version=row["version"])
     return [r for r in results if r is not None]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, get_args
 
-from fastapi import APIRouter, Body, Header, Query
+from fastapi import APIRouter, Body, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata import memories as core
@@ -37,8 +37,12 @@ def _if_match(value: str | None) -> int | None:
 
 
 @router.post("")
-def create(body: core.CreateRequest, db: DB, caller: CallerDep, embedder: EmbedderDep) -> dict:
-    return {"results": core.create_memories(db, caller, body, embedder)}
+def create(
+    body: core.CreateRequest, request: Request, db: DB, caller: CallerDep, embedder: EmbedderDep
+) -> dict:
+    runtime = request.app.state.runtime
+    return {"results": core.create_memories(
+        db, caller, body, embedder, judge=runtime.ingest.judge, settings=runtime.settings)}
 
 
 @router.get("")

@@ -1,0 +1,49 @@
+"""Gate and conflict analysis in one call, for writes that skip extraction (direct create,
+import): the same decisions the pipeline's gate and conflict steps make, inside the caller's
+transaction."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import psycopg
+
+from strata.ingest import gate as gating
+from strata.ingest.conflict import NoJudge, RuleJudge, judge_candidate
+from strata.ingest.models import Candidate
+from strata.ingest.persist import Staged
+
+log = logging.getLogger(__name__)
+
+
+def resolve(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Staged],
+    thresholds: tuple[float, float], judge=None,
+) -> None:
+    """Fill each item's gate decision, neighbours and verdicts (merged items are skipped)."""
+    live = [i for i in items if not (i.gate and i.gate.get("action") == "merged")]
+    if not live:
+        return
+    inputs = [
+        gating.GateInput(i.idx, i.path, i.canonical, i.slot, i.value, False, i.embedding)
+        for i in live
+    ]
+    judge = judge or RuleJudge()
+    for item, decision in zip(live, gating.decide(cur, tenant_id, inputs, thresholds), strict=True):
+        if item.name is not None and decision.action == "reinforce":
+            decision = gating.GateDecision("new")  # a named memory is its own row
+        item.gate = decision.to_json()
+        if decision.action != "judge":
+            continue
+        shown = gating.load_neighbours(cur, tenant_id, item.gate)
+        item.neighbours = {n.id: n for n in shown}
+        candidate = Candidate(content=item.content, kind=item.kind, slot=item.slot,
+                              value=item.value, valid_from=item.valid_from)
+        try:
+            item.verdicts = judge_candidate(judge, candidate, shown)
+        except Exception:  # conflict analysis failing never loses the memory
+            log.warning("conflict analysis failed on a direct write")
+            item.verdicts = judge_candidate(NoJudge(), candidate, shown)
+        if item.name is not None:
+            item.verdicts = [v for v in item.verdicts if v.relation != "duplicate"]
