@@ -863,3 +863,25 @@ def test_forget_clears_edge_reasons_but_keeps_the_edge(client, tenant, db):
             "SELECT type::text AS type, reason FROM memory_relationships WHERE target_id = %s", (a,)
         ).fetchone()
     assert edge == {"type": "SUPERSEDES", "reason": None}
+
+
+def test_direct_create_goes_through_the_gate_slot_supersedes_and_retired_value_is_blocked(
+        client, tenant):
+    """Given a direct write of slot user.preferred_database = mongodb
+    When a second direct write gives the slot another value, and then the first value is
+    written again
+    Then the second supersedes the first (one active value), and the first comes back as
+    blocked by the tombstone (control: an unrelated slot value is inserted)."""
+    h = tenant.headers
+    slot = {"kind": "preference", "slot": "user.preferred_database"}
+    [a] = create_ok(client, h, item("Alice prefers MongoDB", value="MongoDB", **slot))
+    [b] = create_ok(client, h, item("Alice prefers PostgreSQL", value="postgres", **slot))
+    assert (a["status"], b["status"]) == ("inserted", "superseded_existing"), (a, b)
+    assert get(client, h, a["id"]).json()["status"] == "superseded"
+    [again, other] = create_ok(
+        client, h, item("Alice prefers MongoDB", value="mongo", **slot),
+        item("Alice prefers vim", kind="preference", slot="user.preferred_editor", value="vim"))
+    assert again["status"] == "blocked" and again["tombstone_id"], again
+    assert other["status"] == "inserted"
+    active = [m for m in list_all(client, h) if m["slot"] == "user.preferred_database"]
+    assert [(m["id"], m["value"]) for m in active] == [(b["id"], "postgresql")]
