@@ -91,40 +91,64 @@ class GateDecision:
         )
 
 
-_SIMILAR_TOMBSTONE = """
-SELECT t.id, t.reason::text AS reason, t.replaced_by, 1 - (t.embedding <=> %(vec)s) AS similarity
-FROM tombstones t
-WHERE t.tenant_id = %(tenant)s AND %(path)s::ltree <@ t.path
-  AND t.reason IN ('superseded', 'rejected') AND t.embedding IS NOT NULL
-  AND (t.until IS NULL OR t.until > now())
-  AND (%(slot)s::text IS NULL OR t.slot IS NULL OR t.slot <> %(slot)s)
-ORDER BY t.embedding <=> %(vec)s
-LIMIT 1
+# Every lookup is one statement for the whole batch (unnest ... WITH ORDINALITY), so a batch
+# of 100 costs a handful of round trips, not a few hundred.
+_INPUTS = """unnest(%(paths)s::ltree[], %(vecs)s::vector[], %(slots)s::text[], %(hashes)s::bytea[])
+     WITH ORDINALITY AS i(path, vec, slot, hash, ord)"""
+
+_SIMILAR_TOMBSTONES = f"""
+SELECT i.ord, t.id, t.reason, t.replaced_by, t.similarity
+FROM {_INPUTS}
+CROSS JOIN LATERAL (
+    SELECT t.id, t.reason::text AS reason, t.replaced_by, 1 - (t.embedding <=> i.vec) AS similarity
+    FROM tombstones t
+    WHERE t.tenant_id = %(tenant)s AND i.path <@ t.path
+      AND t.reason IN ('superseded', 'rejected') AND t.embedding IS NOT NULL
+      AND (t.until IS NULL OR t.until > now())
+      AND (i.slot IS NULL OR t.slot IS NULL OR t.slot <> i.slot)
+    ORDER BY t.embedding <=> i.vec
+    LIMIT 1
+) t
 """
 
-_SAME_VALUE = """
-SELECT id FROM memories
-WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'
-  AND value_hash = %(hash)s
-ORDER BY created_at LIMIT 1
+_SAME_VALUES = f"""
+SELECT DISTINCT ON (i.ord) i.ord, m.id
+FROM {_INPUTS}
+JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
+ AND m.value_hash = i.hash
+ORDER BY i.ord, m.created_at
 """
 
-_SLOT_HOLDERS = """
-SELECT id, value FROM memories
-WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active' AND slot = %(slot)s
-ORDER BY created_at
+_SLOT_HOLDERS = f"""
+SELECT i.ord, m.id, m.value
+FROM {_INPUTS}
+JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
+ AND m.slot = i.slot
+ORDER BY i.ord, m.created_at
 """
 
 # Exact nearest neighbours in one path: the scope is small, so an exact scan is both correct
 # and fast (an HNSW scan under a tenant filter can return nothing; see TOOLING.md).
-_NEIGHBOURS = """
-SELECT id, slot, value, 1 - (embedding <=> %(vec)s) AS similarity
-FROM memories
-WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'
-  AND embedding IS NOT NULL
-ORDER BY embedding <=> %(vec)s
-LIMIT %(k)s
+_NEIGHBOURS = f"""
+SELECT i.ord, n.id, n.slot, n.value, n.similarity
+FROM {_INPUTS}
+CROSS JOIN LATERAL (
+    SELECT m.id, m.slot, m.value, 1 - (m.embedding <=> i.vec) AS similarity
+    FROM memories m
+    WHERE m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
+      AND m.embedding IS NOT NULL
+    ORDER BY m.embedding <=> i.vec
+    LIMIT %(k)s
+) n
+ORDER BY i.ord, n.similarity DESC
 """
+
+
+def _by_input(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(r["ord"] - 1, []).append(r)
+    return out
 
 
 def decide(
@@ -132,25 +156,35 @@ def decide(
     thresholds: tuple[float, float],
 ) -> list[GateDecision]:
     """One decision per item, in order. Reads only: the persist step writes."""
-    reinforce_at, judge_at = thresholds
+    if not items:
+        return []
     exact = find_tombstones(
         cur, tenant_id, [(i.path, i.canonical, i.slot, i.value) for i in items]
     )
-    decisions = []
-    for n, item in enumerate(items):
-        decisions.append(_decide_one(cur, tenant_id, item, exact.get(n), reinforce_at, judge_at))
-    return decisions
+    params = {
+        "tenant": tenant_id, "paths": [i.path for i in items],
+        "vecs": [i.embedding for i in items], "slots": [i.slot for i in items],
+        "hashes": [value_hash(i.canonical) for i in items], "k": NEIGHBOURS,
+    }
+    similar = _by_input(cur.execute(_SIMILAR_TOMBSTONES, params).fetchall())
+    same = _by_input(cur.execute(_SAME_VALUES, params).fetchall())
+    holders = _by_input(cur.execute(_SLOT_HOLDERS, params).fetchall()) if any(
+        i.slot for i in items) else {}
+    near = _by_input(cur.execute(_NEIGHBOURS, params).fetchall())
+    return [
+        _decide_one(item, exact.get(n), (similar.get(n) or [None])[0], (same.get(n) or [None])[0],
+                    holders.get(n, []), near.get(n, []), thresholds)
+        for n, item in enumerate(items)
+    ]
 
 
 def _decide_one(
-    cur: psycopg.Cursor, tenant_id: uuid.UUID, item: GateInput, tomb: dict | None,
-    reinforce_at: float, judge_at: float,
+    item: GateInput, tomb: dict | None, similar: dict | None, same: dict | None,
+    holders: list[dict[str, Any]], near: list[dict[str, Any]], thresholds: tuple[float, float],
 ) -> GateDecision:
-    base = {"tenant": tenant_id, "path": item.path, "vec": item.embedding, "slot": item.slot}
-    if tomb is None:
-        similar = cur.execute(_SIMILAR_TOMBSTONE, base).fetchone()
-        if similar is not None and similar["similarity"] >= reinforce_at:
-            tomb = similar
+    reinforce_at, judge_at = thresholds
+    if tomb is None and similar is not None and similar["similarity"] >= reinforce_at:
+        tomb = similar
     if tomb is not None:
         # Only a superseded value can be asserted back (held for review); a value a person
         # rejected or forgot stays blocked.
@@ -159,26 +193,21 @@ def _decide_one(
                 "blocked", f"tombstoned: {tomb['reason']} (tombstone {tomb['id']})",
                 tombstone_id=tomb["id"],
             )
-        current = _slot_holders(cur, base) if item.slot else []
-        target = current[0]["id"] if current else tomb.get("replaced_by")
+        target = holders[0]["id"] if holders else tomb.get("replaced_by")
         return GateDecision(
             "candidate", f"changes back to a retired value (tombstone {tomb['id']}): held for review",
             target_id=target, tombstone_id=tomb["id"],
         )
 
-    same = cur.execute(_SAME_VALUE, {**base, "hash": value_hash(item.canonical)}).fetchone()
     if same is not None:
         return GateDecision("reinforce", "same value already active", target_id=same["id"])
 
     neighbours: dict[uuid.UUID, dict[str, Any]] = {}
-    if item.slot:
-        for holder in _slot_holders(cur, base):
-            if item.value is not None and normalise_value(holder["value"]) == item.value:
-                return GateDecision(
-                    "reinforce", f"same value of slot {item.slot}", target_id=holder["id"]
-                )
-            neighbours[holder["id"]] = {"id": holder["id"], "similarity": None, "slot_match": True}
-    for row in cur.execute(_NEIGHBOURS, {**base, "k": NEIGHBOURS}).fetchall():
+    for holder in holders:
+        if item.value is not None and normalise_value(holder["value"]) == item.value:
+            return GateDecision("reinforce", f"same value of slot {item.slot}", target_id=holder["id"])
+        neighbours[holder["id"]] = {"id": holder["id"], "similarity": None, "slot_match": True}
+    for row in near:
         sim = float(row["similarity"])
         slot_conflict = bool(item.slot and row["slot"] == item.slot)
         other_subject = bool(item.slot and row["slot"] and row["slot"] != item.slot)
@@ -192,10 +221,6 @@ def _decide_one(
     return GateDecision("new")
 
 
-def _slot_holders(cur: psycopg.Cursor, base: dict[str, Any]) -> list[dict[str, Any]]:
-    return cur.execute(_SLOT_HOLDERS, base).fetchall()
-
-
 _NEIGHBOUR_ROWS = """
 SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at
 FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
@@ -204,11 +229,20 @@ FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
 
 def load_neighbours(cur: psycopg.Cursor, tenant_id: uuid.UUID, gate_json: dict[str, Any]) -> list[Neighbour]:
     """The still-active memories a gate decision listed, as a judge is shown them."""
-    listed = {uuid.UUID(str(n["id"])): n for n in gate_json.get("neighbours", [])}
-    if not listed:
-        return []
-    rows = cur.execute(_NEIGHBOUR_ROWS, (tenant_id, list(listed))).fetchall()
-    return [Neighbour(**r, similarity=listed[r["id"]].get("similarity") or 0.0) for r in rows]
+    return load_neighbours_many(cur, tenant_id, [gate_json])[0]
+
+
+def load_neighbours_many(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, gate_jsons: Sequence[dict[str, Any]]
+) -> list[list[Neighbour]]:
+    """``load_neighbours`` for a batch of decisions, in one statement."""
+    listed = [{uuid.UUID(str(n["id"])): n for n in g.get("neighbours", [])} for g in gate_jsons]
+    ids = list({i for one in listed for i in one})
+    rows = {r["id"]: r for r in cur.execute(_NEIGHBOUR_ROWS, (tenant_id, ids)).fetchall()} if ids else {}
+    return [
+        [Neighbour(**rows[i], similarity=n.get("similarity") or 0.0) for i, n in one.items() if i in rows]
+        for one in listed
+    ]
 
 
 def merge_key(slot: str | None, value: str | None, canonical: str) -> tuple[str, ...]:

@@ -98,129 +98,149 @@ def apply(
     recorded_at: datetime,
 ) -> list[ItemOutcome]:
     """Write every staged candidate's outcome; return the receipt items in input order."""
-    memory_of: dict[int, uuid.UUID] = {}
-    outcomes: dict[int, ItemOutcome] = {}
-    base = {"tenant": tenant_id}
+    writer = _Writer(cur, tenant_id, model, recorded_at)
+    # Pipelined: plain inserts go out together; a statement whose result is read syncs.
+    with cur.connection.pipeline():
+        merged = []
+        for item in items:
+            if item.gate and item.gate.get("action") == "merged":
+                merged.append(item)
+            else:
+                writer.write(item)
+        for item in merged:  # after their twins, so the twin's memory exists
+            writer.merge(item)
+    return [writer.outcomes[i.idx] for i in items]
 
-    def insert(item: Staged, status: str, valid_until: datetime | None = None) -> uuid.UUID:
+
+class _Writer:
+    def __init__(self, cur: psycopg.Cursor, tenant_id: uuid.UUID, model: str,
+                 recorded_at: datetime) -> None:
+        self.cur = cur
+        self.base = {"tenant": tenant_id}
+        self.model = model
+        self.recorded_at = recorded_at
+        self.memory_of: dict[int, uuid.UUID] = {}
+        self.outcomes: dict[int, ItemOutcome] = {}
+
+    # -- primitives ------------------------------------------------------------------
+
+    def insert(self, item: Staged, status: str, valid_until: datetime | None = None) -> uuid.UUID:
         new_id = uuid.uuid4()
-        cur.execute(_INSERT, {
-            **base, "id": new_id, "path": item.path, "name": item.name, "content": item.content,
-            "canonical": item.canonical, "hash": item.value_hash, "kind": item.kind,
-            "slot": item.slot, "value": item.value, "status": status,
+        self.cur.execute(_INSERT, {
+            **self.base, "id": new_id, "path": item.path, "name": item.name,
+            "content": item.content, "canonical": item.canonical, "hash": item.value_hash,
+            "kind": item.kind, "slot": item.slot, "value": item.value, "status": status,
             "confidence": item.confidence, "importance": item.importance,
             "valid": Range(item.valid_from, valid_until, "[)"), "embedding": item.embedding,
-            "model": model, "evidence": Jsonb(item.evidence), "meta": Jsonb(item.meta),
+            "model": self.model, "evidence": Jsonb(item.evidence), "meta": Jsonb(item.meta),
             "tags": item.tags,
         })
+        self.memory_of[item.idx] = new_id
         return new_id
 
-    def edge(source, target, type_, confidence, reason, by) -> None:
-        cur.execute(_EDGE, {**base, "source": source, "target": target, "type": type_,
-                            "confidence": confidence, "reason": reason, "by": by})
+    def edge(self, source, target, type_: str, confidence: float, reason, by: str) -> None:
+        self.cur.execute(_EDGE, {**self.base, "source": source, "target": target, "type": type_,
+                                 "confidence": confidence, "reason": reason, "by": by})
 
-    def outcome(item: Staged, kind: str, reason=None, memory=None, related=(), version=None) -> None:
+    def outcome(self, item: Staged, kind: str, reason=None, memory=None, related=(),
+                version=None) -> None:
         if version is None and memory is not None and kind != "merged":
             version = 1  # inserted by this write
-        outcomes[item.idx] = ItemOutcome(
+        self.outcomes[item.idx] = ItemOutcome(
             content_hash=item.value_hash.hex(), outcome=kind, reason=reason, memory_id=memory,
             related_ids=list(related), version=version,
         )
 
-    merged: list[Staged] = []
-    for item in items:
+    def reinforce(self, item: Staged, target: uuid.UUID) -> dict[str, Any] | None:
+        return self.cur.execute(
+            _REINFORCE, {**self.base, "id": target, **item.reinforce_params}).fetchone()
+
+    # -- decisions -------------------------------------------------------------------
+
+    def write(self, item: Staged) -> None:
         decision = GateDecision.from_json(item.gate) if item.gate else GateDecision("new")
-        if item.gate and item.gate.get("action") == "merged":
-            merged.append(item)
-            continue
         if decision.action == "blocked":
-            outcome(item, "blocked", decision.reason)
+            self.outcome(item, "blocked", decision.reason)
         elif decision.action == "candidate":
-            memory = insert(item, "candidate")
+            memory = self.insert(item, "candidate")
             if decision.target_id:
-                edge(memory, decision.target_id, "CONTRADICTS", 1.0, decision.reason, "gate")
-            outcome(item, "candidate", decision.reason, memory,
-                    [decision.target_id] if decision.target_id else [])
-            memory_of[item.idx] = memory
+                self.edge(memory, decision.target_id, "CONTRADICTS", 1.0, decision.reason, "gate")
+            self.outcome(item, "candidate", decision.reason, memory,
+                         [decision.target_id] if decision.target_id else [])
         elif decision.action == "reinforce":
-            _reinforce_or_insert(cur, base, item, decision.target_id, decision.reason, insert,
-                                 outcome, memory_of)
+            self.reinforce_or_insert(item, decision.target_id, decision.reason)
         else:
-            _resolve(cur, base, item, insert, edge, outcome, memory_of, recorded_at)
+            self.resolve(item)
 
-    for item in merged:
+    def merge(self, item: Staged) -> None:
         into = item.gate["into"]
-        target = memory_of.get(into)
-        row = cur.execute(_REINFORCE, {**base, "id": target, **item.reinforce_params}
-                          ).fetchone() if target is not None else None
-        outcome(item, "merged", f"same memory as item {into} of this request", target,
-                [target] if target else [], version=row["version"] if row else None)
-    return [outcomes[i.idx] for i in items]
+        target = self.memory_of.get(into)
+        row = self.reinforce(item, target) if target is not None else None
+        self.outcome(item, "merged", f"same memory as item {into} of this request", target,
+                     [target] if target else [], version=row["version"] if row else None)
 
+    def reinforce_or_insert(self, item: Staged, target: uuid.UUID, reason) -> None:
+        row = self.reinforce(item, target)
+        if row is None:  # the target stopped being active since the gate looked: store as new
+            memory = self.insert(item, "active")
+            self.outcome(item, "created", "reinforcement target no longer active", memory)
+            return
+        self.memory_of[item.idx] = row["id"]
+        self.outcome(item, "reinforced", reason, row["id"], [row["id"]], version=row["version"])
 
-def _reinforce_or_insert(cur, base, item, target, reason, insert, outcome, memory_of) -> None:
-    row = cur.execute(_REINFORCE, {**base, "id": target, **item.reinforce_params}).fetchone()
-    if row is None:  # the target stopped being active since the gate looked: store as new
-        memory = insert(item, "active")
-        outcome(item, "created", "reinforcement target no longer active", memory)
-    else:
-        memory = row["id"]
-        outcome(item, "reinforced", reason, memory, [memory], version=row["version"])
-    memory_of[item.idx] = memory
+    def resolve(self, item: Staged) -> None:
+        """A new memory, related to its neighbours by the verdicts (if the judge ran)."""
+        verdicts = item.verdicts or []
+        duplicate = next((v for v in verdicts if v.relation == "duplicate"), None)
+        if duplicate is not None:
+            self.reinforce_or_insert(item, duplicate.target_id, duplicate.reason)
+            return
+        supersedes = [v for v in verdicts if v.relation == "supersedes"]
+        newer = [v for v in supersedes
+                 if is_older(item.valid_from, self.recorded_at, item.neighbours[v.target_id])]
+        if newer:
+            # Age guard: an older statement never supersedes a newer one. It is kept, as
+            # already superseded, with its valid time closed where the newer one begins.
+            v = newer[0]
+            memory = self.insert(item, "superseded",
+                                 valid_until=item.neighbours[v.target_id].valid_from)
+            self.edge(v.target_id, memory, "SUPERSEDES", v.confidence,
+                      "newer statement already holds (age guard)", v.decided_by)
+            self.outcome(item, "stored_as_superseded", "older than the memory it would replace",
+                         memory, [v.target_id])
+            return
+        contradicted = [v for v in verdicts if v.relation == "contradicts"]
+        if contradicted:
+            memory = self.insert(item, "candidate")
+            for v in contradicted:
+                self.edge(memory, v.target_id, "CONTRADICTS", v.confidence, v.reason, v.decided_by)
+            self.outcome(item, "candidate", "contradicts an active memory: held for review",
+                         memory, [v.target_id for v in contradicted])
+            return
 
+        memory = self.insert(item, "active")
+        retired = [v.target_id for v in supersedes if self.supersede(memory, item, v)]
+        linked = [v for v in verdicts if v.relation in ("refines", "coexists")]
+        for v in linked:
+            self.edge(memory, v.target_id, v.relation.upper(), v.confidence, v.reason,
+                      v.decided_by)
+        if retired:
+            self.outcome(item, "superseded_existing", supersedes[0].reason, memory, retired)
+        else:
+            self.outcome(item, "created", None, memory, [v.target_id for v in linked])
 
-def _resolve(cur, base, item: Staged, insert, edge, outcome, memory_of, recorded_at) -> None:
-    """A new memory, related to its neighbours by the verdicts (if the judge ran)."""
-    verdicts = item.verdicts or []
-    duplicate = next((v for v in verdicts if v.relation == "duplicate"), None)
-    if duplicate is not None:
-        _reinforce_or_insert(cur, base, item, duplicate.target_id, duplicate.reason, insert,
-                             outcome, memory_of)
-        return
-    supersedes = [v for v in verdicts if v.relation == "supersedes"]
-    newer = [v for v in supersedes
-             if is_older(item.valid_from, recorded_at, item.neighbours[v.target_id])]
-    if newer:
-        # Age guard: an older statement never supersedes a newer one. It is kept, as
-        # already superseded, with its valid time closed where the newer one begins.
-        v = newer[0]
-        until = item.neighbours[v.target_id].valid_from
-        memory = insert(item, "superseded", valid_until=until)
-        edge(v.target_id, memory, "SUPERSEDES", v.confidence,
-             "newer statement already holds (age guard)", v.decided_by)
-        outcome(item, "stored_as_superseded", "older than the memory it would replace",
-                memory, [v.target_id])
-        memory_of[item.idx] = memory
-        return
-    if any(v.relation == "contradicts" for v in verdicts):
-        memory = insert(item, "candidate")
-        related = [v.target_id for v in verdicts if v.relation == "contradicts"]
-        for v in verdicts:
-            if v.relation == "contradicts":
-                edge(memory, v.target_id, "CONTRADICTS", v.confidence, v.reason, v.decided_by)
-        outcome(item, "candidate", "contradicts an active memory: held for review", memory, related)
-        memory_of[item.idx] = memory
-        return
-
-    memory = insert(item, "active")
-    memory_of[item.idx] = memory
-    retired = []
-    for v in supersedes:
-        old = cur.execute(_SUPERSEDE, {**base, "id": v.target_id, "until": item.valid_from}).fetchone()
+    def supersede(self, memory: uuid.UUID, item: Staged, v: Verdict) -> bool:
+        """Retire ``v.target_id`` in favour of ``memory``: status, closed valid time, an edge
+        with the reason, and a tombstone of the retired value (with its embedding, so a
+        re-extraction in other words is caught too)."""
+        old = self.cur.execute(
+            _SUPERSEDE, {**self.base, "id": v.target_id, "until": item.valid_from}).fetchone()
         if old is None:
-            continue
-        retired.append(v.target_id)
-        edge(memory, v.target_id, "SUPERSEDES", v.confidence, v.reason, v.decided_by)
-        cur.execute(_TOMBSTONE, {
-            **base, "path": old["path"], "slot": old["slot"],
+            return False
+        self.edge(memory, v.target_id, "SUPERSEDES", v.confidence, v.reason, v.decided_by)
+        self.cur.execute(_TOMBSTONE, {
+            **self.base, "path": old["path"], "slot": old["slot"],
             "slot_hash": slot_value_hash(old["value"]), "hash": bytes(old["value_hash"]),
             "memory": v.target_id, "replaced_by": memory, "embedding": old["embedding"],
         })
-    for v in verdicts:
-        if v.relation in ("refines", "coexists"):
-            edge(memory, v.target_id, v.relation.upper(), v.confidence, v.reason, v.decided_by)
-    if retired:
-        outcome(item, "superseded_existing", supersedes[0].reason, memory, retired)
-    else:
-        related = [v.target_id for v in verdicts if v.relation in ("refines", "coexists")]
-        outcome(item, "created", None, memory, related)
+        return True

@@ -30,13 +30,14 @@ def resolve(
         for i in live
     ]
     judge = judge or RuleJudge()
-    for item, decision in zip(live, gating.decide(cur, tenant_id, inputs, thresholds), strict=True):
+    decisions = gating.decide(cur, tenant_id, inputs, thresholds)
+    for item, decision in zip(live, decisions, strict=True):
         if item.name is not None and decision.action == "reinforce":
             decision = gating.GateDecision("new")  # a named memory is its own row
         item.gate = decision.to_json()
-        if decision.action != "judge":
-            continue
-        shown = gating.load_neighbours(cur, tenant_id, item.gate)
+    judged = [i for i in live if i.gate["action"] == "judge"]
+    shown_all = gating.load_neighbours_many(cur, tenant_id, [i.gate for i in judged])
+    for item, shown in zip(judged, shown_all, strict=True):
         item.neighbours = {n.id: n for n in shown}
         candidate = Candidate(content=item.content, kind=item.kind, slot=item.slot,
                               value=item.value, valid_from=item.valid_from)
