@@ -33,6 +33,7 @@ ROUTER_FOR_PREFIX = {
     "/v1/audit": "audit",
     "/v1/ingest": "ingest",
     "/v1/review": "review",
+    "/v1/search": "search",
 }
 
 # The v1 routes API Gateway must forward (method, path).
@@ -51,6 +52,7 @@ REQUIRED_ROUTES = {
     ("ANY", "/v1/ingest/{proxy+}"),
     ("ANY", "/v1/review"),
     ("ANY", "/v1/review/{proxy+}"),
+    ("POST", "/v1/search"),
 }
 
 # Package dependencies the layer leaves out on purpose.

@@ -14,7 +14,7 @@ from strata.config import Settings, get_settings
 from strata.db import Database, get_database
 from strata.providers import Embedder, get_embedder
 
-ROUTERS = ("health", "memories", "access", "audit", "ingest", "review")
+ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search")
 
 
 @dataclass

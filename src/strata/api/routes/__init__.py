@@ -1,3 +1,3 @@
-from strata.api.routes import access, audit, health, ingest, memories, review
+from strata.api.routes import access, audit, health, ingest, memories, review, search
 
-__all__ = ["access", "audit", "health", "ingest", "memories", "review"]
+__all__ = ["access", "audit", "health", "ingest", "memories", "review", "search"]
