@@ -371,3 +371,50 @@ def test_negation_retires_only_the_value_it_names(client, tenant):
     assert "superseded_existing" in outcomes(out), out
     assert not any("prefers PostgreSQL" in c or "switched to PostgreSQL" in c
                    for c in contents(memories(client, h)))
+
+
+def test_paraphrase_in_other_words_reinforces(client, tenant):
+    """Given "I love hiking in the mountains"
+    When the user says "I really love hiking in mountains"
+    Then the rule judge sees the same statement in other words and reinforces it (one active
+    memory), while a different hobby is created (control)."""
+    h = tenant.headers
+    say(client, h, "I love hiking in the mountains")
+    again = say(client, h, "I really love hiking in mountains", at=T0 + timedelta(days=1))
+    assert outcomes(again) == ["reinforced"], again
+    other = say(client, h, "I love sailing on the lake", at=T0 + timedelta(days=2))
+    assert outcomes(other) == ["created"], other
+    assert len(memories(client, h)) == 2
+
+
+def test_review_merge_and_decisions_are_recorded_with_the_principal(client, tenant, db):
+    """Given a candidate (a change back to MongoDB)
+    When it is merged into the active memory
+    Then the candidate is rejected with a DUPLICATE_OF edge decided by the principal, the
+    target gained its evidence, and the history of both names the review cause and actor;
+    merging again answers 409 (it is no longer a candidate)."""
+    h = tenant.headers
+    say(client, h, "I prefer MongoDB")
+    say(client, h, "I've switched to PostgreSQL", at=T0 + timedelta(weeks=3))
+    back = say(client, h, "I've gone back to MongoDB", at=T0 + timedelta(weeks=6))
+    cid = back["items"][0]["memory_id"]
+    [target] = memories(client, h)
+    before = len(target["evidence"])
+    r = client.post(f"/v1/review/{cid}/merge", headers=h, json={"into": target["id"]})
+    assert r.status_code == 200, r.text
+    assert len(r.json()["evidence"]) > before
+    got = client.get(f"/v1/memories/{cid}", headers=h).json()
+    assert got["status"] == "rejected"
+    actor = f"principal:{tenant.principal_id}"
+    with db.connection() as conn:
+        edges = conn.execute("SELECT type::text AS type, decided_by FROM memory_relationships"
+                             " WHERE source_id = %s AND target_id = %s ORDER BY type",
+                             (cid, target["id"])).fetchall()
+        causes = conn.execute("SELECT cause, actor FROM memory_history WHERE memory_id = %s"
+                              " ORDER BY id DESC LIMIT 1", (cid,)).fetchone()
+    assert edges == [{"type": "CONTRADICTS", "decided_by": "gate"},
+                     {"type": "DUPLICATE_OF", "decided_by": actor}]
+    assert causes == {"cause": "review.merge", "actor": actor}
+    assert_error(client.post(f"/v1/review/{cid}/merge", headers=h, json={"into": target["id"]}),
+                 409, "conflict")
+    assert_error(client.post(f"/v1/review/{target['id']}/promote", headers=h), 409, "conflict")
