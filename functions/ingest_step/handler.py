@@ -7,7 +7,6 @@ the failed step's error *name* on the receipt (the state machine never passes th
 
 from __future__ import annotations
 
-import re
 import uuid
 
 from strata.config import get_settings
@@ -16,7 +15,6 @@ from strata.ingest.pipeline import STEPS, IngestRuntime, record_failure, run_ste
 from strata.providers import get_embedder
 
 _runtime: IngestRuntime | None = None
-_ERROR_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
 def runtime() -> IngestRuntime:
@@ -32,9 +30,7 @@ def handler(event, context):
     step = event["step"]
     ids = {"receipt_id": event["receipt_id"], "tenant_id": event["tenant_id"]}
     if step == "fail":
-        name = str(event.get("error") or "")
-        record_failure(runtime().db, uuid.UUID(ids["receipt_id"]),
-                       name if _ERROR_NAME.fullmatch(name) else "Unknown")
+        record_failure(runtime().db, uuid.UUID(ids["receipt_id"]), str(event.get("error") or ""))
         return ids
     if step not in STEPS:
         raise ValueError(f"unknown ingest step {step!r}")

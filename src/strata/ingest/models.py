@@ -50,7 +50,7 @@ class IngestRequest(BaseModel):
 class Candidate(BaseModel):
     """One memory an extractor proposes. ``evidence`` holds message indexes (and ids)."""
 
-    content: str = Field(min_length=1, max_length=4000)
+    content: Text = Field(min_length=1, max_length=4000)
     kind: Kind = "fact"
     slot: str | None = Field(default=None, max_length=200)
     value: str | None = Field(default=None, max_length=500)

@@ -10,6 +10,7 @@ Model and embedder calls happen outside any transaction.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -356,9 +357,15 @@ def run_pipeline(rt: IngestRuntime, receipt_id: uuid.UUID, tenant_id: uuid.UUID)
     return payload["status"]
 
 
+_ERROR_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
 def record_failure(db: Database, receipt_id: uuid.UUID, exc: BaseException | str) -> None:
-    """The Catch of the state machine and the local runner both end here."""
+    """The Catch of the state machine and the local runner both end here. Only an error
+    *name* is recorded (a message can carry content); anything else becomes "Unknown"."""
     name = exc if isinstance(exc, str) else type(exc).__name__
+    if not _ERROR_NAME.fullmatch(name):
+        name = "Unknown"
     with db.transaction(cause="ingest.failed") as cur:
         cur.execute(
             "UPDATE ingest_receipts SET status = 'db_write_failed', error = %s, updated_at = now()"
