@@ -10,25 +10,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import psycopg
 
 from strata.auth import authenticate, create_tenant
-from strata.config import Settings
-from strata.db import Database
-from strata.db.embedded import start_server
-from strata.db.migrate import migrate
 from strata.ingest.models import IngestRequest
 from strata.ingest.pipeline import IngestRuntime
 from strata.ingest.service import ingest
 from strata.memories import CreateRequest, create_memories
 from strata.providers import HashingEmbedder
+
+from harness import scratch_database
 
 THINGS = ["PostgreSQL", "MongoDB", "Rust", "Python", "vim", "emacs", "coffee", "tea", "Linux",
           "macOS", "AWS", "GCP", "TypeScript", "Go", "Redis", "SQLite"]
@@ -65,17 +59,12 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(11)
 
-    tmp = tempfile.TemporaryDirectory(prefix="strata-bench-")
-    url = os.environ.get("STRATA_DATABASE_URL")
-    server = None
-    if not url:
-        server = start_server(Path(tmp.name) / "pgdata")
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = server.get_uri("bench")
-    settings = Settings(home=Path(tmp.name))
-    migrate(url, settings)
-    db = Database(url, max_size=4)
+    with scratch_database() as (db, settings):
+        report = run(db, settings, args, rng)
+    print(json.dumps(report, indent=2))
+
+
+def run(db, settings, args, rng: random.Random) -> dict:
     embedder = HashingEmbedder(settings.embedding_dim)
     _, key = create_tenant(db, f"bench{rng.randrange(10**9)}")
     caller = authenticate(db, key.key)
@@ -102,12 +91,8 @@ def main() -> None:
             counts[item.outcome] = counts.get(item.outcome, 0) + 1
         assert receipt.status in ("wrote", "meaningful_no_write"), receipt.status
     total = time.perf_counter() - started
-    db.close()
-    if server is not None:
-        server.cleanup()
-    tmp.cleanup()
     per_request.sort()
-    print(json.dumps({
+    return {
         "benchmark": "bench_ingest",
         "extractor": "rule", "embedder": embedder.model, "model_time_ms": 0,
         "existing_memories": args.existing, "seed_seconds": round(seed_s, 1),
@@ -118,7 +103,7 @@ def main() -> None:
         "request_ms_max": round(per_request[-1] * 1000, 1),
         "outcomes": counts,
         "target_ms_per_message": 20,
-    }, indent=2))
+    }
 
 
 if __name__ == "__main__":

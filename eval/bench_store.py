@@ -14,22 +14,17 @@ import platform
 import random
 import socket
 import statistics
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import httpx
-import psycopg
 import uvicorn
 
 from strata.api.app import create_app
 from strata.auth import create_tenant
-from strata.config import Settings
-from strata.db import Database
-from strata.db.embedded import start_server
-from strata.db.migrate import migrate
 from strata.providers import HashingEmbedder
+
+from harness import percentile, scratch_database
 
 WORDS = (
     "user prefers postgres deploys region team project deadline meeting coffee python rust "
@@ -42,11 +37,6 @@ def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20))).capitalize() + "."
 
 
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, default=50)
@@ -55,17 +45,12 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(7)
 
-    tmp = tempfile.TemporaryDirectory(prefix="strata-bench-")
-    url = os.environ.get("STRATA_DATABASE_URL")
-    server = None
-    if not url:
-        server = start_server(Path(tmp.name) / "pgdata")
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = server.get_uri("bench")
-    settings = Settings(home=Path(tmp.name))
-    migrate(url, settings)
-    db = Database(url, max_size=4)
+    with scratch_database() as (db, settings):
+        report = run(db, settings, args, rng)
+    print(json.dumps(report, indent=2))
+
+
+def run(db, settings, args, rng: random.Random) -> dict:
     _, key = create_tenant(db, f"bench{rng.randrange(10**9)}")
     app = create_app(db=db, embedder=HashingEmbedder(settings.embedding_dim), settings=settings)
 
@@ -106,13 +91,9 @@ def main() -> None:
 
     uv.should_exit = True
     thread.join(timeout=10)
-    db.close()
-    if server is not None:
-        server.cleanup()
-    tmp.cleanup()
 
     inserted = args.batches * args.batch_size
-    print(json.dumps({
+    return {
         "benchmark": "bench_store",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "embedder": f"hash-{settings.embedding_dim}",
@@ -128,7 +109,7 @@ def main() -> None:
             "p95_ms": round(percentile(read_ms, 0.95), 2),
             "p99_ms": round(percentile(read_ms, 0.99), 2),
         },
-    }, indent=2))
+    }
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import Conflict, NotFound
+from strata.ingest.persist import retire
 from strata.memories.canonical import slot_value_hash
 from strata.memories.models import Memory
 from strata.memories.store import COLUMNS, encode_cursor, decode_cursor, evidence_entry, scope
@@ -94,31 +95,19 @@ def promote(db: Database, caller: Caller, memory_id: uuid.UUID) -> Memory:
                 " evidence = evidence || %s WHERE id = %s",
                 (Jsonb([evidence_entry(caller, "review.promote")]), memory_id),
             )
-            targets = cur.execute(
-                "UPDATE memories m SET status = 'superseded', version = m.version + 1,"
-                " updated_at = now(),"
-                " valid = tstzrange(lower(m.valid), GREATEST(lower(m.valid) + interval '1 microsecond', %(at)s))"
-                " FROM memory_relationships r"
-                " WHERE r.tenant_id = %(tenant)s AND r.source_id = %(id)s AND r.type = 'CONTRADICTS'"
-                "   AND m.id = r.target_id AND m.tenant_id = %(tenant)s AND m.status = 'active'"
-                "   AND m.path <@ %(writable)s::ltree[]"
-                " RETURNING m.id, m.path::text AS path, m.slot, m.value, m.value_hash, m.embedding",
-                scope(caller, id=memory_id, at=cand["valid_from"]),
+            contradicted = cur.execute(
+                "SELECT r.target_id FROM memory_relationships r JOIN memories m"
+                " ON m.id = r.target_id AND m.tenant_id = r.tenant_id"
+                " WHERE r.tenant_id = %(tenant)s AND r.source_id = %(id)s"
+                "   AND r.type = 'CONTRADICTS' AND m.path <@ %(writable)s::ltree[]",
+                scope(caller, id=memory_id),
             ).fetchall()
-            for t in targets:
-                cur.execute(
-                    "INSERT INTO memory_relationships (tenant_id, source_id, target_id, type,"
-                    " confidence, reason, decided_by) VALUES (%s, %s, %s, 'SUPERSEDES', 1.0,"
-                    " 'promoted on review', %s) ON CONFLICT DO NOTHING",
-                    (caller.tenant_id, memory_id, t["id"], caller.actor),
-                )
-                cur.execute(
-                    "INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash,"
-                    " reason, memory_id, replaced_by, embedding)"
-                    " VALUES (%s, %s::ltree, %s, %s, %s, 'superseded', %s, %s, %s)",
-                    (caller.tenant_id, t["path"], t["slot"], slot_value_hash(t["value"]),
-                     bytes(t["value_hash"]), t["id"], memory_id, t["embedding"]),
-                )
+            retired = [
+                t["target_id"] for t in contradicted
+                if retire(cur, caller.tenant_id, t["target_id"], memory_id,
+                          until=cand["valid_from"], confidence=1.0, reason="promoted on review",
+                          decided_by=caller.actor)
+            ]
             # The retired value this candidate brings back no longer blocks (forgotten ones
             # never reach review).
             cur.execute(
@@ -129,7 +118,7 @@ def promote(db: Database, caller: Caller, memory_id: uuid.UUID) -> Memory:
                 {"tenant": caller.tenant_id, "path": cand["path"], "hash": bytes(cand["value_hash"]),
                  "slot": cand["slot"], "slot_hash": slot_value_hash(cand["value"])},
             )
-            event.memory_ids += [t["id"] for t in targets]
+            event.memory_ids += retired
             event.count = 1
             return _read(cur, memory_id)
 

@@ -230,17 +230,27 @@ class _Writer:
             self.outcome(item, "created", None, memory, [v.target_id for v in linked])
 
     def supersede(self, memory: uuid.UUID, item: Staged, v: Verdict) -> bool:
-        """Retire ``v.target_id`` in favour of ``memory``: status, closed valid time, an edge
-        with the reason, and a tombstone of the retired value (with its embedding, so a
-        re-extraction in other words is caught too)."""
-        old = self.cur.execute(
-            _SUPERSEDE, {**self.base, "id": v.target_id, "until": item.valid_from}).fetchone()
-        if old is None:
-            return False
-        self.edge(memory, v.target_id, "SUPERSEDES", v.confidence, v.reason, v.decided_by)
-        self.cur.execute(_TOMBSTONE, {
-            **self.base, "path": old["path"], "slot": old["slot"],
-            "slot_hash": slot_value_hash(old["value"]), "hash": bytes(old["value_hash"]),
-            "memory": v.target_id, "replaced_by": memory, "embedding": old["embedding"],
-        })
-        return True
+        return retire(self.cur, self.base["tenant"], v.target_id, memory, until=item.valid_from,
+                      confidence=v.confidence, reason=v.reason, decided_by=v.decided_by)
+
+
+def retire(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, old_id: uuid.UUID, new_id: uuid.UUID, *,
+    until: datetime, confidence: float, reason: str | None, decided_by: str,
+) -> bool:
+    """Supersede ``old_id`` in favour of ``new_id``: status, valid time closed at ``until``, a
+    SUPERSEDES edge with the reason and who decided, and a tombstone of the retired value
+    (with its embedding, so a re-extraction in other words is caught too). False when the
+    old memory is no longer active."""
+    base = {"tenant": tenant_id}
+    old = cur.execute(_SUPERSEDE, {**base, "id": old_id, "until": until}).fetchone()
+    if old is None:
+        return False
+    cur.execute(_EDGE, {**base, "source": new_id, "target": old_id, "type": "SUPERSEDES",
+                        "confidence": confidence, "reason": reason, "by": decided_by})
+    cur.execute(_TOMBSTONE, {
+        **base, "path": old["path"], "slot": old["slot"],
+        "slot_hash": slot_value_hash(old["value"]), "hash": bytes(old["value_hash"]),
+        "memory": old_id, "replaced_by": new_id, "embedding": old["embedding"],
+    })
+    return True

@@ -33,7 +33,6 @@ from strata.ingest.models import (
     Candidate,
     Extraction,
     Message,
-    Neighbour,
     StepPayload,
     Verdict,
 )

@@ -1,0 +1,43 @@
+"""Shared by the eval scripts: a throwaway migrated database (embedded PostgreSQL in a
+temporary directory, or STRATA_DATABASE_URL), and percentiles."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+
+from strata.config import Settings
+from strata.db import Database
+from strata.db.embedded import start_server
+from strata.db.migrate import migrate
+
+
+@contextlib.contextmanager
+def scratch_database(**settings: object) -> Iterator[tuple[Database, Settings]]:
+    with tempfile.TemporaryDirectory(prefix="strata-eval-") as tmp:
+        url = os.environ.get("STRATA_DATABASE_URL")
+        server = None
+        if not url:
+            server = start_server(Path(tmp) / "pgdata")
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute("CREATE DATABASE scratch")
+            url = server.get_uri("scratch")
+        config = Settings(home=Path(tmp), **settings)
+        migrate(url, config)
+        db = Database(url, max_size=4)
+        try:
+            yield db, config
+        finally:
+            db.close()
+            if server is not None:
+                server.cleanup()
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
