@@ -14,7 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from fake_openai import FakeLLM, Recorded, error, fake_llm, raw, refuse, reply, slow  # noqa: F401
+from fake_openai import FakeLLM, Recorded, error, raw, refuse, reply, slow
 from strata.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour
 from strata.providers.llm import (
