@@ -70,12 +70,25 @@ def handlers(db, monkeypatch):
         spec.loader.exec_module(module)
         loaded[name] = module.handler
     yield loaded
+    _reset_logging()
     get_database().close()
     get_settings.cache_clear()
     get_database.cache_clear()
     for name in list(sys.modules):
         if name.startswith("handler_"):
             del sys.modules[name]
+
+
+def _reset_logging() -> None:
+    """The aws runtime switches the strata loggers to JSON; give later tests the default."""
+    import logging
+
+    from strata import logs
+
+    root = logging.getLogger("strata")
+    root.handlers, root.propagate = [], True
+    root.setLevel(logging.NOTSET)
+    logs._configured = False
 
 
 def invoke(handler, event) -> tuple[int, dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from strata import logs
 from strata.config import get_settings
 from strata.db import get_database
 from strata.ingest.pipeline import STEPS, IngestRuntime, record_failure, run_step
@@ -22,6 +23,7 @@ def runtime() -> IngestRuntime:
     global _runtime
     if _runtime is None:
         settings = get_settings()
+        logs.configure(settings)
         _runtime = IngestRuntime(get_database(), get_embedder(settings), settings)
     return _runtime
 

@@ -54,10 +54,13 @@ def create_app(
     embedder: Embedder | None = None,
     settings: Settings | None = None,
 ) -> FastAPI:
+    from strata import logs
     from strata.api import routes
 
+    settings = settings or get_settings()
+    logs.configure(settings)
     app = FastAPI(title="strata", version=__version__, docs_url="/docs", redoc_url=None)
-    app.state.runtime = Runtime(settings or get_settings(), db, embedder)
+    app.state.runtime = Runtime(settings, db, embedder)
     errors.install(app)
     for name in routers or ROUTERS:
         if name not in ROUTERS:
