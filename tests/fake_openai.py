@@ -16,12 +16,20 @@ script:
 When the script runs out, ``fallback`` answers (if set); otherwise the server answers 500 with
 ``x-should-retry: false`` so a test that under-scripts fails loudly instead of retrying.
 
+``POST /v1/embeddings`` has its own script (``script_embeddings``), so a test may drive chat
+and embeddings at once. Unscripted, it answers deterministic vectors of the requested
+``dimensions`` (else ``embedding_dim``), in the requested ``encoding_format`` (the client asks
+for base64 unless told otherwise). Entries: ``int`` / ``Reply`` as above, a list of vectors
+(answered as given, whatever was asked), or a callable ``(Recorded) -> any of these``.
+
 Other test modules use the ``fake_llm`` fixture by listing this module as a plugin in
 ``tests/conftest.py``: ``pytest_plugins = ["fake_openai"]``.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import socket
@@ -41,6 +49,7 @@ from strata.config import Settings
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 PATHS = ("/v1/chat/completions", "/chat/completions")
+EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
 FAST_RETRY = {"retry-after-ms": "1", "retry-after": "0"}
 
 
@@ -142,6 +151,12 @@ class Recorded:
         """The client's own count of retries before this attempt (x-stainless-retry-count)."""
         return int(self.headers.get("x-stainless-retry-count", "0"))
 
+    @property
+    def inputs(self) -> list[str]:
+        """An embeddings request's texts (a single string counts as one)."""
+        value = self.json.get("input", [])
+        return [value] if isinstance(value, str) else list(value)
+
     def shown_ids(self) -> list[str]:
         """UUIDs in the non-system messages, in order of first appearance."""
         text = "\n".join(str(m.get("content", "")) for m in self.messages if m.get("role") != "system")
@@ -161,6 +176,8 @@ class FakeLLM:
         self._conns: set[socket.socket] = set()
         self.requests: list[Recorded] = []
         self.fallback: Responder | None = None
+        self._embedding_script: deque[Any] = deque()
+        self.embedding_dim = 8  # when a request names no ``dimensions``
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -177,6 +194,12 @@ class FakeLLM:
             self._script.extend(entries)
         return self
 
+    def script_embeddings(self, *entries: Any) -> FakeLLM:
+        """Append answers for ``/embeddings``, consumed one per request in order."""
+        with self._lock:
+            self._embedding_script.extend(entries)
+        return self
+
     @property
     def pending(self) -> int:
         """Script entries not yet consumed."""
@@ -186,6 +209,21 @@ class FakeLLM:
     @property
     def completions(self) -> list[Recorded]:
         return [r for r in self.requests if r.path in PATHS]
+
+    @property
+    def embedding_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path in EMBEDDING_PATHS]
+
+    def embedding_settings(self, base: Settings | None = None, **overrides: Any) -> Settings:
+        """Settings pointing the ``openai`` embedder at this server."""
+        values: dict[str, Any] = {
+            "embedder": "openai", "embedding_base_url": self.base_url,
+            "embedding_model": "fake-embed", "embedding_api_key": "test-key",
+            "embedding_timeout_s": 5.0, "embedding_max_retries": 2, **overrides,
+        }
+        if base is not None:
+            return base.model_copy(update=values)
+        return Settings(**values)
 
     def settings(self, base: Settings | None = None, **overrides: Any) -> Settings:
         """Settings pointing the model-backed providers at this server."""
@@ -225,6 +263,59 @@ class FakeLLM:
             entry = entry(request)
         return _coerce(entry)
 
+    def _next_embedding(self, request: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            entry = self._embedding_script.popleft() if self._embedding_script else None
+        if callable(entry) and not isinstance(entry, Reply):
+            entry = entry(request)
+        if entry is None:
+            entry = [_vector(text, _requested_dim(request, self.embedding_dim))
+                     for text in request.inputs]
+        if isinstance(entry, list):
+            return Reply(content=None, body=_embeddings_body(request, entry))
+        if isinstance(entry, bool) or not isinstance(entry, (int, Reply)):
+            raise TypeError(f"not an embeddings script entry: {entry!r}")
+        return _coerce(entry)
+
+
+def _requested_dim(request: Recorded, default: int) -> int:
+    try:
+        return int(request.json.get("dimensions") or default)
+    except (TypeError, ValueError):
+        return default
+
+
+def _vector(text: str, dim: int) -> list[float]:
+    """A deterministic unit vector for ``text`` (not a model: only stable and distinct)."""
+    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    values = [((seed >> (i % 48)) & 0xFF) - 127.5 + i % 7 for i in range(dim)]
+    norm = sum(v * v for v in values) ** 0.5 or 1.0
+    return [v / norm for v in values]
+
+
+def _embeddings_body(request: Recorded, vectors: list[list[float]]) -> bytes:
+    try:
+        body = request.json
+    except ValueError:
+        body = {}
+    as_base64 = body.get("encoding_format") == "base64"
+
+    def encode(vec: list[float]) -> Any:
+        if not as_base64:
+            return vec
+        import array
+
+        return base64.b64encode(array.array("f", vec).tobytes()).decode()
+
+    return json.dumps({
+        "object": "list",
+        "data": [{"object": "embedding", "index": i, "embedding": encode(v)}
+                 for i, v in enumerate(vectors)],
+        "model": body.get("model", "fake-embed"),
+        "usage": {"prompt_tokens": len(vectors), "total_tokens": len(vectors)},
+    }).encode()
+
 
 def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
@@ -252,10 +343,14 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             request = self._record(self.rfile.read(length) if length else b"")
-            if self.path.split("?")[0] not in PATHS:
+            path = self.path.split("?")[0]
+            if path in EMBEDDING_PATHS:
+                answer = fake._next_embedding(request)
+            elif path in PATHS:
+                answer = fake._next(request)
+            else:
                 self._send(404, b'{"error": {"message": "not found"}}', {})
                 return
-            answer = fake._next(request)
             if answer.delay and fake._closing.wait(answer.delay):
                 return
             body = answer.body if answer.body is not None else self._completion(request, answer)

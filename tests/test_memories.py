@@ -885,3 +885,28 @@ def test_direct_create_goes_through_the_gate_slot_supersedes_and_retired_value_i
     assert other["status"] == "inserted"
     active = [m for m in list_all(client, h) if m["slot"] == "user.preferred_database"]
     assert [(m["id"], m["value"]) for m in active] == [(b["id"], "postgresql")]
+
+
+def test_embedding_provider_down_is_503_and_writes_nothing(db, settings, tenant):
+    """Given an embedding provider that fails (the provider is the fake, not strata)
+    When a batch is created
+    Then 503 provider_unavailable with a reason code, and nothing is written (control: the
+    same batch with a working embedder is inserted)."""
+    from strata.api.app import create_app
+    from strata.providers import HashingEmbedder
+    from strata.providers.embedders import EmbeddingFailed
+
+    class Down:
+        model, dim = "down", 384
+
+        def embed(self, texts):
+            raise EmbeddingFailed("provider answered 503", reason="http_error")
+
+    body = {"memories": [item("Alice's locker is on floor 3")]}
+    with TestClient(create_app(db=db, embedder=Down(), settings=settings)) as down:
+        r = down.post("/v1/memories", headers=tenant.headers, json=body)
+    assert_error(r, 503, "provider_unavailable")
+    assert "http_error" in r.json()["error"]["message"]
+    with TestClient(create_app(db=db, embedder=HashingEmbedder(384), settings=settings)) as up:
+        assert up.get("/v1/memories", headers=tenant.headers).json()["items"] == []
+        assert create_ok(up, tenant.headers, *body["memories"])[0]["status"] == "inserted"

@@ -3,6 +3,7 @@ the caller cannot read, filters inside the statement."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 from strata.search import rrf
@@ -118,3 +119,296 @@ def test_search_bad_input_and_no_query_text_in_audit(client, tenant, db):
                            " WHERE operation = 'memory.search' ORDER BY seq DESC LIMIT 1").fetchone()
     assert row["query_len"] == len("zanzibar quokka question")
     assert "quokka" not in row["t"]
+
+
+# --------------------------------------------------------------------------------------
+# meta, include, time-window boost, expansion, modes, access bookkeeping
+# --------------------------------------------------------------------------------------
+
+from strata.search import (  # noqa: E402
+    ACCESS_LOG, TIME_BOOST_OVERLAP, TIME_BOOST_START, AccessLog, SearchRequest, time_windows,
+)
+from strata.search import search as core_search  # noqa: E402
+
+
+def create(client, headers, *memories: dict) -> list[str]:
+    r = client.post("/v1/memories", headers=headers, json={"memories": list(memories)})
+    assert r.status_code == 200, r.text
+    assert all(x["status"] in ("inserted", "superseded_existing") for x in r.json()["results"]), r.text
+    return [x["id"] for x in r.json()["results"]]
+
+
+def set_status(db, memory_id: str, status: str) -> None:
+    """There is no archive route yet (lifecycle will own it): archived is set in SQL."""
+    with db.transaction(cause="test.archive", actor="test") as cur:
+        cur.execute("UPDATE memories SET status = %s::memory_status, version = version + 1"
+                    " WHERE id = %s", (status, memory_id))
+
+
+def add_edge(db, tenant_id, source: str, target: str, type_: str) -> None:
+    with db.transaction() as cur:
+        cur.execute("INSERT INTO memory_relationships (tenant_id, source_id, target_id, type,"
+                    " decided_by) VALUES (%s, %s, %s, %s, 'test')", (tenant_id, source, target, type_))
+
+
+def ids(results: list[dict]) -> list[str]:
+    return [r["id"] for r in results]
+
+
+def test_meta_containment_filters_inside_the_statement(client, tenant):
+    """Given two memories differing only in meta
+    When searching with meta {"project": "falcon"}
+    Then only the falcon one comes back (control: without meta both do); a nested object and
+    a non-matching value are contained/excluded as jsonb @> says."""
+    h = tenant.headers
+    falcon, heron = create(client, h,
+        {"content": "The build uses a remote cache", "path": "shared.p",
+         "meta": {"project": "falcon", "ci": {"runner": "linux"}}},
+        {"content": "The build uses a remote cache too", "path": "shared.q",
+         "meta": {"project": "heron"}})
+    assert set(ids(search(client, h, "build remote cache"))) == {falcon, heron}
+    assert ids(search(client, h, "build remote cache", meta={"project": "falcon"})) == [falcon]
+    assert ids(search(client, h, "build remote cache", meta={"ci": {"runner": "linux"}})) == [falcon]
+    assert search(client, h, "build remote cache", meta={"project": "osprey"}) == []
+    assert_error(client.post("/v1/search", headers=h, json={"query": "x", "meta": ["a"]}), 422,
+                 "invalid_input", "meta")
+
+
+def test_include_opts_in_to_candidates_and_history_and_results_carry_status(client, tenant, db):
+    """Given an active, a superseded (slot supersession), an archived, a candidate (an
+    explicit change back) and a rejected memory about databases
+    When searching by default, with include candidates, with include history, with both
+    Then default returns active only; each opt-in adds exactly its statuses; rejected never
+    comes back; every result carries its status."""
+    h = tenant.headers
+    say(client, h, "I prefer MongoDB", T0)
+    say(client, h, "I've switched to PostgreSQL", T0 + timedelta(weeks=3))
+    cand = say(client, h, "I've gone back to MongoDB", T0 + timedelta(weeks=6))
+    assert [i["outcome"] for i in cand["items"]] == ["candidate"]
+    [archived] = create(client, h, {"content": "The user tried CockroachDB as a database once",
+                                    "path": "users.alice"})
+    set_status(db, archived, "archived")
+    [rejected_src] = create(client, h, {"content": "The user evaluated the Redis database",
+                                        "path": "users.alice"})
+    set_status(db, rejected_src, "rejected")
+    q = "which database does the user use"
+
+    def statuses(**extra):
+        return {(r["status"], r["content"].split()[-1]) for r in search(client, h, q, **extra)}
+
+    assert {s for s, _ in statuses()} == {"active"}
+    assert {s for s, _ in statuses(include=["candidates"])} == {"active", "candidate"}
+    assert {s for s, _ in statuses(include=["history"])} == {"active", "superseded", "archived"}
+    both = statuses(include=["candidates", "history"])
+    assert {s for s, _ in both} == {"active", "candidate", "superseded", "archived"}
+    assert not any(s == "rejected" for s, _ in both)
+    assert_error(client.post("/v1/search", headers=h, json={"query": "x", "include": ["rejected"]}),
+                 422, "invalid_input", "include[0]")
+
+
+def test_time_windows_resolve_named_times():
+    now = datetime(2026, 5, 13, 15, 0, tzinfo=UTC)  # a Wednesday
+    [w] = time_windows("what did we decide last week", now)
+    assert (w["from"], w["to"]) == (datetime(2026, 5, 4, tzinfo=UTC), datetime(2026, 5, 11, tzinfo=UTC))
+    [w] = time_windows("what happened in May 2023", now)
+    assert (w["from"], w["to"]) == (datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC))
+    [w] = time_windows("who called yesterday", now)
+    assert (w["from"], w["to"]) == (datetime(2026, 5, 12, tzinfo=UTC), datetime(2026, 5, 13, tzinfo=UTC))
+    [w] = time_windows("what changed since May 2023", now)
+    assert w["from"] == datetime(2023, 5, 1, tzinfo=UTC) and w["to"] is None
+    assert time_windows("which database does the user prefer", now) == []
+
+
+def test_time_window_boost_reorders_close_candidates_and_is_explained(client, tenant):
+    """Given the same statement recorded last week (low importance) and two months ago
+    (high importance), a still-valid one from months ago, and one that ended before last week
+    When searching without a time word, the older wins the tie by importance (control)
+    When the query says "last week"
+    Then last week's memory ranks first with the start boost shown in explain.boosts, the
+    still-valid one gets the smaller overlap boost, the ended one none; no boost exceeds
+    half a top rank."""
+    h = tenant.headers
+    now = datetime.now(UTC)
+    old, recent, standing, ended = create(client, h,
+        {"content": "The release checklist was reviewed", "path": "shared.a",
+         "valid_from": (now - timedelta(days=60)).isoformat(), "importance": 0.9},
+        {"content": "The release checklist was reviewed", "path": "shared.b",
+         "valid_from": (now - timedelta(days=7)).isoformat(), "importance": 0.1},
+        {"content": "The release checklist lives in the wiki", "path": "shared.c",
+         "valid_from": (now - timedelta(days=120)).isoformat()},
+        {"content": "The release checklist was owned by Dana", "path": "shared.d",
+         "valid_from": (now - timedelta(days=120)).isoformat()})
+    client.patch(f"/v1/memories/{ended}", headers=h, json={
+        "expected_version": 1, "valid_to": (now - timedelta(days=40)).isoformat()}).raise_for_status()
+    plain = search(client, h, "release checklist reviewed", explain=True)
+    assert ids(plain)[:2] == [old, recent]
+    assert all(r["explain"]["boosts"] == {} for r in plain)
+    timed = search(client, h, "release checklist reviewed last week", explain=True)
+    by_id = {r["id"]: r["explain"] for r in timed}
+    assert ids(timed)[0] == recent
+    assert by_id[recent]["boosts"]["time_window"]["value"] == TIME_BOOST_START
+    assert by_id[recent]["boosts"]["time_window"]["match"] == "starts"
+    assert by_id[recent]["boosts"]["time_window"]["windows"][0]["text"] == "last week"
+    assert by_id[standing]["boosts"]["time_window"]["value"] == TIME_BOOST_OVERLAP
+    assert by_id[ended]["boosts"]["time_window"]["value"] == 0
+    assert by_id[old]["boosts"]["time_window"]["value"] == TIME_BOOST_OVERLAP  # still valid then
+    for r in timed:
+        ex = r["explain"]
+        assert ex["boosts"]["time_window"]["value"] <= 0.5 * rrf(1)
+        assert abs(r["score"] - (ex["rrf"] + ex["boosts"]["time_window"]["value"])) < 1e-12
+
+
+def test_expansion_follows_refines_coexists_derived_from_within_access_and_truth(
+    client, tenant, make_tenant, db
+):
+    """Given a hit (the only memory tagged "hit") linked to: a REFINES child made by the write
+    path, a COEXISTS and a DERIVED_FROM neighbour (one each direction), a superseded COEXISTS
+    neighbour, a CONTRADICTS-only neighbour, a neighbour in a path the clamped key cannot
+    read, and (a corrupt edge) a memory of another tenant
+    When searching with tags ["hit"] and expand
+    Then the linked active, readable, same-tenant memories follow the hit, marked expanded
+    with edge and source (the tag filter selects hits, not their context); the superseded
+    one appears only with include history (control); the unreadable one only for the owner
+    key (control) and only inside the requested paths; the other tenant's and CONTRADICTS
+    never; without expand nothing is added (control); at most `limit` are added."""
+    from strata.auth import Caller, create_key
+
+    h = tenant.headers
+    [hit] = create(client, h, {"content": "Project Falcon ships the quokka telemetry agent",
+                               "path": "shared.falcon", "tags": ["hit"]})
+    [refines] = create(client, h, {
+        "content": "Project Falcon ships the quokka telemetry agent to every edge node",
+        "path": "shared.falcon"})
+    with db.connection() as conn:
+        edge = conn.execute("SELECT type::text AS t FROM memory_relationships WHERE source_id = %s"
+                            " AND target_id = %s", (refines, hit)).fetchone()
+    assert edge == {"t": "REFINES"}  # made by the write path's rule judge
+    coexists, derived, retired, contradicts, secret = create(client, h,
+        {"content": "Falcon rollout owner is Priya", "path": "shared.falcon"},
+        {"content": "Dashboards for edge nodes come from agent metrics", "path": "shared.falcon"},
+        {"content": "Falcon rollout owner was Omar", "path": "shared.falcon"},
+        {"content": "Falcon might be cancelled", "path": "shared.falcon"},
+        {"content": "Falcon budget is 2 million", "path": "shared.falcon_private"})
+    other = make_tenant()
+    [foreign] = create(client, other.headers, {"content": "Globex roadmap", "path": "shared.x"})
+    add_edge(db, tenant.tenant_id, hit, coexists, "COEXISTS")
+    add_edge(db, tenant.tenant_id, derived, hit, "DERIVED_FROM")
+    add_edge(db, tenant.tenant_id, hit, retired, "COEXISTS")
+    add_edge(db, tenant.tenant_id, contradicts, hit, "CONTRADICTS")
+    add_edge(db, tenant.tenant_id, hit, secret, "REFINES")
+    add_edge(db, tenant.tenant_id, hit, foreign, "COEXISTS")
+    set_status(db, retired, "superseded")
+    q, only = "quokka telemetry agent ships", {"tags": ["hit"], "limit": 10}
+
+    plain = search(client, h, q, **only)
+    assert ids(plain) == [hit] and not plain[0]["expanded"]
+    res = search(client, h, q, expand=True, explain=True, **only)
+    assert ids(res)[0] == hit and not res[0]["expanded"]
+    extra = {r["id"]: r for r in res[1:]}
+    assert set(extra) == {refines, coexists, derived, secret}
+    assert all(r["expanded"] and r["expanded_from"] == hit and r["score"] == 0
+               and r["status"] == "active" for r in extra.values())
+    assert {k: r["edge"] for k, r in extra.items()} == {
+        refines: "REFINES", coexists: "COEXISTS", derived: "DERIVED_FROM", secret: "REFINES"}
+    assert extra[coexists]["explain"] == {"expanded": {"from": hit, "edge": "COEXISTS"}}
+
+    with_history = search(client, h, q, expand=True, include=["history"], **only)
+    assert [r["status"] for r in with_history if r["id"] == retired] == ["superseded"]
+    assert foreign not in ids(with_history) and contradicts not in ids(with_history)
+
+    clamped = create_key(db, Caller.system(tenant.tenant_id), principal_id=tenant.principal_id,
+                         ceiling=[{"path": "shared.falcon", "level": "read"}]).key
+    seen = search(client, {"Authorization": f"Bearer {clamped}"}, q, expand=True, **only)
+    assert ids(seen)[0] == hit and set(ids(seen)[1:]) == {refines, coexists, derived}
+    scoped = search(client, h, q, expand=True, paths=["shared.falcon"], **only)
+    assert set(ids(scoped)[1:]) == {refines, coexists, derived}
+
+    capped = search(client, h, q, expand=True, tags=["hit"], limit=1)
+    assert ids(capped)[0] == hit and len(capped) == 2 and capped[1]["edge"] == "COEXISTS"
+
+
+def test_modes_use_one_arm_or_both(client, tenant):
+    """keyword finds only lexical matches and reports no vector rank; vector ranks every
+    memory in scope and reports no text rank; hybrid fuses both (control)."""
+    h = tenant.headers
+    words, other = create(client, h,
+        {"content": "The quarterly offsite is in Lisbon", "path": "shared.ops"},
+        {"content": "Coffee beans are reordered monthly", "path": "shared.ops"})
+    kw = search(client, h, "offsite Lisbon", mode="keyword", explain=True)
+    assert ids(kw) == [words] and kw[0]["explain"]["vector"]["rank"] is None
+    vec = search(client, h, "offsite Lisbon", mode="vector", explain=True)
+    assert set(ids(vec)) == {words, other}
+    assert all(r["explain"]["text"]["rank"] is None for r in vec)
+    hy = search(client, h, "offsite Lisbon", explain=True)
+    assert ids(hy)[0] == words and set(ids(hy)) == {words, other}
+    assert hy[0]["explain"]["text"]["rank"] == 1 and hy[0]["explain"]["vector"]["rank"] == 1
+    assert_error(client.post("/v1/search", headers=h, json={"query": "x", "mode": "exact"}), 422,
+                 "invalid_input", "mode")
+
+
+def test_status_override_is_not_reachable_over_http(client, tenant):
+    """The core's ignore_status keyword (golden-set discrimination only) has no request field."""
+    for field in ("ignore_status", "any_status", "statuses", "now"):
+        assert_error(client.post("/v1/search", headers=tenant.headers,
+                                 json={"query": "x", field: True}), 422, "invalid_input")
+
+
+def memory_row(db, memory_id: str) -> dict:
+    with db.connection() as conn:
+        return conn.execute(
+            "SELECT access_count, last_accessed_at, version, updated_at,"
+            " (SELECT count(*) FROM memory_history h WHERE h.memory_id = m.id) AS history"
+            " FROM memories m WHERE id = %s", (memory_id,)).fetchone()
+
+
+def test_access_bookkeeping_is_written_after_the_query_for_returned_results_only(
+    client, tenant, db, caller_for, embedder
+):
+    """Given two memories
+    When the core searches with limit 1 through an access log that is not flushed
+    Then nothing was written on the query path (count still 0); after flush() the returned
+    memory has access_count 1 and last_accessed_at set, the other (not returned) stays at 0
+    (control); version and updated_at do not move and no history row is written -- while a
+    real PATCH still writes history (control for the trigger)."""
+    found, missed = create(client, tenant.headers,
+        {"content": "The staging cluster runs in Frankfurt", "path": "shared.ops"},
+        {"content": "Lunch is ordered on Thursdays", "path": "shared.ops"})
+    before = memory_row(db, found)
+    log = AccessLog(autostart=False)
+    caller = caller_for(tenant.key)
+    req = SearchRequest(query="staging cluster Frankfurt", limit=1)
+    [hit] = core_search(db, caller, req, embedder, access_log=log)
+    assert str(hit.id) == found
+    assert memory_row(db, found)["access_count"] == 0 and log.pending() == 1
+    assert log.flush() == 1
+    row = memory_row(db, found)
+    assert row["access_count"] == 1 and row["last_accessed_at"] is not None
+    assert (row["version"], row["updated_at"], row["history"]) == (
+        before["version"], before["updated_at"], 0)
+    assert memory_row(db, missed)["access_count"] == 0
+    for _ in range(3):
+        core_search(db, caller, req, embedder, access_log=log)
+    assert log.pending() == 1 and log.flush() == 1  # coalesced: one row write for 3 hits
+    assert memory_row(db, found)["access_count"] == 4 and memory_row(db, found)["history"] == 0
+    r = client.patch(f"/v1/memories/{found}", headers=tenant.headers,
+                     json={"expected_version": before["version"], "importance": 0.8})
+    assert r.status_code == 200, r.text
+    assert memory_row(db, found)["history"] == 1
+
+
+def test_access_bookkeeping_over_http_and_a_locked_row_is_retried(client, tenant, db):
+    """Over HTTP the process-wide log records returned results (flushed explicitly here);
+    a row locked by a concurrent transaction is skipped, not waited on, and written on the
+    next flush."""
+    [mid] = create(client, tenant.headers,
+                   {"content": "The on-call rota changes on Mondays", "path": "shared.ops"})
+    assert ids(search(client, tenant.headers, "on-call rota")) == [mid]
+    ACCESS_LOG.flush()
+    assert memory_row(db, mid)["access_count"] == 1
+    log = AccessLog(autostart=False)
+    log.record(db, tenant.tenant_id, [uuid.UUID(mid)])
+    with db.transaction() as cur:
+        cur.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (mid,))
+        assert log.flush() == 0 and log.pending() == 1  # skipped, not blocked
+    assert log.flush() == 1 and memory_row(db, mid)["access_count"] == 2
+    assert memory_row(db, mid)["history"] == 0

@@ -58,15 +58,24 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     from strata.api.app import create_app
     from strata.auth import create_tenant
-    from strata.errors import Conflict
-
     from strata.db.migrate import check_schema
+    from strata.errors import Conflict
+    from strata.providers.embedders import describe, get_embedder
 
     settings = get_settings()
     settings.home.mkdir(parents=True, exist_ok=True)
+    try:
+        embedder = get_embedder(settings)  # a model that cannot give STRATA_EMBEDDING_DIM
+    except ValueError as exc:
+        print(f"strata: {exc}", file=sys.stderr)
+        return 2
     db = _database()
     with db.connection() as conn:
-        check_schema(conn, settings)
+        try:
+            check_schema(conn, settings)  # a dimension the database does not store
+        except RuntimeError as exc:
+            print(f"strata: {exc}", file=sys.stderr)
+            return 2
     try:
         _, key = create_tenant(db, "default")
     except Conflict:
@@ -79,8 +88,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
         os.chmod(path, 0o600)
         print("strata: created tenant 'default'. Its owner key (shown once, also in "
               f"{path}):\n\n    {key.key}\n")
-    print(f"strata: API on http://{settings.host}:{settings.port} (embedder: {settings.embedder})")
-    uvicorn.run(create_app(db=db), host=settings.host, port=settings.port, log_level="info")
+    info = describe(settings, embedder)
+    default = " (the default: set STRATA_EMBEDDER for a real model)" if info["default"] else ""
+    print(f"strata: API on http://{settings.host}:{settings.port} "
+          f"(embedder: {info['provider']}, model {info['model']}{default})")
+    uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port, log_level="info")
     return 0
 
 
@@ -152,6 +164,70 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _dimension(value: str) -> int:
+    dim = int(value)
+    if not 16 <= dim <= 4000:
+        raise argparse.ArgumentTypeError("dimension must be between 16 and 4000")
+    return dim
+
+
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from strata.providers.embedders import EmbeddingFailed, get_embedder
+    from strata.reindex import Reindex
+
+    settings = get_settings()
+    if args.dim is not None:
+        settings = settings.model_copy(update={"embedding_dim": args.dim})
+    try:
+        embedder = get_embedder(settings)
+    except ValueError as exc:
+        print(json.dumps({"error": {"code": "invalid_input", "message": str(exc)}}), file=sys.stderr)
+        return 2
+    db = _database()
+    tenant_id = _tenant(db, args.tenant).id if args.tenant else None
+
+    def progress(phase: str, done: int) -> None:
+        print(f"strata reindex: {phase}: {done} embedded", file=sys.stderr, flush=True)
+
+    job = Reindex(db, embedder, batch=args.batch, tenant_id=tenant_id, progress=progress)
+    try:
+        report = job.run().to_json()
+    except EmbeddingFailed as exc:
+        # Committed batches stay; a rerun resumes after them.
+        _print_json({**job.report.to_json(), "error": {"code": exc.reason, "message": str(exc)}})
+        return 1
+    if report["dim"] != get_settings().embedding_dim:
+        report["next"] = f"run strata with STRATA_EMBEDDING_DIM={report['dim']}"
+    _print_json(report)
+    return 0
+
+
+def _eval_script(name: str):
+    """An evaluation script from the source checkout's eval/ folder (not part of the wheel)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "eval" / f"{name}.py"
+    if not path.is_file():
+        raise SystemExit(f"strata eval: {path} not found (evaluations run from a source checkout)")
+    spec = importlib.util.spec_from_file_location(f"strata_eval_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+def cmd_eval_golden(args: argparse.Namespace) -> int:
+    return _eval_script("golden_eval").main(["--json"] if args.json else [])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -191,10 +267,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_keys_create)
 
+    p = sub.add_parser(
+        "reindex", help="re-embed stored vectors with the configured embedder (resumable); "
+        "--dim switches the vector columns' dimension")
+    p.add_argument("--dim", type=_dimension, help="target dimension (default STRATA_EMBEDDING_DIM)")
+    p.add_argument("--batch", type=_positive, default=500, help="rows per batch (default 500)")
+    p.add_argument("--tenant", help="only this tenant's rows (name or id)")
+    p.set_defaults(func=cmd_reindex)
+
     audit = sub.add_parser("audit").add_subparsers(dest="action", required=True)
     p = audit.add_parser("verify", help="recompute the audit hash chain")
     p.add_argument("--tenant")
     p.set_defaults(func=cmd_audit_verify)
+
+    evals = sub.add_parser("eval", help="retrieval-quality evaluations").add_subparsers(
+        dest="action", required=True)
+    p = evals.add_parser("golden", help="golden leak set on a throwaway embedded database")
+    p.add_argument("--json", action="store_true", help="print only the JSON summary")
+    p.set_defaults(func=cmd_eval_golden)
     return parser
 
 

@@ -32,8 +32,31 @@ class Settings(BaseSettings):
     pool_min: int = 0
     pool_max: int = 8
 
-    embedder: Literal["hash"] = "hash"
+    # The embedder (strata.providers.embedders). "hash" needs nothing and is the default;
+    # "openai" is any OpenAI-compatible /embeddings endpoint, "bedrock" Amazon Titan Text
+    # Embeddings v2, "local" all-MiniLM-L6-v2 on CPU (extra `strata[local]`).
+    embedder: Literal["hash", "openai", "bedrock", "local"] = "hash"
+    # The vector columns' dimension, and the dimension asked of the model. Changing it for an
+    # existing database takes `strata reindex`.
     embedding_dim: int = Field(default=384, ge=16, le=4000)
+    # None = the provider's default (openai: text-embedding-3-small, bedrock:
+    # amazon.titan-embed-text-v2:0, local: all-MiniLM-L6-v2).
+    embedding_model: str | None = None
+    # Texts per provider call (openai: one request per batch; local: the encode batch).
+    embedding_batch_size: int = Field(default=128, ge=1, le=2048)
+    embedding_timeout_s: float = Field(default=30.0, gt=0)
+    embedding_max_retries: int = Field(default=4, ge=0, le=10)
+    # openai: the endpoint (None = the client's default, api.openai.com) and its key.
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    embedding_api_key_secret_arn: str | None = None
+    # openai: send `dimensions` (text-embedding-3 and other Matryoshka models). Turn off for
+    # models that refuse it; the answer's length is checked against embedding_dim either way.
+    embedding_send_dimensions: bool = True
+    # bedrock: the region (None = the AWS default chain) and concurrent InvokeModel calls
+    # (Titan embeds one text per call).
+    bedrock_region: str | None = None
+    bedrock_concurrency: int = Field(default=4, ge=1, le=32)
 
     # Model-backed extraction and conflict judging (any OpenAI-compatible endpoint). Without
     # a base URL/model the rule-based extractor and judge run: no key needed.

@@ -27,7 +27,15 @@ class Runtime:
 
     @cached_property
     def db(self) -> Database:
-        return self._db or get_database()
+        from strata.db.migrate import check_schema
+
+        db = self._db or get_database()
+        # Once per process, on first use: refuse a schema whose vector dimension is not the
+        # configured one (its message names `strata reindex`). Not cached on failure, so
+        # every request says why until the operator fixes it.
+        with db.connection() as conn:
+            check_schema(conn, self.settings)
+        return db
 
     @cached_property
     def embedder(self) -> Embedder:

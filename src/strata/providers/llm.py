@@ -1,8 +1,8 @@
 """Model-backed extractor and conflict judge, through the ``openai`` client against any
 OpenAI-compatible endpoint (``STRATA_LLM_BASE_URL`` / ``STRATA_LLM_MODEL``).
 
-Retries are the client's own (exponential backoff with jitter on connection errors, timeouts,
-408/409/429/5xx, honouring ``Retry-After``); ``llm_max_retries`` and ``llm_timeout_s`` set them.
+Retries are the client's own (see ``strata.providers.clients``); ``llm_max_retries`` and
+``llm_timeout_s`` set them.
 Anything that still fails — transport, refusal, an empty, truncated, malformed or off-schema
 answer — raises ``ExtractorFailed`` / ``JudgeFailed``, whose messages name the failure and
 never quote the conversation (the chained cause may: log ``str(exc)``, not the traceback,
@@ -26,6 +26,8 @@ from pydantic import BaseModel, ValidationError
 from strata.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
 from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
+from strata.providers.clients import KeyUnavailable  # noqa: F401  (re-exported)
+from strata.providers.clients import ModelCallFailed, openai_client, openai_failures
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -33,33 +35,14 @@ if TYPE_CHECKING:
 # DESIGN "Truth maintenance": model verdicts count only at this confidence or above.
 MIN_VERDICT_CONFIDENCE = 0.75
 
-# Sent when no key is configured (a local server without auth). Passing ``None`` would make
-# the client read OPENAI_API_KEY and send that key to whatever base URL is configured.
-_NO_KEY = "strata-no-key"
-
 _REASON_MAX = 500
 _STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class ModelCallFailed(Exception):
-    """A model-backed step gave no usable answer. ``reason`` is a short code for receipts:
-    timeout, connection, rate_limited, http_error, credentials, client, refused, truncated,
-    filtered, empty, malformed, invalid."""
-
-    def __init__(self, message: str, *, reason: str, status_code: int | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.status_code = status_code
-
-
 class ExtractorFailed(ModelCallFailed):
     pass
-
-
-class KeyUnavailable(Exception):
-    """The API key secret could not be read (raised inside the client, before sending)."""
 
 
 class JudgeFailed(ModelCallFailed):
@@ -67,44 +50,13 @@ class JudgeFailed(ModelCallFailed):
 
 
 def make_client(settings: Settings) -> OpenAI:
-    """An ``openai.OpenAI`` client for the configured endpoint.
-
-    The key is ``llm_api_key`` when set, else read from Secrets Manager (the secret's plain
-    string) on each request through Powertools' 5-minute cache, so a rotated key is picked up
-    by warm containers without a restart.
-    """
-    import openai
-
-    api_key: Any
-    if settings.llm_api_key:
-        api_key = settings.llm_api_key
-    elif settings.llm_api_key_secret_arn:
-        api_key = _secret_key_reader(settings.llm_api_key_secret_arn)
-    else:
-        api_key = _NO_KEY
-    return openai.OpenAI(
-        base_url=settings.llm_base_url,
-        api_key=api_key,
-        timeout=settings.llm_timeout_s,
-        max_retries=settings.llm_max_retries,
+    """An ``openai.OpenAI`` client for the configured LLM endpoint (key from the setting or
+    its Secrets Manager secret)."""
+    return openai_client(
+        base_url=settings.llm_base_url, api_key=settings.llm_api_key,
+        api_key_secret_arn=settings.llm_api_key_secret_arn,
+        timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
     )
-
-
-def _secret_key_reader(arn: str):
-    def read() -> str:
-        from aws_lambda_powertools.utilities import parameters
-
-        try:
-            value = parameters.get_secret(arn, max_age=300)
-        except Exception as exc:  # GetParameterError, botocore errors: all mean "no key"
-            raise KeyUnavailable("could not read the model API key secret") from exc
-        if isinstance(value, bytes):
-            value = value.decode()
-        if not isinstance(value, str) or not value.strip():
-            raise KeyUnavailable("the model API key secret is empty")
-        return value.strip()
-
-    return read
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -178,39 +130,14 @@ class _ModelCaller:
         )
 
     def _call(self, messages: list[dict[str, str]], answer: type[M]) -> M:
-        import openai
         from openai.types.chat import ChatCompletion
 
         s = self.settings
-        try:
+        with openai_failures(self._fail, timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
+                             what="a chat completion"):
             completion = self.client.chat.completions.create(
                 model=self.model, messages=messages, response_format=_response_format(answer),
             )
-        except openai.APITimeoutError as exc:
-            raise self._fail(
-                f"no answer within {s.llm_timeout_s:g} s (retries: {s.llm_max_retries})", "timeout"
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise self._fail(
-                f"endpoint unreachable (retries: {s.llm_max_retries})", "connection"
-            ) from exc
-        except openai.APIStatusError as exc:
-            # Never the error body: some servers echo the request in it.
-            reason = "rate_limited" if exc.status_code == 429 else "http_error"
-            raise self._fail(
-                f"endpoint answered HTTP {exc.status_code} (retries: {s.llm_max_retries})",
-                reason, exc.status_code,
-            ) from exc
-        except openai.APIResponseValidationError as exc:
-            raise self._fail("response is not a chat completion", "malformed") from exc
-        except KeyUnavailable as exc:
-            raise self._fail(str(exc), "credentials") from exc
-        except openai.OpenAIError as exc:
-            raise self._fail(f"client error ({type(exc).__name__})", "client") from exc
-        except ValueError as exc:
-            # A 200 whose body is declared JSON but is not: the client lets the decoder's
-            # error through unwrapped.
-            raise self._fail("response is not JSON", "malformed") from exc
 
         # Without strict response validation the client returns a plain ``str`` for a
         # non-JSON content type, and a ChatCompletion with ``choices=None`` for any JSON.

@@ -1,6 +1,7 @@
 from fastapi import APIRouter, Request
 
 from strata.audit import failure_count
+from strata.providers.embedders import describe
 
 router = APIRouter()
 
@@ -12,5 +13,7 @@ def healthz(request: Request) -> dict:
         "status": "ok",
         "runtime": runtime.settings.runtime,
         "embedder": runtime.settings.embedder,
+        # provider, model (as stamped on rows), dim, and whether it is the hash default
+        "embedding": describe(runtime.settings, runtime.embedder),
         "audit_failures": failure_count(),
     }

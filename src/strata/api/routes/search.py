@@ -1,4 +1,12 @@
-"""/v1/search: hybrid retrieval over what the caller may read."""
+"""/v1/search: hybrid retrieval over what the caller may read.
+
+Body (``strata.search.SearchRequest``): ``query``, ``paths``, ``kinds``, ``tags``, ``meta``
+(jsonb containment), ``limit``, ``valid_at``, ``include`` (``candidates`` / ``history``
+opt-ins), ``mode`` (``hybrid`` | ``vector`` | ``keyword``), ``expand``, ``explain``. The
+core's keyword-only knobs (``now``, ``ignore_status``, the access log) are deliberately not
+request fields. Access bookkeeping is queued by the core and written after the response by
+its own thread, so this route adds no write to the request.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,110 @@
+"""What the model-backed providers share: the ``openai`` client for any OpenAI-compatible
+endpoint, its API key (a setting, or a Secrets Manager secret read through Powertools' cache),
+and one translation of the client's failures into ``ModelCallFailed`` with a reason code.
+
+Retries are the client's own (exponential backoff with jitter on connection errors, timeouts,
+408/409/429/5xx, honouring ``Retry-After``); ``max_retries`` and ``timeout`` set them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+# Sent when no key is configured (a local server without auth). Passing ``None`` would make
+# the client read OPENAI_API_KEY and send that key to whatever base URL is configured.
+NO_KEY = "strata-no-key"
+
+
+class ModelCallFailed(Exception):
+    """A model-backed step gave no usable answer. ``reason`` is a short code for receipts:
+    timeout, connection, rate_limited, http_error, credentials, client, refused, truncated,
+    filtered, empty, malformed, invalid (and for embedders: dimension)."""
+
+    def __init__(self, message: str, *, reason: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status_code = status_code
+
+
+class KeyUnavailable(Exception):
+    """The API key secret could not be read (raised inside the client, before sending)."""
+
+
+def openai_client(
+    *, base_url: str | None, api_key: str | None, api_key_secret_arn: str | None,
+    timeout_s: float, max_retries: int,
+) -> OpenAI:
+    """An ``openai.OpenAI`` client for one endpoint.
+
+    The key is ``api_key`` when set, else read from Secrets Manager (the secret's plain
+    string) on each request through Powertools' 5-minute cache, so a rotated key is picked up
+    by warm containers without a restart.
+    """
+    import openai
+
+    key: Any
+    if api_key:
+        key = api_key
+    elif api_key_secret_arn:
+        key = secret_key_reader(api_key_secret_arn)
+    else:
+        key = NO_KEY
+    return openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=max_retries)
+
+
+def secret_key_reader(arn: str) -> Callable[[], str]:
+    def read() -> str:
+        from aws_lambda_powertools.utilities import parameters
+
+        try:
+            value = parameters.get_secret(arn, max_age=300)
+        except Exception as exc:  # GetParameterError, botocore errors: all mean "no key"
+            raise KeyUnavailable("could not read the model API key secret") from exc
+        if isinstance(value, bytes):
+            value = value.decode()
+        if not isinstance(value, str) or not value.strip():
+            raise KeyUnavailable("the model API key secret is empty")
+        return value.strip()
+
+    return read
+
+
+Fail = Callable[..., ModelCallFailed]  # (detail, reason, status_code=None) -> exception
+
+
+@contextlib.contextmanager
+def openai_failures(fail: Fail, *, timeout_s: float, max_retries: int, what: str) -> Iterator[None]:
+    """Turn whatever the ``openai`` client raises inside the block into ``fail(...)``.
+
+    ``what`` names the expected answer ("a chat completion", "an embeddings list"). Messages
+    never carry the error body: some servers echo the request in it.
+    """
+    import openai
+
+    try:
+        yield
+    except openai.APITimeoutError as exc:
+        raise fail(f"no answer within {timeout_s:g} s (retries: {max_retries})", "timeout") from exc
+    except openai.APIConnectionError as exc:
+        raise fail(f"endpoint unreachable (retries: {max_retries})", "connection") from exc
+    except openai.APIStatusError as exc:
+        reason = "rate_limited" if exc.status_code == 429 else "http_error"
+        raise fail(
+            f"endpoint answered HTTP {exc.status_code} (retries: {max_retries})",
+            reason, exc.status_code,
+        ) from exc
+    except openai.APIResponseValidationError as exc:
+        raise fail(f"response is not {what}", "malformed") from exc
+    except KeyUnavailable as exc:
+        raise fail(str(exc), "credentials") from exc
+    except openai.OpenAIError as exc:
+        raise fail(f"client error ({type(exc).__name__})", "client") from exc
+    except ValueError as exc:
+        # A 200 whose body is declared JSON but is not: the client lets the decoder's error
+        # through unwrapped (and the embeddings parser raises ValueError on an empty list).
+        raise fail(f"response is not {what}", "malformed") from exc
