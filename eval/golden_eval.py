@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -241,40 +240,24 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def run_throwaway(embedding_dim: int = 384) -> dict[str, Any]:
-    """Start an embedded PostgreSQL in a temporary directory, load, evaluate, tear down."""
-    import psycopg
+def run_throwaway(embedder_name: str = "hash") -> dict[str, Any]:
+    """A throwaway migrated database (eval/harness.py), loaded and evaluated."""
+    sys.path.insert(0, str(HERE))
+    from harness import scratch_database
 
-    from strata.config import Settings
-    from strata.db import Database
-    from strata.db.embedded import start_server
-    from strata.db.migrate import migrate
-    from strata.providers import HashingEmbedder
+    from strata.providers import get_embedder
 
-    with tempfile.TemporaryDirectory(prefix="strata-golden-") as tmp:
-        server = start_server(Path(tmp) / "pgdata")
-        try:
-            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-                conn.execute("CREATE DATABASE golden")
-            url = server.get_uri("golden")
-            settings = Settings(home=Path(tmp), embedding_dim=embedding_dim, database_url=url,
-                                llm_base_url=None, llm_model=None)
-            migrate(url, settings)
-            db = Database(url, max_size=4)
-            try:
-                embedder = HashingEmbedder(embedding_dim)
-                return evaluate(db, embedder, load(db, embedder, settings))
-            finally:
-                db.close()
-        finally:
-            server.cleanup()
+    with scratch_database(embedder=embedder_name) as (db, settings):
+        embedder = get_embedder(settings)
+        return evaluate(db, embedder, load(db, embedder, settings))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strata eval golden", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print only the JSON summary")
+    parser.add_argument("--embedder", default="hash", choices=("hash", "local"))
     args = parser.parse_args(argv)
-    report = run_throwaway()
+    report = run_throwaway(args.embedder)
     print(json.dumps(summary(report), indent=2, default=str))
     if not args.json:
         print()
