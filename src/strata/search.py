@@ -25,6 +25,20 @@ Ranking
     the order of two different scores. Exact ties are common: each arm ranks with ``rank()``,
     so equal distances or equal text scores share a rank instead of being split by id.
 
+Vector arm
+    Reads ``memories`` directly with every filter in its WHERE and ``ORDER BY embedding <=>
+    vec LIMIT depth``, so the planner chooses per query: for a small scope (a 1 % tenant) a
+    bitmap scan on the tenant btree and an exact top-N sort; for a large one the HNSW index.
+    A plain HNSW scan under a tenant filter keeps only the ``hnsw.ef_search`` nearest rows
+    of the *whole table* and then filters, so it returns too few rows (0 of 50 measured at
+    a 10 % tenant). On pgvector >= 0.8 the statement therefore runs with ``SET LOCAL
+    hnsw.iterative_scan = relaxed_order`` and ``hnsw.ef_search = HNSW_EF_SEARCH`` (checked
+    once per Database; the arm re-sorts its rows by distance, which relaxed order needs).
+    On pgvector 0.7 (no iterative scans) it degrades to exact: the ORDER BY is written so no
+    index matches it -- correct, and slower for large scopes. Measured with
+    ``eval/bench_search.py`` (10 tenants x 10k + one 1k tenant, 384 dims): recall@10 of the
+    arm 0.996 at the 10 % tenant and 1.0 at the 1 % tenant.
+
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
     ``include: ["history"]`` adds ``superseded`` and ``archived``. ``rejected`` memories are
@@ -54,6 +68,7 @@ import atexit
 import logging
 import threading
 import uuid
+import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -172,18 +187,29 @@ WITH q AS (
                SELECT quote_literal(l) FROM unnest(tsvector_to_array(
                    to_tsvector('english', %(text)s))) AS l), ' | ')::tsquery AS tsq
 ),
-scope AS (
-    SELECT m.id, m.embedding, m.fts FROM memories m
+scope AS (  -- the text arm's candidates (the vector arm reads memories itself)
+    SELECT m.id, m.fts FROM memories m
     WHERE {_ACCESS.format(a="m")}
       AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
       AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
       AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
 ),
 vec AS (
-    SELECT s.id, rank() OVER (ORDER BY s.embedding <=> q.vec) AS rank,
-           1 - (s.embedding <=> q.vec) AS score
-    FROM scope s, q WHERE %(use_vec)s AND s.embedding IS NOT NULL
-    ORDER BY s.embedding <=> q.vec, s.id LIMIT %(depth)s
+    -- Straight on memories (not the scope CTE) so the planner can use the HNSW index;
+    -- The inner ORDER BY is the index-usable distance (HNSW), or, when pgvector has no
+    -- iterative scans, an expression no index matches (exact). See "Vector arm" above.
+    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank, 1 - v.dist AS score
+    FROM (
+        SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
+        FROM memories m
+        WHERE %(use_vec)s AND m.embedding IS NOT NULL
+          AND {_ACCESS.format(a="m")}
+          AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
+          AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
+          AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
+        ORDER BY {{vec_order}} LIMIT %(depth)s
+    ) v
+    ORDER BY v.dist, v.id
 ),
 txt AS (
     SELECT s.id, rank() OVER (ORDER BY ts_rank_cd(s.fts, q.tsq) DESC) AS rank,
@@ -253,6 +279,31 @@ FROM out o JOIN memories m ON m.id = o.id
 ORDER BY o.grp, o.pos, o.edge, m.id
 """
 
+# The vector arm's inner ORDER BY: HNSW-usable with iterative scans (pgvector >= 0.8),
+# otherwise an equivalent order no index matches, so the planner scans the scope exactly
+# (a plain HNSW scan under a tenant filter returns too few rows: see the docstring).
+_SEARCH_HNSW = _SEARCH.replace("{vec_order}", "m.embedding <=> %(vec)s::vector")
+_SEARCH_EXACT = _SEARCH.replace("{vec_order}", "(m.embedding <=> %(vec)s::vector) + 0")
+HNSW_EF_SEARCH = 200  # candidates per iterative-scan batch (measured: 100 -> recall 0.978, 200 -> 0.998)
+_HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true)"
+)
+_ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDictionary()
+
+
+def _iterative_scan(db: Database, conn: Any) -> bool:
+    """Whether the database's pgvector supports ``hnsw.iterative_scan`` (0.8+); asked once
+    per Database."""
+    known = _ITERATIVE_SCAN.get(db)
+    if known is None:
+        row = conn.execute(
+            "SELECT coalesce(string_to_array(extversion, '.')::int[] >= '{0,8}'::int[], false)"
+            " AS ok FROM pg_extension WHERE extname = 'vector'").fetchone()
+        known = bool(row and (row["ok"] if isinstance(row, dict) else row[0]))
+        _ITERATIVE_SCAN[db] = known
+    return known
+
 
 def statuses_for(include: Sequence[str]) -> list[str]:
     out = ["active"]
@@ -299,7 +350,12 @@ def search(
             "expand": req.expand, "edges": list(EXPAND_EDGES),
         }
         with db.connection() as conn:
-            rows = conn.execute(_SEARCH, params).fetchall()
+            if use_vec and _iterative_scan(db, conn):
+                with conn.transaction():  # SET LOCAL scope: this statement only
+                    conn.execute(_HNSW_SETTINGS)
+                    rows = conn.execute(_SEARCH_HNSW, params).fetchall()
+            else:
+                rows = conn.execute(_SEARCH_EXACT, params).fetchall()
         results = [_result(r, req, windows) for r in rows]
         event.count = len(results)
         event.memory_ids = [r.id for r in results]

@@ -1,0 +1,365 @@
+"""Search benchmark: latency and vector-arm recall of ``strata.search`` on a multi-tenant table.
+
+Seeds ``--tenants`` tenants of ``--per-tenant`` memories each plus one *small* tenant of
+``--small`` memories (default ``per_tenant // 10``: 1 % of the table at 10 tenants), with
+clustered synthetic 384-dim vectors shared across tenants (so another tenant's rows are the
+nearest neighbours of most queries -- the case a filtered HNSW scan gets wrong) and content
+generated from a vocabulary tied to each cluster (so the full-text arm has real work).
+About 80 % of each tenant's rows are ``active``; the rest are superseded / archived /
+candidate / rejected, which search must skip.
+
+Seeding deliberately bypasses the write gate (dedup, tombstones, history, audit): rows are
+COPYed in binary straight into a staging table and moved into ``memories`` with one INSERT
+... SELECT, with the HNSW index dropped during the load and rebuilt after (same definition
+as migration 0001). This benchmark measures search, not ingest (see bench_store.py).
+
+Measures, per scope (a regular 10 % tenant and the 1 % tenant), with a fixed precomputed
+query vector per query (the embedder is a lookup table: query embedding is excluded):
+  * in-process ``search()`` latency p50/p95/p99, hybrid mode (the default) and vector mode;
+  * HTTP ``POST /v1/search`` latency p50/p95/p99 for a sample (uvicorn on loopback, httpx);
+  * recall@10 of the vector arm (``mode=vector, limit=10``) against exact search under the
+    same filters (brute force in numpy over that tenant's active rows).
+
+``--keep DIR`` keeps the database (embedded PostgreSQL data directory and the tenants' keys)
+in DIR and reuses it when the seed parameters match: seeding 100k rows costs about a minute.
+Prints one JSON object.
+
+Usage: python eval/bench_search.py [--per-tenant 10000] [--tenants 10] [--queries 200]
+                                   [--small N] [--http-queries 50] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import socket
+import tempfile
+import threading
+import time
+import uuid
+import zlib
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psycopg
+import uvicorn
+
+from strata.auth import create_tenant
+from strata.auth.keys import authenticate
+from strata.config import Settings
+from strata.db import Database
+from strata.db.embedded import start_server
+from strata.db.migrate import migrate
+from strata.search import ACCESS_LOG, AccessLog, SearchRequest, search
+
+from harness import percentile
+
+DIM = 384
+CLUSTERS = 200
+GENERAL = (
+    "user prefers says told mentioned likes wants needs usually always never today "
+    "tomorrow team project meeting weekly notes about with from the for and"
+).split()
+TOPICS = (
+    "postgres deploy region python rust budget travel flight hotel dentist birthday sister "
+    "manager review release incident dashboard alert latency customer invoice contract "
+    "vacation allergy peanut vegetarian coffee tea running cycling guitar piano chess "
+    "kubernetes terraform lambda aurora redis kafka spark pandas numpy react vue svelte "
+    "docker linux macos windows android iphone tennis soccer hiking skiing sushi pizza "
+    "ramen tacos curry paris tokyo berlin lisbon boston denver seattle austin chicago "
+    "mortgage salary pension insurance doctor therapy yoga pilates marathon novel poetry "
+    "podcast jazz opera cinema museum garden puppy kitten parrot aquarium bakery brewery"
+).split()
+STATUSES = ["active"] * 16 + ["superseded", "archived", "candidate", "rejected"]
+KINDS = ["fact", "preference", "event"]
+
+
+class FixedEmbedder:
+    """Returns the precomputed vector of each benchmark query: no embedding cost measured."""
+
+    model = "bench-fixed"
+    dim = DIM
+
+    def __init__(self) -> None:
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts):
+        return [self.vectors[t] for t in texts]
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def make_space(seed: int = 1):
+    rng = np.random.default_rng(seed)
+    centroids = unit(rng.standard_normal((CLUSTERS, DIM)))
+    words = [list(rng.choice(TOPICS, size=3, replace=False)) for _ in range(CLUSTERS)]
+    return centroids, words
+
+
+def sample_vectors(rng, centroids, clusters, noise=0.9):
+    # noise 0.9 per coordinate against a unit centroid: neighbours within a cluster are
+    # close but not trivially separated (cosine to centroid about 0.5-0.6).
+    v = centroids[clusters] + rng.standard_normal((len(clusters), DIM)) * (noise / np.sqrt(DIM)) * 1.6
+    return unit(v)
+
+
+def sentence(rng, topic_words) -> str:
+    n = int(rng.integers(8, 18))
+    words = [rng.choice(topic_words) if rng.random() < 0.35 else rng.choice(GENERAL + TOPICS)
+             for _ in range(n)]
+    return " ".join(words).capitalize() + "."
+
+
+# --------------------------------------------------------------------------------------
+# Database
+# --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def database(keep: str | None):
+    """(db, settings, url, state_path): a migrated database in ``keep`` or a temp dir."""
+    with contextlib.ExitStack() as stack:
+        home = Path(keep) if keep else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="strata-bench-search-")))
+        home.mkdir(parents=True, exist_ok=True)
+        url = os.environ.get("STRATA_DATABASE_URL")
+        if not url:
+            server = start_server(home / "pgdata")
+            stack.callback(server.cleanup)
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'bench'").fetchone():
+                    conn.execute("CREATE DATABASE bench")
+            url = server.get_uri("bench")
+        settings = Settings(home=home)
+        migrate(url, settings)
+        db = Database(url, max_size=4)
+        stack.callback(db.close)
+        yield db, settings, url, home / "bench_search_state.json"
+
+
+def seed(db: Database, url: str, args, centroids, words) -> dict:
+    """Tenants, keys and memories; returns the state saved for --keep."""
+    rng = np.random.default_rng(42)
+    tenants = []
+    sizes = [("t%02d" % i, args.per_tenant) for i in range(args.tenants)]
+    sizes.append(("small", args.small))
+    run_tag = uuid.uuid4().hex[:6]
+    for name, n in sizes:
+        tenant, key = create_tenant(db, f"bench-{name}-{run_tag}")
+        tenants.append({"name": name, "id": str(tenant.id), "key": key.key, "rows": n})
+
+    t0 = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("DROP INDEX IF EXISTS memories_embedding_idx")
+        conn.execute("""CREATE UNLOGGED TABLE IF NOT EXISTS bench_stage (
+            tenant_id uuid, path text, content text, value_hash bytea, kind text,
+            status text, embedding vector(%d))""" % DIM)
+        conn.execute("TRUNCATE bench_stage")
+        from pgvector.psycopg import register_vector
+        register_vector(conn)
+        with conn.cursor() as cur, cur.copy(
+            "COPY bench_stage FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["uuid", "text", "text", "bytea", "text", "text", "vector"])
+            for t in tenants:
+                tid = uuid.UUID(t["id"])
+                # each tenant uses a random subset of the clusters (all tenants overlap)
+                own = rng.choice(CLUSTERS, size=CLUSTERS // 2, replace=False)
+                clusters = rng.choice(own, size=t["rows"])
+                vecs = sample_vectors(rng, centroids, clusters)
+                for i in range(t["rows"]):
+                    c = int(clusters[i])
+                    content = f"{sentence(rng, words[c])} ({t['name']}-{i})"
+                    copy.write_row((
+                        tid, f"users.u{int(rng.integers(20))}", content,
+                        hashlib.sha256(content.lower().encode()).digest(),
+                        KINDS[int(rng.integers(3))], STATUSES[int(rng.integers(len(STATUSES)))],
+                        vecs[i],
+                    ))
+        copied = time.perf_counter()
+        conn.execute("""
+            INSERT INTO memories (tenant_id, path, content, canonical, value_hash, kind, status,
+                                  embedding, embedding_model, created_at, valid)
+            SELECT tenant_id, path::ltree, content, lower(content), value_hash,
+                   kind::memory_kind, status::memory_status, embedding, 'bench-synthetic',
+                   now() - random() * interval '365 days',
+                   tstzrange(now() - interval '400 days', NULL)
+            FROM bench_stage""")
+        inserted = time.perf_counter()
+        conn.execute("DROP TABLE bench_stage")
+        conn.execute("SET max_parallel_maintenance_workers = 2")
+        conn.execute("CREATE INDEX memories_embedding_idx ON memories "
+                     "USING hnsw (embedding vector_cosine_ops)")
+        indexed = time.perf_counter()
+        conn.execute("VACUUM ANALYZE memories")
+    return {
+        "params": [args.per_tenant, args.tenants, args.small], "tenants": tenants,
+        "seed_seconds": {"copy": round(copied - t0, 1), "insert": round(inserted - copied, 1),
+                         "hnsw_build": round(indexed - inserted, 1)},
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Measurement
+# --------------------------------------------------------------------------------------
+
+
+def active_rows(conn, tenant_id: str) -> tuple[list[str], np.ndarray]:
+    """The tenant's active rows: the scope the default search filters to."""
+    rows = conn.execute(
+        "SELECT id, embedding FROM memories WHERE tenant_id = %s AND status = 'active' "
+        "AND embedding IS NOT NULL", (tenant_id,)).fetchall()
+    ids = [str(r[0]) for r in rows]
+    mat = unit(np.stack([np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1],
+                                    dtype=np.float32) for r in rows]))
+    return ids, mat
+
+
+def exact_top(ids: list[str], mat: np.ndarray, queries: np.ndarray, k: int = 10) -> list[list[str]]:
+    """Brute-force top-k by cosine over the scope (no index)."""
+    sims = queries @ mat.T
+    top = np.argsort(-sims, axis=1)[:, :k]
+    return [[ids[j] for j in row] for row in top]
+
+
+def stats(ms: list[float]) -> dict:
+    return {"n": len(ms), "p50_ms": round(percentile(ms, 0.50), 2),
+            "p95_ms": round(percentile(ms, 0.95), 2), "p99_ms": round(percentile(ms, 0.99), 2)}
+
+
+def make_queries(rng, centroids, words, embedder: FixedEmbedder, n: int, tag: str, mat):
+    # A query is about something the tenant has memories of: a fresh sample from the
+    # cluster of one of its rows (the nearest centroid), not a copy of the row.
+    picks = mat[rng.integers(len(mat), size=n)]
+    clusters = np.argmax(picks @ centroids.T, axis=1)
+    vecs = sample_vectors(rng, centroids, clusters)
+    texts = []
+    for i in range(n):
+        c = int(clusters[i])
+        text = f"what about {' '.join(rng.choice(words[c], size=2, replace=False))} {tag}{i}"
+        embedder.vectors[text] = vecs[i]
+        texts.append(text)
+    return texts, vecs
+
+
+def measure_scope(db, conn, tenant, args, centroids, words, embedder, http_port) -> dict:
+    rng = np.random.default_rng(zlib.crc32(tenant["name"].encode()))
+    caller = authenticate(db, tenant["key"], surface="http")
+    ids, mat = active_rows(conn, tenant["id"])
+    texts, vecs = make_queries(rng, centroids, words, embedder, args.queries, tenant["name"], mat)
+    log = AccessLog(autostart=False)  # no bookkeeping writes in the in-process loop
+    exact = exact_top(ids, mat, vecs)
+
+    for t in texts[:10]:  # warm the pool, plans and caches
+        search(db, caller, SearchRequest(query=t), embedder, access_log=log)
+    out: dict = {"tenant_rows": tenant["rows"]}
+    for mode in ("hybrid", "vector"):
+        ms, recalls, returned = [], [], []
+        for i, t in enumerate(texts):
+            req = SearchRequest(query=t, mode=mode, limit=10)
+            t0 = time.perf_counter()
+            res = search(db, caller, req, embedder, access_log=log)
+            ms.append((time.perf_counter() - t0) * 1000)
+            if mode == "vector":
+                got = [str(r.id) for r in res]
+                returned.append(len(got))
+                recalls.append(len(set(got) & set(exact[i])) / len(exact[i]))
+        out[f"in_process_{mode}"] = stats(ms)
+        if mode == "vector":
+            out["recall_at_10"] = round(float(np.mean(recalls)), 4)
+            out["recall_at_10_min"] = round(float(np.min(recalls)), 2)
+            out["vector_rows_returned_mean"] = round(float(np.mean(returned)), 2)
+    if http_port:
+        headers = {"Authorization": f"Bearer {tenant['key']}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{http_port}", headers=headers,
+                          timeout=60) as http:
+            for t in texts[:5]:
+                http.post("/v1/search", json={"query": t}).raise_for_status()
+            ms = []
+            for t in texts[: args.http_queries]:
+                t0 = time.perf_counter()
+                r = http.post("/v1/search", json={"query": t, "limit": 10})
+                ms.append((time.perf_counter() - t0) * 1000)
+                r.raise_for_status()
+        out["http_hybrid"] = stats(ms)
+    return out
+
+
+def serve(db, settings, embedder):
+    from strata.api.app import create_app
+
+    app = create_app(db=db, embedder=embedder, settings=settings)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    while not uv.started:
+        time.sleep(0.05)
+    return uv, thread, port
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--per-tenant", type=int, default=10_000)
+    parser.add_argument("--tenants", type=int, default=10)
+    parser.add_argument("--small", type=int, default=None,
+                        help="rows of the extra small tenant (default per-tenant // 10)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--http-queries", type=int, default=50)
+    parser.add_argument("--keep", default=None, help="reuse a seeded database in this dir")
+    args = parser.parse_args()
+    if args.small is None:
+        args.small = max(1, args.per_tenant // 10)
+    centroids, words = make_space()
+
+    with database(args.keep) as (db, settings, url, state_path):
+        state = json.loads(state_path.read_text()) if state_path.exists() else None
+        if state is None or state["params"] != [args.per_tenant, args.tenants, args.small]:
+            if state is not None:
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute("DELETE FROM tenants WHERE name LIKE 'bench-%'")
+            state = seed(db, url, args, centroids, words)
+            state_path.write_text(json.dumps(state))
+            reused = False
+        else:
+            reused = True
+        embedder = FixedEmbedder()
+        uv, thread, port = serve(db, settings, embedder)
+        report = {
+            "benchmark": "bench_search",
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "rows": sum(t["rows"] for t in state["tenants"]),
+            "per_tenant": args.per_tenant, "tenants": args.tenants, "small_tenant": args.small,
+            "seed_seconds": None if reused else state["seed_seconds"], "reused_seed": reused,
+            "queries": args.queries, "http_queries": args.http_queries,
+            "query_embedding": "excluded (precomputed vectors)",
+            "scopes": {},
+        }
+        with psycopg.connect(url) as conn:
+            from pgvector.psycopg import register_vector
+            register_vector(conn)
+            report["pgvector"] = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            big = state["tenants"][0]
+            small = state["tenants"][-1]
+            for label, t in (("tenant_10pct", big), ("tenant_1pct", small)):
+                report["scopes"][label] = measure_scope(
+                    db, conn, t, args, centroids, words, embedder, port)
+        uv.should_exit = True
+        thread.join(timeout=10)
+        ACCESS_LOG.flush()  # the HTTP requests' bookkeeping, before the database stops
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
