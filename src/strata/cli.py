@@ -228,6 +228,13 @@ def cmd_eval_golden(args: argparse.Namespace) -> int:
     return _eval_script("golden_eval").main(["--json"] if args.json else [])
 
 
+def cmd_eval_locomo(args: argparse.Namespace) -> int:
+    argv = ["--data", str(args.data), "--embedder", args.embedder, "--mode", args.mode]
+    if args.conversations:
+        argv += ["--conversations", args.conversations]
+    return _eval_script("locomo_eval").main(argv + (["--json"] if args.json else []))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -285,6 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = evals.add_parser("golden", help="golden leak set on a throwaway embedded database")
     p.add_argument("--json", action="store_true", help="print only the JSON summary")
     p.set_defaults(func=cmd_eval_golden)
+    p = evals.add_parser("locomo", help="LoCoMo retrieval (recall of evidence turns) on a "
+                         "throwaway embedded database; not in CI")
+    p.add_argument("--data", required=True, help="the LoCoMo-10 folder (one JSON per conversation)")
+    p.add_argument("--embedder", choices=("local", "hash"), default="hash")
+    p.add_argument("--mode", choices=("observations", "turns"), default="observations")
+    p.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
+    p.add_argument("--json", action="store_true", help="print only the JSON object")
+    p.set_defaults(func=cmd_eval_locomo)
     return parser
 
 

@@ -212,10 +212,13 @@ vec AS (
     ORDER BY v.dist, v.id
 ),
 txt AS (
-    SELECT s.id, rank() OVER (ORDER BY ts_rank_cd(s.fts, q.tsq) DESC) AS rank,
-           ts_rank_cd(s.fts, q.tsq) AS score
-    FROM scope s, q WHERE %(use_txt)s AND s.fts @@ q.tsq
-    ORDER BY ts_rank_cd(s.fts, q.tsq) DESC, s.id LIMIT %(depth)s
+    -- The rank function runs once per matching row (the outer query ranks only the top).
+    SELECT t.id, rank() OVER (ORDER BY t.tr DESC) AS rank, t.tr AS score
+    FROM (
+        SELECT s.id, ts_rank_cd(s.fts, q.tsq) AS tr
+        FROM scope s, q WHERE %(use_txt)s AND s.fts @@ q.tsq
+        ORDER BY tr DESC, s.id LIMIT %(depth)s
+    ) t
 ),
 fused AS (
     SELECT COALESCE(vec.id, txt.id) AS id, vec.rank AS vec_rank, vec.score AS vec_score,
