@@ -36,9 +36,7 @@ import hashlib
 import json
 import os
 import platform
-import socket
 import tempfile
-import threading
 import time
 import uuid
 import zlib
@@ -47,7 +45,6 @@ from pathlib import Path
 import httpx
 import numpy as np
 import psycopg
-import uvicorn
 
 from strata.auth import create_tenant
 from strata.auth.keys import authenticate
@@ -57,7 +54,7 @@ from strata.db.embedded import start_server
 from strata.db.migrate import migrate
 from strata.search import ACCESS_LOG, AccessLog, SearchRequest, search
 
-from harness import percentile
+from harness import percentile, serving
 
 DIM = 384
 CLUSTERS = 200
@@ -250,7 +247,7 @@ def make_queries(rng, centroids, words, embedder: FixedEmbedder, n: int, tag: st
     return texts, vecs
 
 
-def measure_scope(db, conn, tenant, args, centroids, words, embedder, http_port) -> dict:
+def measure_scope(db, conn, tenant, args, centroids, words, embedder, base_url) -> dict:
     rng = np.random.default_rng(zlib.crc32(tenant["name"].encode()))
     caller = authenticate(db, tenant["key"], surface="http")
     ids, mat = active_rows(conn, tenant["id"])
@@ -277,9 +274,9 @@ def measure_scope(db, conn, tenant, args, centroids, words, embedder, http_port)
             out["recall_at_10"] = round(float(np.mean(recalls)), 4)
             out["recall_at_10_min"] = round(float(np.min(recalls)), 2)
             out["vector_rows_returned_mean"] = round(float(np.mean(returned)), 2)
-    if http_port:
+    if base_url:
         headers = {"Authorization": f"Bearer {tenant['key']}"}
-        with httpx.Client(base_url=f"http://127.0.0.1:{http_port}", headers=headers,
+        with httpx.Client(base_url=base_url, headers=headers,
                           timeout=60) as http:
             for t in texts[:5]:
                 http.post("/v1/search", json={"query": t}).raise_for_status()
@@ -291,21 +288,6 @@ def measure_scope(db, conn, tenant, args, centroids, words, embedder, http_port)
                 r.raise_for_status()
         out["http_hybrid"] = stats(ms)
     return out
-
-
-def serve(db, settings, embedder):
-    from strata.api.app import create_app
-
-    app = create_app(db=db, embedder=embedder, settings=settings)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    while not uv.started:
-        time.sleep(0.05)
-    return uv, thread, port
 
 
 def main() -> None:
@@ -334,7 +316,9 @@ def main() -> None:
         else:
             reused = True
         embedder = FixedEmbedder()
-        uv, thread, port = serve(db, settings, embedder)
+        from strata.api.app import create_app
+
+        app = create_app(db=db, embedder=embedder, settings=settings)
         report = {
             "benchmark": "bench_search",
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
@@ -345,7 +329,7 @@ def main() -> None:
             "query_embedding": "excluded (precomputed vectors)",
             "scopes": {},
         }
-        with psycopg.connect(url) as conn:
+        with serving(app) as base_url, psycopg.connect(url) as conn:
             from pgvector.psycopg import register_vector
             register_vector(conn)
             report["pgvector"] = conn.execute(
@@ -354,9 +338,7 @@ def main() -> None:
             small = state["tenants"][-1]
             for label, t in (("tenant_10pct", big), ("tenant_1pct", small)):
                 report["scopes"][label] = measure_scope(
-                    db, conn, t, args, centroids, words, embedder, port)
-        uv.should_exit = True
-        thread.join(timeout=10)
+                    db, conn, t, args, centroids, words, embedder, base_url)
         ACCESS_LOG.flush()  # the HTTP requests' bookkeeping, before the database stops
     print(json.dumps(report, indent=2))
 

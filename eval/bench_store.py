@@ -12,19 +12,16 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
-import threading
 import time
 
 import httpx
-import uvicorn
 
 from strata.api.app import create_app
 from strata.auth import create_tenant
 from strata.providers import HashingEmbedder
 
-from harness import percentile, scratch_database
+from harness import percentile, scratch_database, serving
 
 WORDS = (
     "user prefers postgres deploys region team project deadline meeting coffee python rust "
@@ -54,19 +51,10 @@ def run(db, settings, args, rng: random.Random) -> dict:
     _, key = create_tenant(db, f"bench{rng.randrange(10**9)}")
     app = create_app(db=db, embedder=HashingEmbedder(settings.embedding_dim), settings=settings)
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    while not uv.started:
-        time.sleep(0.05)
-
     headers = {"Authorization": f"Bearer {key.key}"}
     ids: list[str] = []
     batch_seconds: list[float] = []
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as http:
+    with serving(app) as base, httpx.Client(base_url=base, headers=headers, timeout=60) as http:
         for b in range(args.batches):
             body = {"memories": [
                 {"content": f"{sentence(rng)} #{b}-{i}", "path": f"users.u{rng.randrange(20)}",
@@ -89,8 +77,6 @@ def run(db, settings, args, rng: random.Random) -> dict:
             read_ms.append((time.perf_counter() - t0) * 1000)
             r.raise_for_status()
 
-    uv.should_exit = True
-    thread.join(timeout=10)
 
     inserted = args.batches * args.batch_size
     return {

@@ -329,4 +329,4 @@ def test_providers_exist_only_when_a_model_is_configured(fake_llm):
     assert isinstance(extractor, LLMExtractor) and isinstance(judge, LLMJudge)
     assert judge.name == "llm:fake-model"
     # The client is created on first use, not by the factory.
-    assert extractor._client is None and judge._client is None
+    assert not extractor._client.built and not judge._client.built

@@ -9,8 +9,9 @@ Retries are the client's own (exponential backoff with jitter on connection erro
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -108,3 +109,27 @@ def openai_failures(fail: Fail, *, timeout_s: float, max_retries: int, what: str
         # A 200 whose body is declared JSON but is not: the client lets the decoder's error
         # through unwrapped (and the embeddings parser raises ValueError on an empty list).
         raise fail(f"response is not {what}", "malformed") from exc
+
+
+T = TypeVar("T")
+
+
+class Lazy(Generic[T]):
+    """A client built on first use, once per process even under concurrent first calls
+    (never at import: tests and warm Lambda containers both rely on that)."""
+
+    def __init__(self, factory: Callable[[], T], value: T | None = None) -> None:
+        self._factory = factory
+        self._value = value
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        return self._value is not None
+
+    def get(self) -> T:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._factory()
+        return self._value

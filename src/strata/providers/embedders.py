@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from strata.config import Settings
-from strata.providers.clients import ModelCallFailed, openai_client, openai_failures
+from strata.providers.clients import Lazy, ModelCallFailed, openai_client, openai_failures
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -144,21 +144,16 @@ class OpenAIEmbedder:
         self.dim = settings.embedding_dim
         self.model = f"openai:{self.model_name}:{self.dim}"
         self.batch_size = settings.embedding_batch_size
-        self._client = client
-        self._lock = threading.Lock()
+        s = settings
+        self._client = Lazy(lambda: openai_client(
+            base_url=s.embedding_base_url, api_key=s.embedding_api_key,
+            api_key_secret_arn=s.embedding_api_key_secret_arn,
+            timeout_s=s.embedding_timeout_s, max_retries=s.embedding_max_retries,
+        ), client)
 
     @property
     def client(self) -> OpenAI:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    s = self.settings
-                    self._client = openai_client(
-                        base_url=s.embedding_base_url, api_key=s.embedding_api_key,
-                        api_key_secret_arn=s.embedding_api_key_secret_arn,
-                        timeout_s=s.embedding_timeout_s, max_retries=s.embedding_max_retries,
-                    )
-        return self._client
+        return self._client.get()
 
     def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
         return EmbeddingFailed(
@@ -223,27 +218,25 @@ class BedrockEmbedder:
             )
         self.model = f"bedrock:{self.model_id}:{self.dim}"
         self.concurrency = settings.bedrock_concurrency
-        self._client = client
-        self._lock = threading.Lock()
+        self._client = Lazy(self._make_client, client)
+
+    def _make_client(self) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        s = self.settings
+        return boto3.client(
+            "bedrock-runtime", region_name=s.bedrock_region,
+            config=Config(
+                retries={"mode": "standard", "max_attempts": s.embedding_max_retries + 1},
+                read_timeout=s.embedding_timeout_s, connect_timeout=10,
+                max_pool_connections=max(10, s.bedrock_concurrency),
+            ),
+        )
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import boto3
-                    from botocore.config import Config
-
-                    s = self.settings
-                    self._client = boto3.client(
-                        "bedrock-runtime", region_name=s.bedrock_region,
-                        config=Config(
-                            retries={"mode": "standard", "max_attempts": s.embedding_max_retries + 1},
-                            read_timeout=s.embedding_timeout_s, connect_timeout=10,
-                            max_pool_connections=max(10, s.bedrock_concurrency),
-                        ),
-                    )
-        return self._client
+        return self._client.get()
 
     def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
         return EmbeddingFailed(

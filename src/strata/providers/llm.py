@@ -16,7 +16,6 @@ whole request over them). Validation on our side still enforces every constraint
 
 from __future__ import annotations
 
-import threading
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,8 +25,7 @@ from pydantic import BaseModel, ValidationError
 from strata.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
 from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
-from strata.providers.clients import KeyUnavailable  # noqa: F401  (re-exported)
-from strata.providers.clients import ModelCallFailed, openai_client, openai_failures
+from strata.providers.clients import Lazy, ModelCallFailed, openai_client, openai_failures
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -113,16 +111,11 @@ class _ModelCaller:
         self.settings = settings
         self.model = settings.llm_model
         self.name = f"llm:{self.model}"
-        self._client = client
-        self._lock = threading.Lock()
+        self._client = Lazy(lambda: make_client(settings), client)
 
     @property
     def client(self) -> OpenAI:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = make_client(self.settings)
-        return self._client
+        return self._client.get()
 
     def _fail(self, detail: str, reason: str, status_code: int | None = None) -> ModelCallFailed:
         return self.failure(
