@@ -62,8 +62,9 @@ def create_app(
     embedder: Embedder | None = None,
     settings: Settings | None = None,
 ) -> FastAPI:
+    import importlib
+
     from strata import logs
-    from strata.api import routes
 
     settings = settings or get_settings()
     logs.configure(settings)
@@ -73,5 +74,7 @@ def create_app(
     for name in routers or ROUTERS:
         if name not in ROUTERS:
             raise ValueError(f"unknown router {name!r}; known: {', '.join(ROUTERS)}")
-        app.include_router(getattr(routes, name).router)
+        # Only the routers this app serves are imported: a Lambda for one route group does
+        # not pay at cold start for the others (ingestion's rule tables, say).
+        app.include_router(importlib.import_module(f"strata.api.routes.{name}").router)
     return app

@@ -1,3 +1,1 @@
-from strata.api.routes import access, audit, health, ingest, memories, review, search
-
-__all__ = ["access", "audit", "health", "ingest", "memories", "review", "search"]
+"""One module per router; ``strata.api.app.create_app`` imports only those it serves."""
