@@ -79,6 +79,18 @@ def empty_db_url(pg_server) -> Iterator[str]:
     drop_database(pg_server, name)
 
 
+@pytest.fixture(scope="module")
+def module_db(pg_server, template_db) -> Iterator[tuple[Database, Settings]]:
+    """A migrated database shared by one module's tests (for slow loads such as the evals),
+    with settings that configure no model."""
+    name = fresh_database(pg_server, template_db)
+    database = Database(pg_server.get_uri(name), max_size=4)
+    yield database, Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"),
+                             llm_base_url=None, llm_model=None)
+    database.close()
+    drop_database(pg_server, name)
+
+
 @pytest.fixture
 def db(pg_server, template_db) -> Iterator[Database]:
     """A migrated database of this test's own."""

@@ -20,9 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import drop_database, fresh_database
-from strata.config import Settings
-from strata.db import Database
 from strata.providers import HashingEmbedder
 
 _PATH = Path(__file__).resolve().parents[1] / "eval" / "golden_eval.py"
@@ -41,19 +38,11 @@ MRR_MIN = 0.93
 
 
 @pytest.fixture(scope="module")
-def golden(pg_server, template_db):
-    name = fresh_database(pg_server, template_db)
-    db = Database(pg_server.get_uri(name), max_size=4)
-    settings = Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"),
-                        llm_base_url=None, llm_model=None)
+def golden(module_db):
+    db, settings = module_db
     embedder = HashingEmbedder(384)
-    try:
-        loaded = golden_eval.load(db, embedder, settings)
-        report = golden_eval.evaluate(db, embedder, loaded)
-        yield loaded, report
-    finally:
-        db.close()
-        drop_database(pg_server, name)
+    loaded = golden_eval.load(db, embedder, settings)
+    return loaded, golden_eval.evaluate(db, embedder, loaded)
 
 
 def test_corpus_holds_every_kind_of_retired_memory(golden):

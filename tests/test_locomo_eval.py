@@ -16,9 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import drop_database, fresh_database
-from strata.config import Settings
-from strata.db import Database
 from strata.providers import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,18 +30,11 @@ METRICS = {"recall_all@5", "recall_any@5", "recall_all@10", "recall_any@10", "mr
 
 
 @pytest.fixture(scope="module")
-def reports(pg_server, template_db):
-    name = fresh_database(pg_server, template_db)
-    db = Database(pg_server.get_uri(name), max_size=4)
-    settings = Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"),
-                        llm_base_url=None, llm_model=None)
+def reports(module_db):
+    db, settings = module_db
     convs = locomo_eval.read_conversations(DATA, None)
-    try:
-        yield {mode: locomo_eval.evaluate(db, HashingEmbedder(384), settings, convs, mode)
-               for mode in ("observations", "turns")}
-    finally:
-        db.close()
-        drop_database(pg_server, name)
+    return {mode: locomo_eval.evaluate(db, HashingEmbedder(384), settings, convs, mode)
+            for mode in ("observations", "turns")}
 
 
 @pytest.mark.parametrize("mode", ["observations", "turns"])

@@ -507,14 +507,12 @@ class AccessLog:
             return written
 
     def _write(self, db: Database, db_key: int, items: list) -> int:
-        # The pool as it is: a Database closed meanwhile (``_pool`` is None) must not be
-        # reopened by bookkeeping.
-        pool = getattr(db, "_pool", None)
-        if pool is None or pool.closed:
+        # A Database closed meanwhile must not be reopened by bookkeeping.
+        if not db.is_open:
             self.dropped += len(items)
             return 0
         try:
-            with pool.connection(timeout=5.0) as conn:
+            with db.pool.connection(timeout=5.0) as conn:
                 done = {r[0] if not isinstance(r, dict) else r["id"] for r in conn.execute(_TOUCH, {
                     "tenants": [t for t, _, _ in items], "ids": [m for _, m, _ in items],
                     "counts": [e[0] for _, _, e in items], "ats": [e[1] for _, _, e in items],

@@ -59,6 +59,11 @@ class Database:
                     self._pool = pool
         return self._pool
 
+    @property
+    def is_open(self) -> bool:
+        """Whether a pool is open now (without opening one, unlike ``pool``)."""
+        return self._pool is not None and not self._pool.closed
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()

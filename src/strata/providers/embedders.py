@@ -133,7 +133,18 @@ class HashingEmbedder:
 # --------------------------------------------------------------------------------------
 
 
-class OpenAIEmbedder:
+class _RemoteEmbedder:
+    """What the provider-backed embedders share: failures named after their model."""
+
+    model: str
+
+    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
+        return EmbeddingFailed(
+            f"embedding failed ({self.model}): {detail}", reason=reason, status_code=status_code
+        )
+
+
+class OpenAIEmbedder(_RemoteEmbedder):
     """Any OpenAI-compatible embeddings endpoint: ``embedding_base_url``, ``embedding_model``,
     ``dimensions`` = ``embedding_dim`` (unless ``embedding_send_dimensions`` is off), one
     request per ``embedding_batch_size`` texts, the client's retries with backoff."""
@@ -154,11 +165,6 @@ class OpenAIEmbedder:
     @property
     def client(self) -> OpenAI:
         return self._client.get()
-
-    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
-        return EmbeddingFailed(
-            f"embedding failed ({self.model}): {detail}", reason=reason, status_code=status_code
-        )
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         texts = list(texts)
@@ -198,7 +204,7 @@ _THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaEx
 _DENIED = {"AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException"}
 
 
-class BedrockEmbedder:
+class BedrockEmbedder(_RemoteEmbedder):
     """Amazon Titan Text Embeddings v2 (``amazon.titan-embed-text-v2:0``) through
     ``bedrock-runtime`` InvokeModel: 256, 512 or 1024 dimensions, ``normalize: true``.
 
@@ -237,11 +243,6 @@ class BedrockEmbedder:
     @property
     def client(self) -> Any:
         return self._client.get()
-
-    def _fail(self, detail: str, reason: str, status_code: int | None = None) -> EmbeddingFailed:
-        return EmbeddingFailed(
-            f"embedding failed ({self.model}): {detail}", reason=reason, status_code=status_code
-        )
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         texts = list(texts)
