@@ -90,8 +90,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
               f"{path}):\n\n    {key.key}\n")
     info = describe(settings, embedder)
     default = " (the default: set STRATA_EMBEDDER for a real model)" if info["default"] else ""
-    print(f"strata: API on http://{settings.host}:{settings.port} "
+    url = f"http://{settings.host}:{settings.port}"
+    print(f"strata: API on {url}, MCP on {url}/mcp "
           f"(embedder: {info['provider']}, model {info['model']}{default})")
+    print("strata: for the client and the CLI, paste:\n\n"
+          f"    export STRATA_URL={url}\n"
+          f"    export STRATA_KEY=$(cat {settings.admin_key_file})\n", flush=True)
     uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port, log_level="info")
     return 0
 
@@ -300,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.set_defaults(func=cmd_eval_locomo)
+
+    from strata import cli_client  # the client-side commands (remember, recall, ...)
+
+    cli_client.register(sub)
     return parser
 
 

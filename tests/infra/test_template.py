@@ -56,7 +56,11 @@ REQUIRED_ROUTES = {
 }
 
 # Package dependencies the layer leaves out on purpose.
-NOT_IN_LAYER = {"boto3": "the Lambda runtime has it", "uvicorn": "the local server only"}
+NOT_IN_LAYER = {
+    "boto3": "the Lambda runtime has it",
+    "uvicorn": "the local server only",
+    "tqdm": "CLI progress bars only",
+}
 
 # AWS moved python3.11's deprecation to 2027-06-30. cfn-lint releases whose runtime data
 # still says 2026-06-30 (1.51 among them) report E2533 for a runtime Lambda still accepts;
