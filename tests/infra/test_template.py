@@ -34,7 +34,11 @@ ROUTER_FOR_PREFIX = {
     "/v1/ingest": "ingest",
     "/v1/review": "review",
     "/v1/search": "search",
+    "/mcp": "mcp",
 }
+
+# Routers that start the ingest pipeline (`remember` with messages, over MCP).
+INGESTING = {"ingest", "mcp"}
 
 # The v1 routes API Gateway must forward (method, path).
 REQUIRED_ROUTES = {
@@ -53,6 +57,7 @@ REQUIRED_ROUTES = {
     ("ANY", "/v1/review"),
     ("ANY", "/v1/review/{proxy+}"),
     ("POST", "/v1/search"),
+    ("ANY", "/mcp"),
 }
 
 # Package dependencies the layer leaves out on purpose.
@@ -267,18 +272,21 @@ def test_state_machine_definition_matches_its_substitutions(template):
 
 
 def test_ingest_api_starts_the_state_machine(template):
-    """The function serving /v1/ingest knows the state machine (the setting the core reads),
-    may start executions of it, and can reach Step Functions from the private subnets."""
+    """Each function that ingests (/v1/ingest, and /mcp whose `remember` takes messages) knows
+    the state machine (the setting the core reads), may start executions of it, and can reach
+    Step Functions from the private subnets."""
     from strata.config import Settings
 
     assert "ingest_state_machine_arn" in Settings.model_fields
     machines = resources_of(template, "AWS::Serverless::StateMachine")
     serving = [
         (name, f) for name, f in resources_of(template, "AWS::Serverless::Function").items()
-        if any(e["Type"] == "HttpApi" and router_for(e["Properties"]["Path"]) == "ingest"
+        if any(e["Type"] == "HttpApi" and router_for(e["Properties"]["Path"]) in INGESTING
                for e in f["Properties"].get("Events", {}).values())
     ]
-    assert serving, "no function serves /v1/ingest"
+    served = {router_for(e["Properties"]["Path"]) for _, f in serving
+              for e in f["Properties"]["Events"].values()}
+    assert INGESTING <= served, f"no function serves {sorted(INGESTING - served)}"
     for name, function in serving:
         env = function["Properties"].get("Environment", {}).get("Variables", {})
         machine = ref_target(env.get("STRATA_INGEST_STATE_MACHINE_ARN"))

@@ -14,7 +14,7 @@ from strata.config import Settings, get_settings
 from strata.db import Database, get_database
 from strata.providers import Embedder, get_embedder
 
-ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search")
+ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search", "mcp")
 
 
 @dataclass
@@ -75,6 +75,12 @@ def create_app(
         if name not in ROUTERS:
             raise ValueError(f"unknown router {name!r}; known: {', '.join(ROUTERS)}")
         # Only the routers this app serves are imported: a Lambda for one route group does
-        # not pay at cold start for the others (ingestion's rule tables, say).
-        app.include_router(importlib.import_module(f"strata.api.routes.{name}").router)
+        # not pay at cold start for the others (ingestion's rule tables, say; the mcp
+        # package, over a second).
+        if name == "mcp":
+            from strata.mcpserver import transport
+
+            transport.mount(app, app.state.runtime)
+        else:
+            app.include_router(importlib.import_module(f"strata.api.routes.{name}").router)
     return app

@@ -19,12 +19,15 @@ def get_embedder(request: Request) -> Embedder:
     return request.app.state.runtime.embedder
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The key in an ``Authorization: Bearer <key>`` header (HTTP routes and /mcp alike)."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
 def get_caller(request: Request) -> Caller:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    return authenticate(
-        get_db(request), token.strip() if scheme.lower() == "bearer" else None, surface="http"
-    )
+    token = bearer_token(request.headers.get("authorization"))
+    return authenticate(get_db(request), token, surface="http")
 
 
 DB = Annotated[Database, Depends(get_db)]

@@ -1,0 +1,418 @@
+"""The MCP tools: a JSON schema and description an LLM reads, and one call into the core each.
+
+Arguments are validated by the core's own request models (``MemoryIn``, ``SearchRequest``,
+``MemoryPatch``, ``IngestRequest``), so a tool accepts exactly what the HTTP route accepts; the
+schemas are written for a model to read (enums, bounds, one sentence a field) rather than
+generated, and a test holds them to the models. Every outcome is a JSON object: the result, or
+``{"error": {"code", "message", "field"?}}`` with the codes the HTTP API uses. ``call`` never
+raises, so a refused call reaches the agent as a tool error it can act on.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import to_jsonable_python
+
+from strata import memories as core
+from strata import review, search
+from strata.api.errors import error_body, field_name
+from strata.auth import Caller
+from strata.errors import InvalidInput, StrataError, Unauthenticated
+from strata.ingest import service
+from strata.ingest.models import IngestRequest, Role
+from strata.memories.models import Kind
+from strata.paths import validate_path
+from strata.providers.clients import ModelCallFailed
+
+if TYPE_CHECKING:
+    from strata.api.app import Runtime
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+strata is long-term memory that knows which of its memories are still true.
+- Before answering anything that may depend on the user, the project or earlier decisions, \
+call `recall` with a short query.
+- When you learn something durable (a preference, a fact, a decision, an instruction), call \
+`remember` with a self-contained `statement`; or pass the conversation's `messages` and let \
+strata extract what is worth keeping.
+- Memories live under dot-separated paths (users.alice, shared.project_x); this key reads and \
+writes only where it was granted access.
+- A new value for the same thing supersedes the old one (history is kept): do not delete \
+memories that merely changed. `forget` is erasure, for when the user asks you to forget.
+- Errors are {"error": {"code", "message", "field"}}; `version_conflict` means: read the memory \
+again with `get_memory` and retry with its current version."""
+
+Decision = Literal["promote", "reject", "suppress", "merge"]
+
+# ---------------------------------------------------------------------------------- schemas
+
+UUID_FORMAT = {"type": "string", "format": "uuid"}
+PATH_PATTERN = r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$"
+TIMESTAMP = {"type": "string", "format": "date-time"}
+
+
+def _path(description: str) -> dict[str, Any]:
+    return {"type": "string", "pattern": PATH_PATTERN, "description": description}
+
+
+def _id(description: str = "The memory's id (a UUID from recall, remember or get_memory).") -> dict:
+    return {**UUID_FORMAT, "description": description}
+
+
+def _tags(description: str) -> dict[str, Any]:
+    return {"type": "array", "maxItems": 32, "description": description,
+            "items": {"type": "string", "minLength": 1, "maxLength": 64}}
+
+
+def _kind(description: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(get_args(Kind)), "description": description}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties,
+                              "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+STATEMENT_ONLY = ("kind", "slot", "value", "tags", "meta", "importance", "valid_from")
+MESSAGES_ONLY = ("wait", "idempotency_key")
+
+REMEMBER_SCHEMA = _object({
+    "statement": {
+        "type": "string", "minLength": 1, "maxLength": 32768,
+        "description": "One durable fact, preference, decision or instruction, stored as given "
+                       "(no extraction). Make it self-contained, e.g. 'Alice prefers PostgreSQL "
+                       "for new services.' Give either statement or messages.",
+    },
+    "messages": {
+        "type": "array", "minItems": 1, "maxItems": 1000,
+        "description": "Conversation turns to extract durable memories from; strata decides what "
+                       "is worth keeping and resolves it against what it already holds. Give "
+                       "either statement or messages.",
+        "items": _object({
+            "role": {"type": "string", "enum": list(get_args(Role))},
+            "content": {"type": "string", "minLength": 1},
+            "at": {**TIMESTAMP, "description": "When it was said (ISO 8601); default now."},
+        }, required=("role", "content")),
+    },
+    "path": _path("Where the memory lives, e.g. users.alice or shared.project_x. Optional only "
+                  "when this key has a default path."),
+    "kind": _kind("statement only: what sort of memory it is (default fact)."),
+    "slot": {"type": "string", "minLength": 1, "maxLength": 200,
+             "description": "statement only: what the memory is about when it has one current "
+                            "value, e.g. user.preferred_database. A new value of the same slot "
+                            "supersedes the old one."},
+    "value": {"type": "string", "minLength": 1, "maxLength": 500,
+              "description": "statement only, with slot: the value in normal form, e.g. "
+                             "postgresql (default: the statement)."},
+    "tags": _tags("statement only: labels to filter on later."),
+    "meta": {"type": "object", "description": "statement only: a JSON object kept with the "
+                                              "memory (recall can filter on it)."},
+    "importance": {"type": "number", "minimum": 0, "maximum": 1,
+                   "description": "statement only: 0 to 1 (default 0.5)."},
+    "valid_from": {**TIMESTAMP, "description": "statement only: when it became true in the "
+                                               "world (ISO 8601); default now."},
+    "wait": {"type": "boolean", "default": False,
+             "description": "messages only: wait for extraction to finish and return what was "
+                            "written (default false: returns a queued receipt at once)."},
+    "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200,
+                        "description": "messages only: a retry with the same key writes nothing "
+                                       "twice and returns the first receipt."},
+})
+
+RECALL_SCHEMA = _object({
+    "query": {"type": "string", "minLength": 1, "maxLength": 4000,
+              "description": "What you want to know, in words, e.g. 'which database does Alice "
+                             "prefer'. Dates in it ('last week') favour what was true then."},
+    "paths": {"type": "array", "maxItems": 50, "items": {"type": "string",
+                                                         "pattern": PATH_PATTERN},
+              "description": "Only these paths and their subtrees (default: all this key may "
+                             "read)."},
+    "kinds": {"type": "array", "items": _kind("A memory kind."),
+              "description": "Only these kinds."},
+    "tags": _tags("Only memories carrying all of these tags."),
+    "meta": {"type": "object", "description": "Only memories whose meta contains this object."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10,
+              "description": "How many results at most."},
+    "valid_at": {**TIMESTAMP, "description": "What was true at this instant instead of now."},
+    "include": {"type": "array", "items": {"type": "string",
+                                           "enum": ["candidates", "history"]},
+                "description": "Also return candidates awaiting review and/or superseded and "
+                               "archived memories (default: only what is currently true)."},
+    "mode": {"type": "string", "enum": ["hybrid", "vector", "keyword"], "default": "hybrid",
+             "description": "Ranking: hybrid (default), vector only, or keyword only."},
+    "expand": {"type": "boolean", "default": False,
+               "description": "Also return memories linked to the hits (refinements, related "
+                              "facts)."},
+    "explain": {"type": "boolean", "default": False,
+                "description": "Include each result's score breakdown."},
+}, required=("query",))
+
+ID_SCHEMA = _object({"id": _id()}, required=("id",))
+
+UPDATE_SCHEMA = _object({
+    "id": _id(),
+    "expected_version": {"type": "integer", "minimum": 1,
+                         "description": "The version you last read (get_memory, or the answer "
+                                        "of a previous update). If the memory changed since, "
+                                        "the call fails with version_conflict."},
+    "content": {"type": "string", "minLength": 1, "maxLength": 32768,
+                "description": "The corrected text (re-embedded and checked against "
+                               "forgotten/retired values)."},
+    "path": _path("Move the memory to this path (needs write access there)."),
+    "kind": _kind("New kind."),
+    "slot": {"type": "string", "minLength": 1, "maxLength": 200, "description": "New slot."},
+    "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1."},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1."},
+    "pinned": {"type": "boolean",
+               "description": "Keep it from being archived when it goes unused."},
+    "tags": _tags("Replaces the tags."),
+    "meta": {"type": "object", "description": "Replaces the meta object."},
+    "valid_from": {**TIMESTAMP, "description": "When it became true (ISO 8601)."},
+    "valid_to": {**TIMESTAMP, "description": "When it stopped being true (ISO 8601)."},
+}, required=("id", "expected_version"))
+
+LIST_REVIEW_SCHEMA = _object({
+    "path": _path("Only candidates under this path."),
+    "cursor": {"type": "string", "description": "next_cursor from the previous page."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50,
+              "description": "Page size."},
+})
+
+REVIEW_DECISION_SCHEMA = _object({
+    "id": _id("The candidate's id (from list_review)."),
+    "decision": {
+        "type": "string", "enum": list(get_args(Decision)),
+        "description": "promote: the change is real; the candidate becomes current and what it "
+                       "contradicts is superseded. reject: not true; the candidate is rejected. "
+                       "suppress: reject, and block this value from coming back in this path. "
+                       "merge: it says what an existing memory says; its evidence joins that "
+                       "memory (give into).",
+    },
+    "into": _id("merge only: the id of the existing memory the candidate duplicates."),
+}, required=("id", "decision"))
+
+
+# -------------------------------------------------------------------------------- arguments
+
+
+def _parse(model: type[BaseModel], data: dict[str, Any], rename: dict[str, str] | None = None):
+    """Validate with a core model; the first problem becomes invalid_input naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        # The HTTP helper drops a leading request part (body, query, path): tool arguments
+        # are all "body", and one of them is called query, another path.
+        field = field_name(("body", *first.get("loc", ())))
+        raise InvalidInput(first.get("msg", "invalid value"),
+                           field=(rename or {}).get(field, field)) from None
+
+
+class _IdArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: uuid.UUID
+
+
+class _ReviewListArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = None
+    cursor: str | None = None
+    limit: int = Field(default=50, ge=1, le=200)
+
+
+class _ReviewDecisionArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: uuid.UUID
+    decision: Decision
+    into: uuid.UUID | None = None
+
+
+def _not_with(args: dict[str, Any], names: tuple[str, ...], what: str) -> None:
+    for name in names:
+        if name in args:
+            raise InvalidInput(f"{name} does not apply to {what}", field=name)
+
+
+# ------------------------------------------------------------------------------------ tools
+
+
+def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    if ("statement" in args) == ("messages" in args):
+        raise InvalidInput("give either statement or messages (exactly one)", field="statement")
+    if "messages" in args:
+        _not_with(args, STATEMENT_ONLY, "messages")
+        req = _parse(IngestRequest, args)
+        receipt, _ = service.ingest(rt.ingest, rt.launcher, caller, req)
+        return receipt
+    _not_with(args, MESSAGES_ONLY, "a statement")
+    item = _parse(core.MemoryIn, {"content" if k == "statement" else k: v
+                                  for k, v in args.items()}, {"content": "statement"})
+    req = core.CreateRequest(memories=[item])
+    try:
+        [result] = core.create_memories(rt.db, caller, req, rt.embedder,
+                                        judge=rt.ingest.judge, settings=rt.settings)
+    except StrataError as exc:
+        # The batch core names fields memories[0].x: this tool takes one statement.
+        if exc.field and exc.field.startswith("memories[0]."):
+            exc.field = exc.field.removeprefix("memories[0].").replace("content", "statement")
+        raise
+    path = item.path or caller.default_path
+    return {**result.model_dump(exclude_none=True), "path": path}
+
+
+def recall(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    req = _parse(search.SearchRequest, args)
+    return {"results": search.search(rt.db, caller, req, rt.embedder)}
+
+
+def get_memory(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return core.get_memory(rt.db, caller, _parse(_IdArgs, args).id)
+
+
+def update_memory(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    memory_id = _parse(_IdArgs, {k: v for k, v in args.items() if k == "id"}).id
+    changes = {k: v for k, v in args.items() if k != "id"}
+    if changes.get("expected_version") is None:
+        raise InvalidInput("expected_version is required: the version you last read "
+                           "(get_memory)", field="expected_version")
+    patch = _parse(core.MemoryPatch, changes)
+    return core.update_memory(rt.db, caller, memory_id, patch, rt.embedder)
+
+
+def forget(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return core.forget(rt.db, caller, _parse(_IdArgs, args).id)
+
+
+def memory_history(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return {"items": core.history(rt.db, caller, _parse(_IdArgs, args).id)}
+
+
+def list_review(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    a = _parse(_ReviewListArgs, args)
+    if a.path is not None:
+        validate_path(a.path)
+    items, next_cursor = review.list_candidates(rt.db, caller, path=a.path, cursor=a.cursor,
+                                                limit=a.limit)
+    return {"items": items, "next_cursor": next_cursor}
+
+
+def review_decision(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    a = _parse(_ReviewDecisionArgs, args)
+    if (a.decision == "merge") != (a.into is not None):
+        raise InvalidInput("into is required with merge, and only with merge", field="into")
+    if a.decision == "promote":
+        return review.promote(rt.db, caller, a.id)
+    if a.decision == "merge":
+        return review.merge(rt.db, caller, a.id, a.into)
+    return review.reject(rt.db, caller, a.id, suppress=a.decision == "suppress")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    run: Callable[[Any, Caller, dict[str, Any]], Any]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (
+    Tool(
+        "remember", "Remember",
+        "Store memories. Either a `statement` (one durable fact, preference, decision or "
+        "instruction, stored as given) or the conversation's `messages` (strata extracts what "
+        "is worth keeping). Every write is checked against what is held: a paraphrase "
+        "reinforces the existing memory, a new value for the same thing supersedes the old one "
+        "(kept in history), and a value that was forgotten or rejected is blocked (status "
+        "blocked, with the reason). A statement returns {id, status, version, path}; messages "
+        "return an ingest receipt (status queued unless wait is true).",
+        REMEMBER_SCHEMA, remember,
+    ),
+    Tool(
+        "recall", "Recall",
+        "Search the memories this key may read, ranked by relevance (semantic and keyword). "
+        "Returns what is currently true unless `include` asks for candidates or history. Each "
+        "result has id, content, path, kind, status, score, valid_from, valid_to, tags, "
+        "importance and confidence. Filters: paths, kinds, tags, meta, valid_at.",
+        RECALL_SCHEMA, recall, read_only=True,
+    ),
+    Tool(
+        "get_memory", "Get a memory",
+        "One memory by id, with its current `version` (needed by update_memory), status, "
+        "valid time, evidence, tags and meta. A memory this key cannot read answers not_found.",
+        ID_SCHEMA, get_memory, read_only=True,
+    ),
+    Tool(
+        "update_memory", "Update a memory",
+        "Correct one memory in place: only the fields given change. Requires `expected_version` "
+        "(the version you last read); if it changed since, the call fails with version_conflict "
+        "and the current version: read it again and retry. Every change bumps the version and "
+        "keeps the prior state in memory_history. When something changed in the world (a new "
+        "preference), prefer `remember` with the new value: the old one is superseded.",
+        UPDATE_SCHEMA, update_memory,
+    ),
+    Tool(
+        "forget", "Forget a memory",
+        "Erase one memory for good: it is removed, its history keeps only hashes, and its "
+        "value is blocked from being stored again in this path. Use it when the user asks you "
+        "to forget something, not for facts that merely changed. Forgetting twice answers the "
+        "same.",
+        ID_SCHEMA, forget, destructive=True, idempotent=True,
+    ),
+    Tool(
+        "memory_history", "Memory history",
+        "Prior states of one memory, oldest first: version, operation (update or delete), "
+        "cause, actor, when, and a snapshot of the fields at that version. Forgotten memories "
+        "show erased entries without content.",
+        ID_SCHEMA, memory_history, read_only=True,
+    ),
+    Tool(
+        "list_review", "List review candidates",
+        "Candidates held back for a decision: new statements that contradict what is current "
+        "(for example a user going back to a value they had moved away from). Each item is the "
+        "memory plus `contradicts` (the current memories it conflicts with, and why). Page with "
+        "next_cursor. Decide with review_decision.",
+        LIST_REVIEW_SCHEMA, list_review, read_only=True,
+    ),
+    Tool(
+        "review_decision", "Decide on a review candidate",
+        "Decide one candidate from list_review: promote (it is true now; what it contradicts is "
+        "superseded), reject (not true), suppress (reject and block the value from coming back "
+        "in this path), or merge (it repeats an existing memory given as `into`). Returns the "
+        "candidate after the decision; a memory that is not a candidate answers conflict.",
+        REVIEW_DECISION_SCHEMA, review_decision,
+    ),
+)}
+
+
+def call(runtime: Runtime, caller: Caller | None, name: str,
+         arguments: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
+    """Run one tool for ``caller``: (JSON object, is_error). Never raises."""
+    try:
+        tool = TOOLS.get(name)
+        if tool is None:
+            raise InvalidInput(f"unknown tool {name!r}; tools: {', '.join(TOOLS)}", field="name")
+        if caller is None:
+            raise Unauthenticated("missing or malformed API key")
+        result = tool.run(runtime, caller, dict(arguments or {}))
+        return to_jsonable_python(result), False
+    except StrataError as exc:
+        return to_jsonable_python(error_body(exc.code, exc.message, exc.field, **exc.details)), True
+    except ModelCallFailed as exc:
+        return error_body("provider_unavailable", f"a model provider failed ({exc.reason})"), True
+    except Exception:
+        log.exception("mcp tool failed", extra={"tool": name})
+        return error_body("internal", "internal error"), True
