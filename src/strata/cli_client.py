@@ -1,10 +1,604 @@
-"""Client-side ``strata`` commands: they talk to a running strata over HTTP (``STRATA_URL``,
-``STRATA_KEY``) through :mod:`strata.client`."""
+"""Client-side ``strata`` commands.
+
+``remember``, ``recall``, ``memories`` and ``review`` talk to a running strata over HTTP
+through :mod:`strata.client` (``STRATA_URL`` / ``STRATA_KEY`` or a profile, see
+:mod:`strata.client.config`; ``--url`` and ``--profile`` override). They print a readable
+table, or the API's JSON with ``--json``. Exit status: 0 done, 1 the server refused or could
+not be reached, 2 bad input or configuration. No key is taken on the command line (it would
+land in shell history and ``ps``).
+
+``export`` and ``import`` are operator commands on the database, like ``strata reindex``
+(see :mod:`strata.transfer` for why): ``--tenant`` names the tenant.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
+import shutil
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+
+
+# --------------------------------------------------------------------------------------
+# Argument types
+# --------------------------------------------------------------------------------------
+
+
+def _memory_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a memory id (a UUID)") from None
+
+
+def _instant(value: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO date or time (e.g. 2026-05-01 or 2026-05-01T09:00Z)") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _limit(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+# --------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------
+
+
+def _dump(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    return value
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(_dump(value), indent=2, default=str, ensure_ascii=False))
+
+
+def _width() -> int:
+    """The terminal's width; unlimited when piped (a script or grep wants the whole text)."""
+    if not sys.stdout.isatty():
+        return 1_000_000
+    return max(shutil.get_terminal_size((120, 24)).columns, 60)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+def _table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]], flex: int) -> list[str]:
+    """Columns sized to their content; column ``flex`` (the text) takes what is left of the
+    terminal width and is clipped to it. The header line, then one line per row."""
+    cells = [[" ".join(("" if v is None else str(v)).split()) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    fixed = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(headers) - 1)
+    widths[flex] = max(min(widths[flex], _width() - fixed), 24)
+    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    for r in cells:
+        r[flex] = _clip(r[flex], widths[flex])
+        lines.append("  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
+    return lines
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flex: int) -> None:
+    print("\n".join(_table_lines(headers, rows, flex)))
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else ""
+
+
+def _error(args: argparse.Namespace, exc: Exception) -> int:
+    from strata.client import errors
+
+    if not isinstance(exc, errors.ApiError):
+        exc = errors.ApiError(str(exc))
+    code = EXIT_USAGE if isinstance(exc, (errors.ConfigError, errors.InvalidInput)) else EXIT_REFUSED
+    if getattr(args, "json", False):
+        print(json.dumps(exc.to_json()), file=sys.stderr)
+        return code
+    where = f" ({exc.field})" if exc.field else ""
+    print(f"strata: {exc.message}{where} [{exc.code}]", file=sys.stderr)
+    hint = {
+        "unreachable": "is the server running (`strata dev`)? Set STRATA_URL or --url.",
+        "unauthenticated": "check STRATA_KEY or the profile's key.",
+        "forbidden": "this key has no access to that path.",
+    }.get(exc.code)
+    if hint:
+        print(f"strata: {hint}", file=sys.stderr)
+    return code
+
+
+def _client(args: argparse.Namespace):
+    import logging
+
+    from strata.client import Client, ConfigError
+    from strata.client.config import profiles_path
+
+    # httpx logs every request at INFO: noise on a terminal (the client logs its retries).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    client = Client(url=args.url, profile=args.profile)
+    if not client.config.key:
+        client.close()
+        raise ConfigError(
+            "no API key: set STRATA_KEY (`strata dev` prints the line to paste) or give a "
+            f"profile a key or key_file in {profiles_path()}")
+    return client
+
+
+def _over_http(fn: Callable[[Any, argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Run ``fn(client, args)``; every client error becomes a message and an exit status."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        from strata.client import ApiError
+
+        try:
+            with _client(args) as client:
+                return fn(client, args)
+        except ApiError as exc:
+            return _error(args, exc)
+
+    return run
+
+
+# --------------------------------------------------------------------------------------
+# remember / recall
+# --------------------------------------------------------------------------------------
+
+
+def _read_messages(source: str) -> list[Any]:
+    from strata.client import ConfigError, InvalidInput
+
+    try:
+        text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        # JSON Lines: one message per line
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            raise InvalidInput(f"{source}: not JSON (a list of {{role, content}} messages, "
+                               "or one message per line)", field="messages") from None
+    if isinstance(data, dict) and "messages" in data:
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise InvalidInput(f"{source}: expected a list of messages", field="messages")
+    return data
+
+
+@_over_http
+def cmd_remember(client, args: argparse.Namespace) -> int:
+    from strata.client import InvalidInput
+
+    if args.messages and args.text:
+        raise InvalidInput("give a statement or --messages, not both", field="messages")
+    if args.messages:
+        messages = _read_messages(args.messages)
+    elif args.text:
+        text = sys.stdin.read() if args.text == "-" else args.text
+        messages = [{"role": args.role, "content": text}]
+    else:
+        raise InvalidInput("give a statement to remember, or --messages FILE", field="text")
+    receipt = client.ingest(messages, args.path, wait=not args.no_wait,
+                            idempotency_key=args.idempotency_key)
+    if args.json:
+        _print_json(receipt)
+        return 0
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(receipt.counts.items()) if n) or "nothing"
+    print(f"receipt {receipt.id}: {receipt.status} ({counts}) in {receipt.path}")
+    if receipt.items:
+        _table(["outcome", "memory", "reason"],
+               [(i.outcome, i.memory_id or "", i.reason or "") for i in receipt.items], flex=2)
+    elif receipt.status in ("queued", "running"):
+        print(f"strata: still {receipt.status}; see it with the receipt id (GET /v1/ingest/{receipt.id})")
+    return 0
+
+
+def _explain_line(explain: dict[str, Any] | None) -> str:
+    if not explain:
+        return ""
+    if "expanded" in explain:
+        e = explain["expanded"]
+        return f"expanded from {e.get('from')} by {e.get('edge')}"
+    parts = []
+    for arm in ("vector", "text"):
+        a = explain.get(arm) or {}
+        if a.get("rank") is not None:
+            parts.append(f"{arm} #{a['rank']} ({float(a['score']):.3f})")
+        else:
+            parts.append(f"{arm} -")
+    parts.append(f"rrf {explain.get('rrf', 0):.4f} (k={explain.get('rrf_k')})")
+    tw = (explain.get("boosts") or {}).get("time_window")
+    if tw and tw.get("value"):
+        texts = ", ".join(w["text"] for w in tw.get("windows", []))
+        parts.append(f"time +{tw['value']:.4f} ({tw.get('match')}: {texts})")
+    parts.append(f"= {explain.get('score', 0):.4f}")
+    return " · ".join(parts)
+
+
+@_over_http
+def cmd_recall(client, args: argparse.Namespace) -> int:
+    results = client.search(
+        args.query, paths=args.path, kinds=args.kind, tags=args.tag, limit=args.limit,
+        valid_at=args.valid_at, include=args.include, mode=args.mode,
+        expand=args.expand or None, explain=args.explain or None)
+    if args.json:
+        _print_json(results)
+        return 0
+    if not results:
+        print("no memories match")
+        return 0
+    rows = [(n, f"{r.score:.4f}" if not r.expanded else "+", r.kind, r.path, r.content, r.id)
+            for n, r in enumerate(results, 1)]
+    lines = _table_lines(["#", "score", "kind", "path", "content", "id"], rows, flex=4)
+    print(lines[0])
+    for line, r in zip(lines[1:], results, strict=True):
+        print(line)
+        if args.explain:
+            print(f"   {_explain_line(r.explain)}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# memories
+# --------------------------------------------------------------------------------------
+
+
+def _show(m) -> None:
+    valid = f"{_when(m.valid_from)} → {_when(m.valid_to) or 'now'}"
+    fields = [
+        ("id", m.id), ("path", m.path), ("name", m.name), ("status", m.status),
+        ("kind", m.kind), ("content", m.content),
+        ("slot", f"{m.slot} = {m.value}" if m.slot else None), ("valid", valid),
+        ("version", m.version), ("importance", f"{m.importance:.2f}"),
+        ("confidence", f"{m.confidence:.2f}"), ("pinned", "yes" if m.pinned else None),
+        ("tier", m.tier), ("tags", ", ".join(m.tags) or None), ("origin", m.origin),
+        ("reinforced", m.reinforcements or None), ("used", m.access_count or None),
+        ("recorded", _when(m.recorded_at)), ("updated", _when(m.updated_at)),
+    ]
+    for k, v in fields:
+        if v is not None and v != "":
+            print(f"{k:<11} {v}")
+
+
+@_over_http
+def cmd_memories_show(client, args: argparse.Namespace) -> int:
+    m = client.memories.get(args.id)
+    _print_json(m) if args.json else _show(m)
+    return 0
+
+
+@_over_http
+def cmd_memories_list(client, args: argparse.Namespace) -> int:
+    page = client.memories.list(path=args.path, kind=args.kind, status=args.status,
+                                tags=args.tag, cursor=args.cursor, limit=args.limit)
+    if args.json:
+        _print_json(page)
+        return 0
+    if not page.items:
+        print("no memories")
+        return 0
+    _table(["id", "status", "kind", "path", "content"],
+           [(m.id, m.status, m.kind, m.path, m.content) for m in page.items], flex=4)
+    if page.next_cursor:
+        print(f"more: --cursor {page.next_cursor}")
+    return 0
+
+
+@_over_http
+def cmd_memories_history(client, args: argparse.Namespace) -> int:
+    entries = client.memories.history(args.id)
+    if args.json:
+        _print_json(entries)
+        return 0
+    if not entries:
+        print("no history: the memory has not changed since it was written")
+        return 0
+    _table(["version", "operation", "changed", "cause", "status", "content"],
+           [(e.version, e.operation, _when(e.changed_at), e.cause or "",
+             e.snapshot.get("status", ""),
+             "(erased)" if e.erased else e.snapshot.get("content", "")) for e in entries], flex=5)
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    print(question + " [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+@_over_http
+def cmd_memories_forget(client, args: argparse.Namespace) -> int:
+    from strata.client import InvalidInput
+
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise InvalidInput("forget erases the memory for good: pass --yes to confirm",
+                               field="yes")
+        if not _confirm(f"Erase memory {args.id} and every earlier version of it, for good?"):
+            print("strata: nothing forgotten", file=sys.stderr)
+            return EXIT_REFUSED
+    out = client.memories.forget(args.id)
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"forgotten {out.id}: erased, and its values tombstoned "
+              f"({len(out.tombstone_ids)} tombstone{'s' if len(out.tombstone_ids) != 1 else ''})")
+    return 0
+
+
+@_over_http
+def cmd_memories_restore(client, args: argparse.Namespace) -> int:
+    m = client.memories.restore(args.id, args.version)
+    if args.json:
+        _print_json(m)
+    else:
+        print(f"restored {m.id}: now version {m.version} ({m.status})")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# review
+# --------------------------------------------------------------------------------------
+
+
+@_over_http
+def cmd_review_list(client, args: argparse.Namespace) -> int:
+    page = client.review.list(path=args.path, cursor=args.cursor, limit=args.limit)
+    if args.json:
+        _print_json(page)
+        return 0
+    if not page.items:
+        print("nothing to review")
+        return 0
+    _table(["id", "kind", "path", "contradicts", "content"],
+           [(m.id, m.kind, m.path, ", ".join(str(c.get("target_id")) for c in m.contradicts),
+             m.content) for m in page.items], flex=4)
+    if page.next_cursor:
+        print(f"more: --cursor {page.next_cursor}")
+    return 0
+
+
+def _decided(args: argparse.Namespace, m, verb: str) -> int:
+    if args.json:
+        _print_json(m)
+    else:
+        print(f"{verb} {args.id}: {m.id} is {m.status} (version {m.version})")
+    return 0
+
+
+@_over_http
+def cmd_review_promote(client, args: argparse.Namespace) -> int:
+    return _decided(args, client.review.promote(args.id), "promoted")
+
+
+@_over_http
+def cmd_review_reject(client, args: argparse.Namespace) -> int:
+    return _decided(args, client.review.reject(args.id, suppress=args.suppress), "rejected")
+
+
+@_over_http
+def cmd_review_merge(client, args: argparse.Namespace) -> int:
+    return _decided(args, client.review.merge(args.id, args.into), "merged")
+
+
+# --------------------------------------------------------------------------------------
+# export / import (operator commands, on the database)
+# --------------------------------------------------------------------------------------
+
+
+def _operator_error(exc: Exception, code: str = "invalid_input") -> int:
+    print(json.dumps({"error": {"code": code, "message": str(exc)}}), file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _progress_bar(total: int | None, desc: str):
+    """A bar on a terminal (stderr), nothing when piped."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", disable=None, file=sys.stderr, leave=False)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from strata.cli import _database, _tenant
+    from strata.transfer import export
+
+    db = _database()
+    tenant = _tenant(db, args.tenant)
+    try:
+        out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    except OSError as exc:
+        return _operator_error(f"cannot write {args.output}: {exc.strerror}")
+    try:
+        with _progress_bar(None, "export") as bar:
+            counts = export(db, tenant.id, out, progress=bar.update)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if out is not sys.stdout:
+        print(json.dumps({"tenant": tenant.name, "file": args.output, "counts": counts}, indent=2))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from strata.cli import _database
+    from strata.config import get_settings
+    from strata.providers.embedders import get_embedder
+
+    settings = get_settings()
+    try:
+        embedder = get_embedder(settings)
+    except ValueError as exc:
+        return _operator_error(exc)
+    try:
+        source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+    except OSError as exc:
+        return _operator_error(f"cannot read {args.file}: {exc.strerror}")
+    try:
+        return _import(args, _database(), settings, embedder, source)
+    finally:
+        if source is not sys.stdin:
+            source.close()
+
+
+def _import(args: argparse.Namespace, db, settings, embedder, source) -> int:
+    import itertools
+
+    from strata.cli import _tenant
+    from strata.db.migrate import check_schema
+    from strata.transfer import Importer
+
+    with db.connection() as conn:
+        try:
+            check_schema(conn, settings)
+        except RuntimeError as exc:
+            return _operator_error(exc, "schema")
+    tenant = _tenant(db, args.tenant)
+    try:
+        first = source.readline()
+        try:
+            counts = json.loads(first).get("counts", {}) if first.strip() else {}
+            total = sum(v for v in counts.values() if isinstance(v, int)) or None
+        except (ValueError, AttributeError):
+            total = None  # the importer says what is wrong with it
+        with _progress_bar(total, "import") as bar:
+            job = Importer(db, tenant.id, embedder, settings=settings, keep_ids=args.keep_ids,
+                           batch=args.batch, progress=bar.update)
+            report = job.run(itertools.chain([first], source)).to_json()
+    except UnicodeDecodeError:
+        return _operator_error(f"{args.file} is not UTF-8 text")
+    report["tenant"] = tenant.name
+    print(json.dumps(report, indent=2, default=str))
+    if not report["complete"]:
+        print("strata import: the file ended before its end record (cut short?): what it held "
+              "is imported; import the whole file again to finish", file=sys.stderr)
+        return EXIT_REFUSED
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------------------
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the client-side commands to the ``strata`` parser."""
+    conn = argparse.ArgumentParser(add_help=False)
+    g = conn.add_argument_group("connection")
+    g.add_argument("--url", help="the strata API (default STRATA_URL, a profile, or "
+                   "http://127.0.0.1:8080)")
+    g.add_argument("--profile", help="a profile of ~/.config/strata/profiles.toml "
+                   "(default STRATA_PROFILE, else [default])")
+    out = argparse.ArgumentParser(add_help=False)
+    out.add_argument("--json", action="store_true", help="print the API's JSON")
+
+    def command(parent, name: str, func, help_: str, *, http: bool = True):
+        p = parent.add_parser(name, help=help_, description=help_,
+                              parents=[conn, out] if http else [])
+        p.set_defaults(func=func)
+        return p
+
+    p = command(sub, "remember", cmd_remember,
+                "remember a statement (or a conversation) in a path, through the ingest pipeline")
+    p.add_argument("text", nargs="?", help="what to remember ('-' reads stdin)")
+    p.add_argument("--path", help="where it lives, e.g. users.alice (default: the key's)")
+    p.add_argument("--messages", metavar="FILE",
+                   help="a JSON list of {role, content, at?} messages ('-' reads stdin)")
+    p.add_argument("--role", default="user", choices=("user", "assistant", "system", "tool"),
+                   help="the statement's role (default user)")
+    p.add_argument("--no-wait", action="store_true", help="return the queued receipt at once")
+    p.add_argument("--idempotency-key", help="replaying the same key writes nothing twice")
+
+    p = command(sub, "recall", cmd_recall, "search what is true now (hybrid retrieval)")
+    p.add_argument("query")
+    p.add_argument("--path", action="append", help="only under this path (repeatable)")
+    p.add_argument("--kind", action="append", help="only this kind (repeatable)")
+    p.add_argument("--tag", action="append", help="only memories with this tag (repeatable)")
+    p.add_argument("--limit", type=_limit, default=10)
+    p.add_argument("--valid-at", type=_instant, help="what was true at this time")
+    p.add_argument("--include", action="append", choices=("candidates", "history"),
+                   help="also candidates, or superseded/archived memories")
+    p.add_argument("--mode", choices=("hybrid", "vector", "keyword"))
+    p.add_argument("--expand", action="store_true", help="add linked memories (graph expansion)")
+    p.add_argument("--explain", action="store_true", help="show each score's breakdown")
+
+    memories = sub.add_parser("memories", help="look at and manage single memories") \
+        .add_subparsers(dest="action", required=True)
+    p = command(memories, "show", cmd_memories_show, "one memory, every field")
+    p.add_argument("id", type=_memory_id)
+    p = command(memories, "list", cmd_memories_list, "a page of memories")
+    p.add_argument("--path")
+    p.add_argument("--status", action="append",
+                   help="active (default), candidate, superseded, archived, rejected, or all")
+    p.add_argument("--kind", action="append")
+    p.add_argument("--tag", action="append")
+    p.add_argument("--limit", type=_limit, default=50)
+    p.add_argument("--cursor")
+    p = command(memories, "history", cmd_memories_history, "a memory's earlier versions")
+    p.add_argument("id", type=_memory_id)
+    p = command(memories, "forget", cmd_memories_forget,
+                "erase a memory and its history for good; its values cannot come back")
+    p.add_argument("id", type=_memory_id)
+    p.add_argument("--yes", action="store_true", help="do not ask (required when not on a terminal)")
+    p = command(memories, "restore", cmd_memories_restore,
+                "bring a deleted memory back, or roll one back to --version")
+    p.add_argument("id", type=_memory_id)
+    p.add_argument("--version", type=_limit)
+
+    review = sub.add_parser("review", help="candidates held back for a decision") \
+        .add_subparsers(dest="action", required=True)
+    p = command(review, "list", cmd_review_list, "candidates waiting for review")
+    p.add_argument("--path")
+    p.add_argument("--limit", type=_limit, default=50)
+    p.add_argument("--cursor")
+    p = command(review, "promote", cmd_review_promote,
+                "the change is real: make the candidate active, retire what it contradicts")
+    p.add_argument("id", type=_memory_id)
+    p = command(review, "reject", cmd_review_reject, "not true: reject the candidate")
+    p.add_argument("id", type=_memory_id)
+    p.add_argument("--suppress", action="store_true",
+                   help="also tombstone its value, so it is blocked wherever it comes back")
+    p = command(review, "merge", cmd_review_merge,
+                "the candidate says what an active memory says: merge it into that one")
+    p.add_argument("id", type=_memory_id)
+    p.add_argument("--into", type=_memory_id, required=True)
+
+    p = command(sub, "export", cmd_export,
+                "write a tenant's memories, history, relationships and tombstones as JSON "
+                "Lines (operator command, on the database)", http=False)
+    p.add_argument("--tenant", required=True, help="tenant name or id")
+    p.add_argument("-o", "--output", help="file to write (default stdout)")
+
+    p = command(sub, "import", cmd_import,
+                "import an export into a tenant, through the write gate; idempotent "
+                "(operator command, on the database)", http=False)
+    p.add_argument("file", help="the export ('-' reads stdin)")
+    p.add_argument("--tenant", required=True, help="tenant name or id")
+    p.add_argument("--keep-ids", action="store_true",
+                   help="keep the export's ids (moving a tenant to another database); default: "
+                   "kept when importing into the tenant it came from, else derived")
+    p.add_argument("--batch", type=_limit, default=200, help="memories per transaction")

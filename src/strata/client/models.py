@@ -1,0 +1,84 @@
+"""The shapes the client sends and returns: the server's own pydantic models, plus the few
+answers the server builds as plain dicts (pages, edges, delete/forget results).
+
+Importing this module imports the server's model modules, and with them psycopg (their
+packages' ``__init__`` pulls the store in): ``strata.client`` therefore imports it on first
+use, not at import time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from strata.ingest.models import IngestRequest, ItemOutcome, Message, Receipt
+from strata.memories.models import (
+    CreateRequest,
+    HistoryEntry,
+    Memory,
+    MemoryIn,
+    MemoryPatch,
+    WriteResult,
+)
+from strata.search import SearchRequest, SearchResult
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list; pass ``next_cursor`` back as ``cursor`` for the next."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+class Relationship(BaseModel):
+    """An edge from or to a memory (``GET /v1/memories/{id}/related``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: uuid.UUID
+    type: str
+    source_id: uuid.UUID
+    target_id: uuid.UUID
+    confidence: float
+    reason: str | None = None
+    decided_by: str
+    created_at: datetime
+    direction: str
+    other_id: uuid.UUID
+    other_status: str
+
+
+class ReviewItem(Memory):
+    """A candidate held for review, with the edges that say what it contradicts."""
+
+    contradicts: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Deleted(BaseModel):
+    id: uuid.UUID
+    deleted: bool
+    version: int
+
+
+class Forgotten(BaseModel):
+    id: uuid.UUID
+    forgotten: bool
+    tombstone_ids: list[uuid.UUID]
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    status: str
+
+
+__all__ = [
+    "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
+    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "Page", "Receipt",
+    "Relationship", "ReviewItem", "SearchRequest", "SearchResult", "WriteResult",
+]

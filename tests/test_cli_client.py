@@ -1,0 +1,306 @@
+"""The client-side `strata` commands, run through `strata.cli.main` against a real server
+(uvicorn on loopback over the test's database), and `strata export` / `strata import` on the
+test's database. Bad input must give a message and a non-zero status, never a traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from strata.api.app import create_app
+from strata.cli import main
+from strata.config import get_settings
+
+_HARNESS = Path(__file__).resolve().parents[1] / "eval" / "harness.py"
+_spec = importlib.util.spec_from_file_location("strata_eval_harness_cli", _HARNESS)
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+
+PATH = "users.alice"
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def server(db, embedder, settings):
+    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
+        yield url
+
+
+@pytest.fixture
+def env(server, tenant, monkeypatch, tmp_path):
+    """A user's shell: STRATA_URL and STRATA_KEY set, no profile file."""
+    monkeypatch.setenv("STRATA_URL", server)
+    monkeypatch.setenv("STRATA_KEY", tenant.key)
+    monkeypatch.setenv("STRATA_PROFILES", str(tmp_path / "profiles.toml"))
+    return tenant
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def remember(capsys, text: str, at: datetime | None = None, path: str = PATH) -> dict:
+    if at is None:
+        code, out, _ = run(capsys, "remember", text, "--path", path, "--json")
+    else:
+        code, out, _ = run(capsys, "remember", "--path", path, "--json", "--messages", "-")
+    assert code == 0, out
+    return json.loads(out)
+
+
+def remember_at(capsys, monkeypatch, text: str, at: datetime, path: str = PATH) -> dict:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(
+        [{"role": "user", "content": text, "at": at.isoformat()}])))
+    code, out, err = run(capsys, "remember", "--path", path, "--json", "--messages", "-")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_remember_then_recall_as_a_table_json_and_explained(env, capsys):
+    """Given a remembered preference (and a memory in another path)
+    When it is recalled
+    Then the table shows its score, kind, path, content and id; --json is the API's results;
+    --explain adds each score's breakdown; --path excludes the other path (control: it is
+    found without the filter)."""
+    code, out, _ = run(capsys, "remember", "I prefer PostgreSQL", "--path", PATH)
+    assert code == 0 and "wrote" in out and "created" in out
+    rid = remember(capsys, "I have a cat named Tom", path="users.bob")["items"][0]["memory_id"]
+
+    code, out, _ = run(capsys, "recall", "which database", "--path", PATH)
+    header, *rows = out.strip().splitlines()
+    assert header.split() == ["#", "score", "kind", "path", "content", "id"]
+    assert len(rows) == 1 and "The user prefers PostgreSQL" in rows[0] and PATH in rows[0]
+
+    code, out, _ = run(capsys, "recall", "cat", "--json")
+    results = json.loads(out)
+    assert rid in [r["id"] for r in results] and all("score" in r for r in results)
+
+    code, out, _ = run(capsys, "recall", "which database", "--path", PATH, "--explain")
+    assert code == 0 and "vector #1" in out and "rrf" in out and "text" in out
+
+    code, out, _ = run(capsys, "recall", "nothing like this", "--path", "users.nobody")
+    assert code == 0 and out.strip() == "no memories match"
+
+
+def test_memories_show_history_forget_restore(env, capsys, monkeypatch):
+    mid = remember(capsys, "I live in Berlin")["items"][0]["memory_id"]
+    code, out, _ = run(capsys, "memories", "show", mid)
+    assert code == 0 and "The user lives in Berlin" in out and "status      active" in out
+
+    code, out, _ = run(capsys, "memories", "history", mid)
+    assert code == 0 and "no history" in out
+    # a change, through the API, so history has a row
+    from strata.client import Client
+
+    with Client() as c:
+        c.memories.update(mid, 1, importance=0.9)
+    code, out, _ = run(capsys, "memories", "history", mid)
+    assert code == 0 and "The user lives in Berlin" in out.splitlines()[1]
+
+    code, out, _ = run(capsys, "memories", "list", "--path", PATH)
+    assert mid in out
+
+    # forget asks for --yes when it cannot ask (stdin is not a terminal)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = run(capsys, "memories", "forget", mid)
+    assert code == 2 and "--yes" in err
+    code, out, _ = run(capsys, "memories", "show", mid)
+    assert code == 0  # still there: nothing was forgotten
+    code, out, _ = run(capsys, "memories", "forget", mid, "--yes")
+    assert code == 0 and "forgotten" in out
+    code, _, err = run(capsys, "memories", "show", mid)
+    assert code == 1 and "not_found" in err
+
+    other = remember(capsys, "I have a dog named Rex")["items"][0]["memory_id"]
+    with Client() as c:
+        c.memories.delete(other)
+    code, out, _ = run(capsys, "memories", "restore", other)
+    assert code == 0 and "restored" in out
+    code, _, err = run(capsys, "memories", "restore", mid)
+    assert code == 1 and "[gone]" in err
+
+
+def test_review_list_promote_reject(env, capsys, monkeypatch):
+    remember_at(capsys, monkeypatch, "I prefer MongoDB", T0)
+    remember_at(capsys, monkeypatch, "I've switched to PostgreSQL", T0 + timedelta(weeks=3))
+    back = remember_at(capsys, monkeypatch, "I've gone back to MongoDB", T0 + timedelta(weeks=6))
+    cid = back["items"][0]["memory_id"]
+    code, out, _ = run(capsys, "review", "list")
+    assert code == 0 and cid in out and "MongoDB" in out
+    code, out, _ = run(capsys, "review", "promote", cid)
+    assert code == 0 and "active" in out
+    code, out, _ = run(capsys, "review", "list")
+    assert out.strip() == "nothing to review"
+    code, _, err = run(capsys, "review", "reject", cid)
+    assert code == 1 and "[conflict]" in err  # no longer a candidate
+
+    remember_at(capsys, monkeypatch, "I use vim", T0, path="users.bob")
+    remember_at(capsys, monkeypatch, "I've switched to emacs", T0 + timedelta(weeks=3), path="users.bob")
+    vim = remember_at(capsys, monkeypatch, "I've gone back to vim", T0 + timedelta(weeks=6), path="users.bob")
+    code, out, _ = run(capsys, "review", "reject", vim["items"][0]["memory_id"], "--suppress", "--json")
+    assert code == 0 and json.loads(out)["status"] == "rejected"
+
+
+@pytest.mark.parametrize("argv, status, message", [
+    (["memories", "show", "not-a-uuid"], 2, "is not a memory id"),
+    (["recall", "q", "--limit", "0"], 2, "must be at least 1"),
+    (["recall", "q", "--valid-at", "yesterday"], 2, "not an ISO date"),
+    (["remember"], 2, "give a statement"),
+    (["remember", "   ", "--path", PATH], 2, "content must not be empty"),
+    (["remember", "I like tea", "--path", "Not Valid!"], 2, "path"),
+    (["memories", "show", str(uuid.uuid4())], 1, "memory not found"),
+    (["remember", "--messages", "/nonexistent/file.json"], 2, "cannot read"),
+])
+def test_bad_input_is_a_message_and_a_status(env, capsys, argv, status, message):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refuses before running
+        code = exc.code
+    _, err = capsys.readouterr()
+    assert code == status and message in err and "Traceback" not in err
+
+
+def test_errors_as_json_for_scripts(env, capsys):
+    code, _, err = run(capsys, "memories", "show", str(uuid.uuid4()), "--json")
+    assert code == 1 and json.loads(err)["error"]["code"] == "not_found"
+
+
+def test_no_key_and_no_server_say_what_to_do(server, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("STRATA_PROFILES", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("STRATA_URL", server)
+    code, _, err = run(capsys, "recall", "anything")
+    assert code == 2 and "STRATA_KEY" in err
+    monkeypatch.setenv("STRATA_KEY", "sk_wrong")
+    code, _, err = run(capsys, "recall", "anything")
+    assert code == 1 and "unauthenticated" in err and "sk_wrong" not in err
+    code, _, err = run(capsys, "recall", "anything", "--url", "http://127.0.0.1:9")
+    assert code == 1 and "cannot reach" in err and "strata dev" in err
+
+
+def test_a_profile_supplies_url_and_key(server, tenant, capsys, monkeypatch, tmp_path):
+    (tmp_path / "key").write_text(tenant.key)
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text(f'[work]\nurl = "{server}"\nkey_file = "key"\n')
+    monkeypatch.setenv("STRATA_PROFILES", str(profiles))
+    code, out, err = run(capsys, "remember", "I prefer tea", "--path", PATH, "--profile", "work")
+    assert code == 0 and "created" in out, err
+    code, _, err = run(capsys, "recall", "tea", "--profile", "home")
+    assert code == 2 and "no profile 'home'" in err
+
+
+def test_the_installed_command_never_shows_a_traceback(tmp_path):
+    """The real `strata` entry point in a fresh process: an unreachable server and a bad id
+    each give one line and a status."""
+    env = {"PATH": "/usr/bin:/bin", "STRATA_URL": "http://127.0.0.1:9", "STRATA_KEY": "sk_x",
+           "STRATA_PROFILES": str(tmp_path / "none.toml"), "HOME": str(tmp_path)}
+    strata = [sys.executable, "-m", "strata.cli"]
+    out = subprocess.run([*strata, "recall", "tea"], capture_output=True, text=True, env=env)
+    assert out.returncode == 1 and "cannot reach" in out.stderr and "Traceback" not in out.stderr
+    out = subprocess.run([*strata, "memories", "forget", "x"], capture_output=True, text=True, env=env)
+    assert out.returncode == 2 and "not a memory id" in out.stderr and "Traceback" not in out.stderr
+
+
+# --------------------------------------------------------------------------------------
+# export / import (operator commands, on the database)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def operator(db, monkeypatch):
+    """Operator commands on the test's database (the process database is cached)."""
+    from strata.db import get_database
+
+    monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
+    get_settings.cache_clear()
+    get_database.cache_clear()
+    yield
+    get_database().close()
+    get_database.cache_clear()
+    get_settings.cache_clear()
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_export_then_import_twice_through_the_cli(env, operator, make_tenant, capsys, tmp_path):
+    """Given a tenant with memories
+    When `strata export` writes a file and `strata import` loads it into a fresh tenant twice
+    Then the first import inserts every memory, the second inserts nothing, and neither
+    draws a progress bar when stderr is not a terminal (control: on a terminal it does)."""
+    remember(capsys, "I prefer PostgreSQL")
+    remember(capsys, "I have a cat named Tom")
+    out_file = tmp_path / "acme.jsonl"
+    code, out, err = run(capsys, "export", "--tenant", "acme", "-o", str(out_file))
+    assert code == 0 and json.loads(out)["counts"]["memory"] == 2, err
+    assert err == ""  # quiet when piped
+    make_tenant("copy")
+
+    code, out, err = run(capsys, "import", str(out_file), "--tenant", "copy")
+    report = json.loads(out)
+    assert code == 0 and report["memories"]["inserted"] == 2 and report["complete"], err
+    assert report["memories"]["embedded"] == 0
+    assert "import" not in err
+
+    captured, sys.stderr = sys.stderr, Terminal()
+    try:
+        code = main(["import", str(out_file), "--tenant", "copy"])
+    finally:
+        bar, sys.stderr = sys.stderr.getvalue(), captured
+    out, _ = capsys.readouterr()
+    again = json.loads(out)
+    assert code == 0 and again["memories"]["inserted"] == 0 and again["memories"]["existing"] == 2
+    assert "import" in bar and "rec" in bar  # the bar, on a terminal
+
+
+def test_export_to_stdout_and_import_from_stdin(env, operator, make_tenant, capsys, monkeypatch):
+    remember(capsys, "I prefer PostgreSQL")
+    code, out, _ = run(capsys, "export", "--tenant", "acme")
+    assert code == 0 and out.splitlines()[0].startswith('{"type": "header"')
+    make_tenant("copy")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(out))
+    code, out, _ = run(capsys, "import", "-", "--tenant", "copy")
+    assert code == 0 and json.loads(out)["memories"]["inserted"] == 1
+
+
+@pytest.mark.parametrize("content, status, message", [
+    (None, 2, "cannot read"),
+    ("this is not an export\n", 2, "not JSON"),
+    ('{"type": "header"}\n', 2, "header record"),
+])
+def test_import_of_a_bad_file_is_a_message(operator, make_tenant, capsys, tmp_path,
+                                           content, status, message):
+    make_tenant("copy")
+    path = tmp_path / "in.jsonl"
+    if content is not None:
+        path.write_text(content)
+    code, out, err = run(capsys, "import", str(path), "--tenant", "copy")
+    assert code == status and message in err and out == ""
+
+
+def test_import_of_a_truncated_file_says_so(env, operator, make_tenant, capsys, tmp_path):
+    remember(capsys, "I prefer PostgreSQL")
+    code, out, _ = run(capsys, "export", "--tenant", "acme")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(out.splitlines()[:-1]) + "\n")
+    make_tenant("copy")
+    code, out, err = run(capsys, "import", str(cut), "--tenant", "copy")
+    assert code == 1 and "ended before its end record" in err
+    assert json.loads(out)["memories"]["inserted"] == 1
+
+
+def test_export_of_an_unknown_tenant(operator, capsys):
+    code, out, err = run(capsys, "export", "--tenant", "nobody")
+    assert code == 2 and "not found" in err and out == ""
