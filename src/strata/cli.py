@@ -157,15 +157,44 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tenant_id(db, args: argparse.Namespace):
+    return _tenant(db, args.tenant).id if args.tenant else None
+
+
+def _report(report: dict[str, Any]) -> int:
+    """Print a job's report; non-zero when it failed or found a broken chain."""
+    _print_json(report)
+    return 0 if report["ok"] else 1
+
+
 def cmd_audit_verify(args: argparse.Namespace) -> int:
-    from strata.audit import tenants_with_chains, verify
+    from strata.audit import verify_tenant
+    from strata.audit.maintenance import for_each_tenant
 
     db = _database()
-    tenants = [(t.id, t.name) for t in [_tenant(db, args.tenant)]] if args.tenant else tenants_with_chains(db)
-    reports = [{"tenant": name, "tenant_id": str(tid), **verify(db, tid)} for tid, name in tenants]
-    ok = all(r["ok"] for r in reports)
-    _print_json({"ok": ok, "tenants": reports})
-    return 0 if ok else 1
+    return _report(for_each_tenant(
+        db, "audit_verify", lambda tid: verify_tenant(db, tid, full=args.full),
+        tenant_id=_tenant_id(db, args)))
+
+
+def cmd_audit_prune(args: argparse.Namespace) -> int:
+    from strata.audit import prune
+    from strata.audit.maintenance import for_each_tenant
+
+    db = _database()
+    days = args.retention_days or get_settings().audit_retention_days
+    now = datetime.now(UTC)
+    return _report(for_each_tenant(
+        db, "audit_prune",
+        lambda tid: prune(db, tid, retention_days=days, now=now, dry_run=args.dry_run),
+        tenant_id=_tenant_id(db, args), record=not args.dry_run))
+
+
+def cmd_lifecycle_run(args: argparse.Namespace) -> int:
+    from strata.lifecycle import run_lifecycle
+
+    db = _database()
+    return _report(run_lifecycle(db, tenant_id=_tenant_id(db, args), dry_run=args.dry_run))
 
 
 def _dimension(value: str) -> int:
@@ -287,9 +316,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reindex)
 
     audit = sub.add_parser("audit").add_subparsers(dest="action", required=True)
-    p = audit.add_parser("verify", help="recompute the audit hash chain")
-    p.add_argument("--tenant")
+    p = audit.add_parser("verify", help="verify the audit hash chain from the last verified "
+                         "checkpoint (exit 1 on a break)")
+    p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")
+    p.add_argument("--full", action="store_true", help="re-verify from the start (or the prune "
+                   "checkpoint) and check the verified checkpoint still holds")
     p.set_defaults(func=cmd_audit_verify)
+    p = audit.add_parser("prune", help="delete verified audit entries older than the retention "
+                         "window (STRATA_AUDIT_RETENTION_DAYS, at least 90 days)")
+    p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")
+    p.add_argument("--retention-days", type=_positive, help="override the setting (floored at 90)")
+    p.add_argument("--dry-run", action="store_true", help="report what would be pruned")
+    p.set_defaults(func=cmd_audit_prune)
+
+    lifecycle = sub.add_parser("lifecycle").add_subparsers(dest="action", required=True)
+    p = lifecycle.add_parser("run", help="promote, expire, archive and sweep (see STRATA_LIFECYCLE_*)")
+    p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")
+    p.add_argument("--dry-run", action="store_true", help="report what would change; change nothing")
+    p.set_defaults(func=cmd_lifecycle_run)
 
     evals = sub.add_parser("eval", help="retrieval-quality evaluations").add_subparsers(
         dest="action", required=True)

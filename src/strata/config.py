@@ -86,6 +86,24 @@ class Settings(BaseSettings):
     max_batch: int = 500
     log_level: str = "INFO"
 
+    # Lifecycle (strata.lifecycle). A memory is archived when its strength (importance,
+    # decayed by kind since last use, lifted by use) falls below the threshold and it is
+    # older than the minimum age -- never when pinned or important (>= 0.8).
+    lifecycle_archive_threshold: float = Field(default=0.1, ge=0, le=1)
+    lifecycle_archive_min_age_days: float = Field(default=90, ge=0)
+    # What happens to a short-term memory past expires_at: archived (restorable by version,
+    # kept in the table) or deleted (its last state stays in history; restore brings it back).
+    lifecycle_short_term_expiry: Literal["archive", "delete"] = "archive"
+    # Uses (search hits) that promote a short-term memory to long-term.
+    lifecycle_promote_access_count: int = Field(default=3, ge=1)
+    # Candidates waiting for review longer than this are expired to rejected (no tombstone).
+    lifecycle_candidate_max_age_days: float = Field(default=30, gt=0)
+    lifecycle_batch_size: int = Field(default=500, ge=1, le=10_000)
+    # Retention windows, both floored at 90 days (a smaller value is raised and reported).
+    # Audit entries: strata audit prune. History: unbounded (None) unless set.
+    audit_retention_days: int = Field(default=365, ge=1)
+    history_retention_days: int | None = Field(default=None, ge=1)
+
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"

@@ -1,4 +1,5 @@
-"""The tamper-evident audit trail: an append-only hash chain per tenant."""
+"""The tamper-evident audit trail: an append-only hash chain per tenant, its verification
+and its retention."""
 
 from strata.audit.chain import (
     AuditEvent,
@@ -7,10 +8,9 @@ from strata.audit.chain import (
     failure_count,
     list_entries,
     row_hash,
-    tenants_with_chains,
-    verify,
-    verify_for,
 )
+from strata.audit.retention import prune
+from strata.audit.verify import verify, verify_for, verify_tenant
 
-__all__ = ["AuditEvent", "append", "audited", "failure_count", "list_entries", "row_hash",
-           "tenants_with_chains", "verify", "verify_for"]
+__all__ = ["AuditEvent", "append", "audited", "failure_count", "list_entries", "prune",
+           "row_hash", "verify", "verify_for", "verify_tenant"]

@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -46,8 +46,13 @@ class AuditEvent:
     outcome: str = "ok"
 
 
+# What json.dumps(sort_keys=True, separators=(",", ":"), default=str) builds on every call,
+# built once: verification hashes millions of rows and the encoder setup was a tenth of it.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
 def canonical(fields: dict[str, Any]) -> bytes:
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return _ENCODER.encode(fields).encode()
 
 
 def row_hash(prev: bytes, row: dict[str, Any]) -> bytes:
@@ -186,71 +191,3 @@ def list_entries(
     more = len(rows) > limit
     rows = rows[:limit]
     return rows, (rows[-1]["seq"] if more else None)
-
-
-def verify(db: Database, tenant_id: uuid.UUID, *, batch: int = 5000) -> dict[str, Any]:
-    """Recompute the tenant's chain from its start (or its prune checkpoint).
-
-    Reports the first seq whose link does not verify (edited, reordered or inserted rows)
-    and any seq gaps (deleted rows), and checks the head so a deleted tail is caught too.
-    """
-    with db.connection() as conn, conn.transaction():
-        # One snapshot for head and rows: an append committing mid-verify is not a tamper.
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        start = conn.execute(
-            "SELECT seq, row_hash FROM audit_checkpoints WHERE tenant_id = %s AND kind = 'pruned'",
-            (tenant_id,),
-        ).fetchone()
-        head = conn.execute(
-            "SELECT seq, row_hash FROM audit_heads WHERE tenant_id = %s", (tenant_id,)
-        ).fetchone()
-        expected_seq = (start["seq"] if start else 0) + 1
-        prev = bytes(start["row_hash"]) if start else GENESIS
-        checked, first_bad, gaps = 0, None, []
-        last_seq = expected_seq - 1
-        while True:
-            rows = conn.execute(
-                "SELECT * FROM audit_log WHERE tenant_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (tenant_id, last_seq, batch),
-            ).fetchall()
-            for row in rows:
-                checked += 1
-                if row["seq"] != expected_seq:
-                    gaps.append([expected_seq, row["seq"] - 1])
-                    first_bad = first_bad or expected_seq
-                stored_prev, stored_hash = bytes(row["prev_hash"]), bytes(row["row_hash"])
-                if first_bad is None and (stored_prev != prev or row_hash(prev, row) != stored_hash):
-                    first_bad = row["seq"]
-                prev, expected_seq, last_seq = stored_hash, row["seq"] + 1, row["seq"]
-            if len(rows) < batch:
-                break
-    # A missing head vouches for nothing: every row is then "past the head".
-    head_seq, head_hash = (head["seq"], bytes(head["row_hash"])) if head else (0, GENESIS)
-    if first_bad is None and (last_seq != head_seq or (checked and prev != head_hash)):
-        if last_seq < head_seq:  # deleted tail
-            first_bad = last_seq + 1
-            gaps.append([last_seq + 1, head_seq])
-        else:  # rows past the head (none vouched for), or a head that does not match
-            first_bad = head_seq + 1 if last_seq > head_seq else head_seq
-    return {
-        "ok": first_bad is None,
-        "checked": checked,
-        "first_bad_seq": first_bad,
-        "gaps": gaps,
-        "head_seq": head_seq,
-    }
-
-
-def verify_for(db: Database, caller: "Caller") -> dict[str, Any]:
-    with audited(db, caller, "admin", "audit.verify"):
-        caller.require_root_owner()
-        return verify(db, caller.tenant_id)
-
-
-def tenants_with_chains(db: Database) -> Sequence[tuple[uuid.UUID, str]]:
-    with db.connection() as conn:
-        rows = conn.execute(
-            "SELECT t.id, t.name FROM tenants t ORDER BY t.name"
-        ).fetchall()
-    return [(r["id"], r["name"]) for r in rows]
-

@@ -1,0 +1,183 @@
+"""The scheduled maintenance functions (functions/maintenance), invoked with the input an
+EventBridge Scheduler schedule sends, end to end into the real database; their CloudWatch
+metrics are read back from the embedded-metric-format documents Powertools prints (what
+CloudWatch ingests from the log stream: no AWS API is called, so there is nothing for moto
+to stand in for)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from strata.config import get_settings
+from strata.db import get_database
+from strata.memories import CreateRequest, create_memories
+
+from test_audit_verify import bare_tenant, days_ago, seed, seqs, sql
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Context:
+    """A Lambda context with a chosen amount of time left."""
+
+    function_name = "strata-maintenance"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:strata-maintenance"
+    aws_request_id = "5b1d9a2e-7c3f-4e51-9a0b-2f6d1c8e4a77"
+    log_stream_name = "2026/11/29/[$LATEST]0123456789abcdef"
+
+    def __init__(self, remaining_ms: int = 14 * 60_000) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def schedule_input(**extra) -> dict:
+    """The Input of a templated Lambda target, with the scheduler's context attributes."""
+    return {"scheduled_time": "2026-11-29T03:00:00Z",
+            "execution_id": "a1b2c3d4-0000-4000-8000-000000000001", **extra}
+
+
+@pytest.fixture
+def maintenance(db, monkeypatch):
+    monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
+    monkeypatch.setenv("STRATA_RUNTIME", "aws")
+    get_settings.cache_clear()
+    get_database.cache_clear()
+    spec = importlib.util.spec_from_file_location("handler_maintenance",
+                                                  ROOT / "functions" / "maintenance" / "handler.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    root = logging.getLogger("strata")  # the aws runtime switched strata logs to JSON
+    root.handlers, root.propagate = [], True
+    root.setLevel(logging.NOTSET)
+    from strata import logs
+
+    logs._configured = False
+    get_database().close()
+    get_settings.cache_clear()
+    get_database.cache_clear()
+    sys.modules.pop("handler_maintenance", None)
+
+
+def emitted_metrics(capsys) -> dict:
+    """Metric values and metadata from the EMF documents printed since the last call."""
+    out = {}
+    for line in capsys.readouterr().out.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "_aws" in doc:
+            [directive] = doc["_aws"]["CloudWatchMetrics"]
+            assert directive["Namespace"] == "strata" and doc["service"] == "maintenance"
+            for m in directive["Metrics"]:  # Powertools writes each value as a list
+                [out[m["Name"]]] = doc[m["Name"]]
+            out |= {k: v for k, v in doc.items() if k == "broken_tenants"}
+    return out
+
+
+def due_memories(db, tenant, n: int) -> list[uuid.UUID]:
+    from strata.auth import authenticate
+    from strata.providers import HashingEmbedder
+
+    caller = authenticate(db, tenant.key)
+    results = create_memories(db, caller, CreateRequest(memories=[
+        {"content": f"Obsolete runbook step number {i} for the {w} cluster", "path": "shared.ops"}
+        for i, w in enumerate(["amber", "basalt", "cobalt", "dune", "ember"][:n])]), HashingEmbedder(384))
+    ids = [r.id for r in results]
+    sql(db, "UPDATE memories SET created_at = now() - interval '400 days', importance = 0.1"
+            " WHERE id = ANY(%s)", (ids,))
+    return ids
+
+
+def status_of(db, ids) -> list[str]:
+    with db.connection() as conn:
+        rows = conn.execute("SELECT id, status::text AS s FROM memories WHERE id = ANY(%s)", (ids,)).fetchall()
+    by_id = {r["id"]: r["s"] for r in rows}
+    return [by_id[i] for i in ids]
+
+
+def test_lifecycle_function_archives_and_publishes_counts(maintenance, db, tenant, capsys):
+    """Given three memories due for archival, when the schedule invokes the lifecycle
+    function, then it returns an ok, complete report, the memories are archived with audit
+    entries from the scheduler surface, and LifecycleArchived = 3 is published."""
+    ids = due_memories(db, tenant, 3)
+    capsys.readouterr()
+    report = maintenance.lifecycle(schedule_input(), Context())
+    assert (report["ok"], report["complete"], report["totals"]["archived"]) == (True, True, 3)
+    json.dumps(report)  # what Lambda returns must serialise
+    assert status_of(db, ids) == ["archived"] * 3
+    metrics = emitted_metrics(capsys)
+    assert (metrics["LifecycleArchived"], metrics["LifecyclePromoted"], metrics["MaintenanceErrors"]) == (3, 0, 0)
+    with db.connection() as conn:
+        surfaces = {r["surface"] for r in conn.execute(
+            "SELECT surface FROM audit_log WHERE operation = 'lifecycle.archive'").fetchall()}
+    assert surfaces == {"scheduler"}
+
+
+def test_lifecycle_function_stops_near_its_timeout_and_the_next_run_resumes(
+    maintenance, db, tenant, monkeypatch
+):
+    """Given three memories due, batches of 2, and an invocation with less than the reserve
+    left, when invoked, then it commits one batch and reports incomplete; an invocation with
+    time (the next schedule) finishes the rest."""
+    monkeypatch.setenv("STRATA_LIFECYCLE_BATCH_SIZE", "2")
+    get_settings.cache_clear()
+    ids = due_memories(db, tenant, 3)
+    first = maintenance.lifecycle(schedule_input(tenant="acme"), Context(remaining_ms=20_000))
+    assert (first["complete"], first["totals"]["archived"]) == (False, 2)
+    assert sorted(status_of(db, ids)) == ["active", "archived", "archived"]
+    second = maintenance.lifecycle(schedule_input(tenant="acme"), Context())
+    assert (second["complete"], second["totals"]["archived"]) == (True, 1)
+    assert status_of(db, ids) == ["archived"] * 3
+
+
+def test_audit_verify_function_publishes_a_break(maintenance, db, make_tenant, capsys):
+    """Given two tenants with intact chains, when the verify function runs, then
+    AuditChainBroken = 0 and the rows are counted; after one tenant's row is edited, a full
+    verification returns (does not raise) a report naming the first bad seq and publishes
+    AuditChainBroken = 1 with that tenant's id in the metadata."""
+    a = make_tenant("alpha")
+    make_tenant("beta")
+    capsys.readouterr()
+    ok = maintenance.audit_verify(schedule_input(), Context())
+    assert ok["ok"] is True and ok["complete"] is True
+    metrics = emitted_metrics(capsys)
+    assert (metrics["AuditChainBroken"], metrics["AuditRowsVerified"]) == (0, 2)
+    assert "broken_tenants" not in metrics
+
+    sql(db, "UPDATE audit_log SET outcome = 'forged' WHERE tenant_id = %s AND seq = 1", (a.tenant_id,))
+    broken = maintenance.audit_verify(schedule_input(full=True), Context())
+    by_name = {t["tenant"]: t for t in broken["tenants"]}
+    assert (broken["ok"], by_name["alpha"]["first_bad_seq"], by_name["beta"]["ok"]) == (False, 1, True)
+    metrics = emitted_metrics(capsys)
+    assert (metrics["AuditChainBroken"], metrics["broken_tenants"]) == (1, [str(a.tenant_id)])
+
+
+def test_audit_prune_function_prunes_past_the_retention_floor(maintenance, db, monkeypatch, capsys):
+    """Given STRATA_AUDIT_RETENTION_DAYS=7 and entries 200 and 30 days old, when the prune
+    function runs, then only the 200-day entry goes (the floor is 90 days), the chain
+    verifies, and AuditRowsPruned = 1 is published."""
+    monkeypatch.setenv("STRATA_AUDIT_RETENTION_DAYS", "7")
+    get_settings.cache_clear()
+    t = bare_tenant(db)
+    seed(db, t, days_ago(200, 30))
+    capsys.readouterr()
+    report = maintenance.audit_prune(schedule_input(), Context())
+    [r] = report["tenants"]
+    assert (report["ok"], r["retention_days"], r["floored"], r["pruned"]) == (True, 90, True, 1)
+    assert seqs(db, t) == [2, 3]  # 3: the prune's own entry
+    metrics = emitted_metrics(capsys)
+    assert (metrics["AuditRowsPruned"], metrics["AuditChainBroken"]) == (1, 0)
+    assert datetime.fromisoformat(r["cutoff"]) < datetime.now(UTC) - timedelta(days=89)
