@@ -18,6 +18,7 @@ from strata.db import Database
 from strata.db.migrate import check_schema, migrate, migration_files, render
 
 TABLES = {
+    "maintenance_state",
     "tenants", "principals", "grants", "api_keys", "memories", "memory_relationships",
     "tombstones", "memory_history", "audit_log", "audit_heads", "audit_checkpoints",
     "ingest_receipts", "schema_migrations", "strata_meta",
