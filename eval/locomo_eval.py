@@ -272,7 +272,11 @@ def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str
     lat: dict[str, list[float]] = {a: [] for a in ARMS}
     load: dict[str, Any] = {}
     unreachable = 0
+    from strata.progress import bar
+
+    progress = bar("locomo", total=len(convs), unit="conversation")
     for cid, conv in convs.items():
+        progress.update()
         t0 = time.perf_counter()
         loaded = load_conversation(db, cached, settings, cid, conv, mode, suffix)
         qs = all_q[cid]
@@ -285,6 +289,7 @@ def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str
             lat[arm] += latency[arm]
             for q, got in zip(qs, ranked[arm], strict=True):
                 rows[arm].append((q["category"], score_one(q["evidence"], got, loaded["cites"])))
+    progress.close()
     overall = {arm: aggregate([r for _, r in rows[arm]], lat[arm]) for arm in ARMS}
     per_category = {
         f"{c}-{name}": {arm: aggregate([r for cat, r in rows[arm] if cat == c]) for arm in ARMS}

@@ -572,3 +572,43 @@ def test_cli_lifecycle_run_dry_run_then_run(db, tenant, caller_for, embedder):
             assert row(db, weak)["status"] == "active"
     assert [o["totals"]["archived"] for o in outs] == [1, 1] and outs[0]["dry_run"] is True
     assert row(db, weak)["status"] == "archived"
+
+
+def test_cli_lifecycle_progress_bar_on_a_terminal_only(db, tenant, caller_for, embedder):
+    """The progress bar goes to stderr when it is a terminal (a pty here) and nowhere when
+    it is piped; stdout carries the same JSON report either way."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    caller = caller_for(tenant.key)
+    make(db, caller, embedder, words(7, 80))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    env["STRATA_DATABASE_URL"] = db.url
+    cmd = STRATA + ["lifecycle", "run", "--tenant", "acme", "--dry-run"]
+
+    piped = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert "lifecycle" not in piped.stderr
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 0x0 draws nothing
+    drawn = b""
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=slave, text=True)
+        while True:  # drain the pty while the command runs (its buffer is small)
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                drawn += os.read(master, 65536)
+            elif proc.poll() is not None:
+                break
+        out = proc.stdout.read()
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"lifecycle" in drawn
+    assert json.loads(out)["dry_run"] is True
+    assert json.loads(piped.stdout)["dry_run"] is True

@@ -193,8 +193,13 @@ def cmd_audit_prune(args: argparse.Namespace) -> int:
 def cmd_lifecycle_run(args: argparse.Namespace) -> int:
     from strata.lifecycle import run_lifecycle
 
+    from strata.progress import bar
+
     db = _database()
-    return _report(run_lifecycle(db, tenant_id=_tenant_id(db, args), dry_run=args.dry_run))
+    with bar("lifecycle", unit="change") as changes:
+        report = run_lifecycle(db, tenant_id=_tenant_id(db, args), dry_run=args.dry_run,
+                               progress=changes.update)
+    return _report(report)
 
 
 def _dimension(value: str) -> int:
@@ -226,12 +231,21 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     db = _database()
     tenant_id = _tenant(db, args.tenant).id if args.tenant else None
 
-    def progress(phase: str, done: int) -> None:
-        print(f"strata reindex: {phase}: {done} embedded", file=sys.stderr, flush=True)
+    from strata.progress import bar
+
+    bars: dict[str, Any] = {}
+
+    def progress(phase: str, done: int) -> None:  # a bar per phase; quiet when piped
+        b = bars.setdefault(phase, bar(f"reindex {phase}"))
+        b.update(done - b.n)
 
     job = Reindex(db, embedder, batch=args.batch, tenant_id=tenant_id, progress=progress)
     try:
-        report = job.run().to_json()
+        try:
+            report = job.run().to_json()
+        finally:
+            for b in bars.values():
+                b.close()
     except EmbeddingFailed as exc:
         # Committed batches stay; a rerun resumes after them.
         _print_json({**job.report.to_json(), "error": {"code": exc.reason, "message": str(exc)}})

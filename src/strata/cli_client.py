@@ -418,9 +418,9 @@ def _operator_error(exc: Exception, code: str = "invalid_input") -> int:
 
 def _progress_bar(total: int | None, desc: str):
     """A bar on a terminal (stderr), nothing when piped."""
-    from tqdm import tqdm
+    from strata.progress import bar
 
-    return tqdm(total=total, desc=desc, unit="rec", disable=None, file=sys.stderr, leave=False)
+    return bar(desc, total, unit="rec")
 
 
 def cmd_export(args: argparse.Namespace) -> int:

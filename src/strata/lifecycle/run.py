@@ -42,6 +42,7 @@ reach ranking anyway.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -143,8 +144,10 @@ class LifecycleRun:
     def __init__(
         self, db: Database, *, settings: Settings | None = None, now: datetime | None = None,
         dry_run: bool = False, keep_going: KeepGoing | None = None, surface: str = "cli",
+        progress: Callable[[int], Any] | None = None,
     ) -> None:
         self.db = db
+        self.progress = progress or (lambda n: None)  # memories changed (or, dry, selected)
         self.settings = settings or get_settings()
         self.now = now or datetime.now(UTC)
         self.dry_run = dry_run
@@ -221,6 +224,7 @@ class LifecycleRun:
                     self._audit(params["tenant"], step.action, step.cause,
                                 [r["id"] for r in rows], len(rows))
             done += len(rows)
+            self.progress(len(rows))
             sample += [str(r["id"]) for r in rows[:SAMPLE - len(sample)]]
             # A short page ends the step. Rows skipped because a user transaction held them
             # are past the keyset now: the next run looks at them again.
@@ -254,8 +258,9 @@ class LifecycleRun:
 def run_lifecycle(
     db: Database, *, tenant_id: uuid.UUID | None = None, now: datetime | None = None,
     dry_run: bool = False, settings: Settings | None = None, keep_going: KeepGoing | None = None,
-    surface: str = "cli",
+    surface: str = "cli", progress: Callable[[int], Any] | None = None,
 ) -> dict[str, Any]:
-    """One lifecycle pass; the JSON report (``ok`` false when a tenant's run failed)."""
+    """One lifecycle pass; the JSON report (``ok`` false when a tenant's run failed).
+    ``progress`` receives the number of memories each batch changed."""
     return LifecycleRun(db, settings=settings, now=now, dry_run=dry_run, keep_going=keep_going,
-                        surface=surface).run(tenant_id)
+                        surface=surface, progress=progress).run(tenant_id)
