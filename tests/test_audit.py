@@ -619,3 +619,24 @@ def test_verify_flags_a_chain_whose_head_and_tail_were_deleted(client, tenant, d
     report = verify(db, tenant.tenant_id)
     assert report["ok"] is False
     assert report["first_bad_seq"] == 1
+
+
+def test_read_entries_commit_asynchronously_without_leaking_the_setting(db, tenant):
+    """A read entry's transaction turns synchronous_commit off for itself only: on the one
+    connection of a one-connection pool, the next statement sees it on again -- after a read
+    append and after a write append (control) alike -- and both entries are in the chain."""
+    from strata.db import Database
+
+    caller = Caller.system(tenant.tenant_id)
+    single = Database(db.url, max_size=1)
+    try:
+        seqs = []
+        for action in ("read", "write"):
+            seqs.append(audit.append(single, caller, audit.AuditEvent(action, f"test.{action}")))
+            with single.connection() as conn:
+                setting = conn.execute("SHOW synchronous_commit").fetchone()
+                assert list(setting.values() if isinstance(setting, dict) else setting) == ["on"]
+    finally:
+        single.close()
+    assert None not in seqs and seqs[1] == seqs[0] + 1
+    assert audit.verify(db, tenant.tenant_id)["ok"] is True

@@ -91,9 +91,13 @@ _OPTIMISTIC_ATTEMPTS = 3
 _ATTEMPTS = 6
 
 
-def _try_append(conn, caller: "Caller", event: AuditEvent, *, locked: bool) -> int | None:
+def _try_append(conn, caller: "Caller", event: AuditEvent, *, locked: bool,
+                durable: bool = True) -> int | None:
     head = conn.execute(
-        "SELECT seq, row_hash FROM audit_heads WHERE tenant_id = %s" + (" FOR UPDATE" if locked else ""),
+        "SELECT seq, row_hash"
+        # inside the caller's transaction: this append commits without waiting for WAL flush
+        + ("" if durable else ", set_config('synchronous_commit', 'off', true)")
+        + " FROM audit_heads WHERE tenant_id = %s" + (" FOR UPDATE" if locked else ""),
         (caller.tenant_id,),
     ).fetchone()
     if head is None:
@@ -130,16 +134,25 @@ def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
     only if nobody else did in between (one statement). A lost race re-reads and retries, so
     appends to one tenant serialise without holding a lock across round trips and appends to
     different tenants never wait for each other.
+
+    Entries for reads commit asynchronously (``synchronous_commit = off`` for their own
+    transaction only): the commit does not wait for the WAL flush, which was ~4 ms of every
+    search here (0.3 ms without). A database crash can lose the last few hundred
+    milliseconds of *read* entries -- together with the head move of the same transaction,
+    so the chain stays consistent and verifies. Writes, deletes and admin actions keep
+    synchronous commits.
     """
     global _failures
+    durable = event.action != "read"
     try:
         with db.connection() as conn:
             for attempt in range(_ATTEMPTS):
                 # After a few lost races, queue on the head's row lock instead: progress is
                 # then guaranteed under any contention.
                 locked = attempt >= _OPTIMISTIC_ATTEMPTS
-                with conn.transaction() if locked else contextlib.nullcontext():
-                    seq = _try_append(conn, caller, event, locked=locked)
+                tx = locked or not durable
+                with conn.transaction() if tx else contextlib.nullcontext():
+                    seq = _try_append(conn, caller, event, locked=locked, durable=durable)
                 if seq is not None:
                     return seq
             raise RuntimeError(f"audit head stayed contended for {_ATTEMPTS} attempts")
