@@ -121,6 +121,20 @@ def client(app):
         yield c
 
 
+@pytest.fixture
+def server(db, embedder, settings) -> Iterator[str]:
+    """The app ``strata dev`` serves (every router), by uvicorn on a free loopback port over
+    the test database: its base URL, for tests that need real HTTP (clients, MCP, CLI)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "strata_eval_harness", Path(__file__).resolve().parents[1] / "eval" / "harness.py")
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
+        yield url
+
+
 @dataclass
 class TenantKey:
     tenant_id: uuid.UUID

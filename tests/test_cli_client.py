@@ -4,34 +4,21 @@ test's database. Bad input must give a message and a non-zero status, never a tr
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from strata.api.app import create_app
 from strata.cli import main
 from strata.config import get_settings
 
-_HARNESS = Path(__file__).resolve().parents[1] / "eval" / "harness.py"
-_spec = importlib.util.spec_from_file_location("strata_eval_harness_cli", _HARNESS)
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 PATH = "users.alice"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def server(db, embedder, settings):
-    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
-        yield url
 
 
 @pytest.fixture

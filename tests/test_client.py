@@ -5,7 +5,6 @@ test's own database. Retries are tested against a tiny loopback HTTP server that
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import socket
@@ -18,31 +17,18 @@ from collections import deque
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 import strata.errors as core_errors
-from strata.api.app import create_app
 from strata.client import (
     AsyncClient, Backoff, Client, ConfigError, InvalidInput, NotFound, ProviderUnavailable,
     RateLimited, ServerError, Suppressed, Unauthenticated, Unreachable, VersionConflict, resolve,
 )
 
-_HARNESS = Path(__file__).resolve().parents[1] / "eval" / "harness.py"
-_spec = importlib.util.spec_from_file_location("strata_eval_harness", _HARNESS)
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 PATH = "users.alice"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def server(db, embedder, settings):
-    """The real app, served by uvicorn on a free loopback port."""
-    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
-        yield url
 
 
 @pytest.fixture

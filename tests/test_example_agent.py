@@ -3,28 +3,15 @@ the example runs as its own process with STRATA_URL / STRATA_KEY, as a user woul
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from strata.api.app import create_app
 from strata.client import Client
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("strata_eval_harness_agent", ROOT / "eval" / "harness.py")
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
-
-
-@pytest.fixture
-def server(db, embedder, settings):
-    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
-        yield url
 
 
 def chat(server: str, key: str, *lines: str, path: str = "users.sam") -> subprocess.CompletedProcess:

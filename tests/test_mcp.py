@@ -29,7 +29,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from test_handlers import _reset_logging, http_event, invoke
 
-from strata.api.app import create_app
 from strata.auth import Caller, create_key
 from strata.config import get_settings
 from strata.db import get_database
@@ -39,9 +38,6 @@ from strata.memories.models import MemoryIn, MemoryPatch
 from strata.search import SearchRequest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("strata_eval_harness", ROOT / "eval" / "harness.py")
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 TOOL_NAMES = {"remember", "recall", "get_memory", "update_memory", "forget", "memory_history",
               "list_review", "review_decision"}
@@ -49,10 +45,9 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def mcp_url(db, embedder, settings):
+def mcp_url(server):
     """The app `strata dev` serves (every router: create_app() without routers), on a port."""
-    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as base:
-        yield f"{base}/mcp"
+    return f"{server}/mcp"
 
 
 @contextlib.asynccontextmanager

@@ -1,14 +1,21 @@
 """template.yaml and the code it points at agree.
 
-Static checks only: no AWS, no network, no PostgreSQL, and no import of the handlers (they
-import the core and mangum at module level); handler files are read with ``ast``.
+No AWS, no network, no PostgreSQL. Handlers are read with ``ast`` and imported once in a
+fresh interpreter (probe_handlers.py); aws-sam-cli (its own virtualenv, ``make tools``) and
+asl-validator (npx) check what cfn-lint does not, and tell the SAM transform's output apart
+from what template.yaml spells out.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import shlex
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -162,11 +169,13 @@ def test_every_function_has_its_handler(template):
 
 
 def test_every_route_is_served_by_the_matching_router(template):
+    """Static: every HttpApi event of a function names a path whose core router is one its
+    handler passes to create_app(routers=...), and the v1 contract's routes are all there."""
     api_ids = set(resources_of(template, "AWS::Serverless::HttpApi"))
     routes = set()
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
-        events = function["Properties"].get("Events", {})
-        http_events = [e["Properties"] for e in events.values() if e["Type"] == "HttpApi"]
+        http_events = [e["Properties"] for e in function["Properties"].get("Events", {}).values()
+                       if e["Type"] == "HttpApi"]
         if not http_events:
             continue
         path, _ = handler_source(template, function)
@@ -174,12 +183,132 @@ def test_every_route_is_served_by_the_matching_router(template):
         for event in http_events:
             assert event.get("ApiId", {}).get("Ref") in api_ids, f"{name}: route off the HttpApi"
             route = (event["Method"].upper(), event["Path"])
+            assert route not in routes, f"{route} is declared twice"
             routes.add(route)
             router = router_for(event["Path"])
             assert router, f"{name}: no core router is known for {event['Path']}"
             assert router in served, f"{name} serves {route} but its app has routers {served}"
     missing = REQUIRED_ROUTES - routes
     assert not missing, f"routes not in template.yaml: {sorted(missing)}"
+
+
+# ------------------------------------------------------------------ handlers, imported
+
+
+def http_routes(template: dict) -> list[tuple[str, str, str]]:
+    """(method, path, function) for every HttpApi event in the template."""
+    return [(e["Properties"]["Method"].upper(), e["Properties"]["Path"], name)
+            for name, f in resources_of(template, "AWS::Serverless::Function").items()
+            for e in f["Properties"].get("Events", {}).values() if e["Type"] == "HttpApi"]
+
+
+def gateway_match(route_path: str, path: str) -> tuple[int, int] | None:
+    """How an HTTP API route path matches a request path: None, or a rank (greedy last,
+    then more literal segments first), as API Gateway picks the most specific route."""
+    want, have = route_path.strip("/").split("/"), path.strip("/").split("/")
+    literal = 0
+    for i, segment in enumerate(want):
+        if segment.endswith("+}"):
+            return (1, -literal) if len(have) > i else None
+        if i >= len(have):
+            return None
+        if segment.startswith("{"):
+            continue
+        if segment != have[i]:
+            return None
+        literal += 1
+    return (0, -literal) if len(want) == len(have) else None
+
+
+def gateway_route(routes, method: str, path: str) -> list[tuple[str, str, str]]:
+    """The template routes API Gateway would pick for a request, best first; more than one
+    at the best rank means the request is ambiguous."""
+    # The core's own path parameters are concrete values here: {memory_id} -> one segment.
+    concrete = re.sub(r"\{[^}]+\}", "x", path)
+    ranked = []
+    for r_method, r_path, function in routes:
+        if r_method not in (method, "ANY"):
+            continue
+        rank = gateway_match(r_path, concrete)
+        if rank is not None:
+            ranked.append(((*rank, r_method == "ANY"), (r_method, r_path, function)))
+    ranked.sort()
+    return [r for key, r in ranked if key == ranked[0][0]] if ranked else []
+
+
+def test_gateway_matching_prefers_the_most_specific_route():
+    """Control for the matcher the route test relies on: exact beats greedy, an explicit
+    method beats ANY, and a path outside every route matches nothing."""
+    routes = [("ANY", "/v1/memories/{proxy+}", "A"), ("GET", "/v1/memories/{id}", "B"),
+              ("ANY", "/v1/memories", "C"), ("POST", "/v1/search", "D")]
+    assert gateway_route(routes, "GET", "/v1/memories/{memory_id}") == [
+        ("GET", "/v1/memories/{id}", "B")]
+    assert gateway_route(routes, "PATCH", "/v1/memories/{memory_id}")[0][2] == "A"
+    assert gateway_route(routes, "GET", "/v1/memories/{memory_id}/history")[0][2] == "A"
+    assert gateway_route(routes, "GET", "/v1/memories")[0][2] == "C"
+    assert gateway_route(routes, "GET", "/v1/search") == []
+    assert gateway_route(routes, "GET", "/v1/memoriesx") == []
+
+
+@pytest.fixture(scope="module")
+def probed(template) -> dict:
+    """Every function's handler imported in a fresh interpreter, as Lambda does it (see
+    probe_handlers.py), with the environment the template gives it at runtime."""
+    specs = []
+    for name, function in resources_of(template, "AWS::Serverless::Function").items():
+        code_uri = function_property(template, function, "CodeUri")
+        specs.append({"name": name, "code_uri": str(ROOT / code_uri),
+                      "handler": function_property(template, function, "Handler")})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    # What the Lambda environment carries; an import that tried to use it would hang or fail.
+    env.update(STRATA_RUNTIME="aws", STRATA_DB_HOST="proxy.invalid",
+               STRATA_DB_SECRET_ARN="arn:aws:secretsmanager:us-east-1:123456789012:secret:x",
+               AWS_DEFAULT_REGION="us-east-1", POWERTOOLS_METRICS_NAMESPACE="strata")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "infra" / "probe_handlers.py")],
+        input=json.dumps(specs), capture_output=True, text=True, env=env, timeout=120,
+        cwd=str(ROOT / "tests" / "infra"),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def test_every_handler_imports_and_is_callable(probed, template):
+    """Given each function's CodeUri and Handler
+    When the handler module is imported from that folder in a fresh interpreter
+    Then it imports without touching the database or AWS and the handler is callable."""
+    functions = resources_of(template, "AWS::Serverless::Function")
+    assert set(probed["functions"]) == set(functions)
+    for name, result in probed["functions"].items():
+        assert result["imported"], f"{name}: {result.get('error')}"
+        assert result["callable"], f"{name}: its Handler attribute is not callable"
+
+
+def test_every_core_route_is_routed_once_to_a_function_that_serves_it(probed, template):
+    """Given every route of the full core app (all routers)
+    When API Gateway's route selection picks the template route for it
+    Then exactly one route wins, its function's app really answers that route, and no
+    other function's app serves it too; and every template route reaches some core route."""
+    routes = http_routes(template)
+    core = [tuple(r) for r in probed["core_routes"]]
+    assert ("POST", "/v1/search") in core and ("ANY", "/mcp") in core  # control: all routers
+    served_by: dict[tuple[str, str], set[str]] = {}
+    for name, result in probed["functions"].items():
+        for route in result.get("served") or []:
+            served_by.setdefault(tuple(route), set()).add(name)
+    used = set()
+    for method, path in core:
+        winners = gateway_route(routes, method, path)
+        assert winners, f"{method} {path}: no route in template.yaml"
+        assert len(winners) == 1, f"{method} {path}: ambiguous between {winners}"
+        r_method, r_path, function = winners[0]
+        used.add((r_method, r_path))
+        assert served_by.get((method, path)) == {function}, (
+            f"{method} {path} goes to {function}; apps serving it: {served_by.get((method, path))}")
+        if method == "ANY":  # /mcp: GET and DELETE must reach the app for its 405
+            assert r_method == "ANY", f"{path} needs an ANY route"
+    dead = {(m, p) for m, p, _ in routes} - used
+    assert not dead, f"template routes no core route answers: {sorted(dead)}"
 
 
 def test_migrations_run_at_deploy(template):
@@ -317,3 +446,423 @@ def test_strata_environment_variables_are_settings(template):
     assert "STRATA_INGEST_STATE_MACHINE_ARN" in names
     unknown = sorted(n for n in names if n.removeprefix("STRATA_").lower() not in fields)
     assert not unknown, f"template sets variables strata does not read: {unknown}"
+
+
+def test_every_asl_task_names_a_function_of_the_template(template):
+    """Every Task of every state machine file invokes ${Name} whose substitution is a
+    function of this template (not an ARN typed in, not a function defined elsewhere)."""
+    functions = resources_of(template, "AWS::Serverless::Function")
+    for name, machine in resources_of(template, "AWS::Serverless::StateMachine").items():
+        props = machine["Properties"]
+        asl = json.loads((ROOT / props["DefinitionUri"]).read_text(encoding="utf-8"))
+        tasks = {n: s for n, s in asl["States"].items() if s["Type"] == "Task"}
+        assert tasks, f"{name}: no Task states"
+        for state_name, state in tasks.items():
+            assert state["Resource"] == "arn:aws:states:::lambda:invoke", state_name
+            placeholder = re.fullmatch(r"\$\{(\w+)\}", state["Parameters"]["FunctionName"])
+            assert placeholder, f"{name}.{state_name}: FunctionName is not a substitution"
+            target = ref_target(props["DefinitionSubstitutions"][placeholder.group(1)])
+            assert target in functions, f"{name}.{state_name} invokes {target!r}, not a function"
+
+
+# ------------------------------------------------------------------ maintenance schedules
+
+
+def maintenance_constant(name: str) -> int:
+    tree = ast.parse((ROOT / "functions" / "maintenance" / "handler.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"functions/maintenance/handler.py defines no {name}")
+
+
+def test_maintenance_jobs_are_scheduled_with_retries_and_a_dead_letter_queue(template):
+    """Given the maintenance module's three entry points
+    Then each is a function with its own EventBridge Scheduler schedule (lifecycle hourly,
+    audit verify daily, prune at most weekly) whose Input carries the scheduler's context
+    attributes, with a retry policy and the dead-letter queue, and the function's own async
+    failures go to that queue too; its timeout leaves the handler's reserve to finish."""
+    functions = resources_of(template, "AWS::Serverless::Function")
+    queues = resources_of(template, "AWS::SQS::Queue")
+    reserve_s = maintenance_constant("RESERVE_MS") / 1000
+    expected = {"handler.lifecycle": {"rate(1 hour)"},
+                "handler.audit_verify": {"rate(1 day)", "cron(15 3 * * ? *)"},
+                "handler.audit_prune": {"rate(1 day)", "rate(7 days)", "cron(45 4 ? * SUN *)"}}
+    seen = {}
+    for name, function in functions.items():
+        if function_property(template, function, "CodeUri") != "functions/maintenance":
+            continue
+        handler = function_property(template, function, "Handler")
+        schedules = [e["Properties"] for e in function["Properties"].get("Events", {}).values()
+                     if e["Type"] == "ScheduleV2"]
+        assert len(schedules) == 1, f"{name}: {len(schedules)} schedules"
+        [schedule] = schedules
+        seen[handler] = schedule["ScheduleExpression"]
+        assert json.loads(schedule["Input"]) == {
+            "scheduled_time": "<aws.scheduler.scheduled-time>",
+            "execution_id": "<aws.scheduler.execution-id>"}, name
+        assert schedule["RetryPolicy"]["MaximumRetryAttempts"] >= 1, name
+        assert ref_target(schedule["DeadLetterConfig"]["Arn"]) in queues, name
+        assert "AWS::StackName" in schedule["Name"]["Fn::Sub"], f"{name}: fixed schedule name"
+        on_failure = function["Properties"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+        assert on_failure["Type"] == "SQS"
+        assert ref_target(on_failure["Destination"]) == ref_target(schedule["DeadLetterConfig"]["Arn"])
+        timeout = function_property(template, function, "Timeout")
+        assert timeout >= reserve_s + 60, f"{name}: {timeout} s leaves no time past the reserve"
+    assert set(seen) == set(expected), f"scheduled entry points: {sorted(seen)}"
+    for handler, expression in seen.items():
+        assert expression in expected[handler], f"{handler} runs on {expression}"
+
+
+# ------------------------------------------------------------------------------ alarms
+
+
+def alarm_actions_ok(alarm: dict) -> bool:
+    """Notifies AlarmTopicArn when it is set, nobody otherwise."""
+    want = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    return alarm.get("AlarmActions") == want
+
+
+def test_alarms_watch_what_the_issue_names(template):
+    """Given the alarms
+    Then there is one on the audit chain break metric exactly as the maintenance handler
+    publishes it (namespace, name, service dimension; alarms at 1), one on the ingest state
+    machine's failed executions, one on the HTTP API's 5xx and one on the dead-letter
+    queue; each notifies the AlarmTopicArn parameter when it is set."""
+    alarms = resources_of(template, "AWS::CloudWatch::Alarm")
+    assert template["Parameters"]["AlarmTopicArn"]["Default"] == ""
+    found = {}
+    for name, alarm in alarms.items():
+        props = alarm["Properties"]
+        assert alarm_actions_ok(props), f"{name}: AlarmActions {props.get('AlarmActions')}"
+        dims = {d["Name"]: d["Value"] for d in props.get("Dimensions", [])}
+        found[(props["Namespace"], props["MetricName"])] = (name, props, dims)
+
+    source = (ROOT / "functions" / "maintenance" / "handler.py").read_text()
+    tree = ast.parse(source)
+    metrics_call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                        and getattr(n.func, "id", None) == "Metrics")
+    kw = {k.arg: k.value.value for k in metrics_call.keywords}
+    assert 'name="AuditChainBroken"' in source
+    _, chain, dims = found[(kw["namespace"], "AuditChainBroken")]
+    assert dims == {"service": kw["service"]}
+    assert (chain["Threshold"], chain["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+
+    _, failed, dims = found[("AWS/States", "ExecutionsFailed")]
+    assert ref_target(dims["StateMachineArn"]) in resources_of(template, "AWS::Serverless::StateMachine")
+    _, api5xx, dims = found[("AWS/ApiGateway", "5xx")]
+    assert ref_target(dims["ApiId"]) in resources_of(template, "AWS::Serverless::HttpApi")
+    assert dims["Stage"] == "$default"
+    _, dlq, dims = found[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
+    assert ref_target(dims["QueueName"]) in resources_of(template, "AWS::SQS::Queue")
+    # control: the action check rejects an alarm that always notifies a fixed topic
+    assert not alarm_actions_ok({"AlarmActions": ["arn:aws:sns:us-east-1:123456789012:x"]})
+
+
+# ------------------------------------------------------------------ API, logs, tracing
+
+
+def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
+    """Given the HttpApi
+    Then its default authorizer is the authorizer function (payload 2.0, simple responses,
+    keyed and cached on the Authorization header), only GET /healthz opts out, routes are
+    throttled, CORS origins come from a parameter, and access logs are JSON that names no
+    header (the key travels in one)."""
+    [(api_name, api)] = resources_of(template, "AWS::Serverless::HttpApi").items()
+    props = api["Properties"]
+    auth = props["Auth"]
+    authorizer = auth["Authorizers"][auth["DefaultAuthorizer"]]
+    function = template["Resources"][ref_target(authorizer["FunctionArn"])]
+    path, attribute = handler_source(template, function)
+    assert path == ROOT / "functions" / "authorizer" / "handler.py" and attribute == "handler"
+    assert authorizer["AuthorizerPayloadFormatVersion"] == "2.0"
+    assert authorizer["EnableSimpleResponses"] is True
+    assert authorizer["Identity"]["Headers"] == ["Authorization"]
+    assert 0 < authorizer["Identity"]["ReauthorizeEvery"] <= 300
+    # API Gateway gives an authorizer 10 s at most.
+    assert function_property(template, function, "Timeout") <= 10
+
+    open_routes = [(m, p) for m, p, f in http_routes(template)
+                   if template["Resources"][f]["Properties"]["Events"]
+                   and any(e["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
+                           and (e["Properties"]["Method"].upper(), e["Properties"]["Path"]) == (m, p)
+                           for e in template["Resources"][f]["Properties"]["Events"].values())]
+    assert open_routes == [("GET", "/healthz")]
+
+    throttle = props["DefaultRouteSettings"]
+    assert {"ThrottlingRateLimit", "ThrottlingBurstLimit"} <= set(throttle)
+    origins = props["CorsConfiguration"]["AllowOrigins"]
+    assert "CorsAllowedOrigins" in json.dumps(origins)
+    assert "authorization" in props["CorsConfiguration"]["AllowHeaders"]
+
+    logs = props["AccessLogSettings"]
+    assert ref_target(logs["DestinationArn"]) in resources_of(template, "AWS::Logs::LogGroup")
+    record = json.loads(logs["Format"])
+    assert {"requestId", "status", "routeKey"} <= set(record)
+    assert not [v for v in record.values() if "header" in v.lower() or "authorization" in v.lower()]
+
+
+def test_state_machine_logs_without_content_and_is_traced(template):
+    for name, machine in resources_of(template, "AWS::Serverless::StateMachine").items():
+        props = machine["Properties"]
+        logging_ = props["Logging"]
+        assert logging_["Level"] in ("ERROR", "FATAL", "ALL"), name
+        assert logging_["IncludeExecutionData"] is False, f"{name}: execution data in logs"
+        [dest] = logging_["Destinations"]
+        group = ref_target(dest["CloudWatchLogsLogGroup"]["LogGroupArn"])
+        assert group in resources_of(template, "AWS::Logs::LogGroup")
+        assert props["Tracing"]["Enabled"] is True, name
+
+
+def test_every_function_is_traced_named_and_has_a_log_group_with_retention(template):
+    """Tracing Active for all; each function sets its own POWERTOOLS_SERVICE_NAME; each has
+    an explicit /aws/lambda/<function> log group whose retention is the stack parameter."""
+    groups = {json.dumps(g["Properties"]["LogGroupName"]): g["Properties"]
+              for g in resources_of(template, "AWS::Logs::LogGroup").values()}
+    for name, function in resources_of(template, "AWS::Serverless::Function").items():
+        assert function_property(template, function, "Tracing") == "Active", name
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        service = env.get("POWERTOOLS_SERVICE_NAME")
+        assert service and service != "strata", f"{name}: no service name of its own"
+        group = groups.get(json.dumps({"Fn::Sub": f"/aws/lambda/${{{name}}}"}))
+        assert group, f"{name}: no log group"
+        assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
+
+
+def test_database_is_encrypted_protected_and_sized_by_parameters(template):
+    [(_, cluster)] = resources_of(template, "AWS::RDS::DBCluster").items()
+    props = cluster["Properties"]
+    assert props["StorageEncrypted"] is True
+    assert props["DeletionProtection"] == {"Ref": "DeletionProtection"}
+    assert props["BackupRetentionPeriod"] == {"Ref": "BackupRetentionDays"}
+    assert props["ServerlessV2ScalingConfiguration"] == {
+        "MinCapacity": {"Ref": "DbMinCapacity"}, "MaxCapacity": {"Ref": "DbMaxCapacity"}}
+    assert props["EngineVersion"].startswith("17.")
+    [(_, proxy)] = resources_of(template, "AWS::RDS::DBProxy").items()
+    assert proxy["Properties"]["RequireTLS"] is True
+
+
+# ----------------------------------------------------------------------------- samconfig
+
+
+def samconfig_parameters(env: str) -> dict[str, str]:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    overrides = config[env]["deploy"]["parameters"]["parameter_overrides"]
+    return dict(item.split("=", 1) for item in shlex.split(overrides))
+
+
+def test_samconfig_environments_set_declared_parameters(template):
+    """dev and prod set only parameters the template declares, with allowed values; prod
+    keeps deletion protection, more capacity, more backups and longer logs than dev."""
+    declared = template["Parameters"]
+    envs = {env: samconfig_parameters(env) for env in ("dev", "prod")}
+    for env, values in envs.items():
+        unknown = set(values) - set(declared)
+        assert not unknown, f"{env}: parameters the template does not declare: {unknown}"
+        for key, value in values.items():
+            allowed = declared[key].get("AllowedValues")
+            if allowed:
+                assert value in [str(a) for a in allowed], f"{env}: {key}={value}"
+    dev, prod = envs["dev"], envs["prod"]
+    assert prod["DeletionProtection"] == "true" and dev["DeletionProtection"] == "false"
+    for key in ("DbMaxCapacity", "BackupRetentionDays", "LogRetentionDays"):
+        assert float(prod[key]) > float(dev[key]), key
+    assert prod["Stage"] == "prod" and dev["Stage"] == "dev"
+
+
+# -------------------------------------------------------------------------------- IAM
+
+# Actions AWS offers no resource-level permissions for, so Resource "*" is the only form.
+# Each entry says where the template (or SAM) grants it.
+STAR_RESOURCE_ALLOWED = {
+    # Step Functions' log delivery (IngestStateMachine's Logging): "CloudWatch Logs delivery
+    # ... does not support resource-level permissions".
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+}
+# AWS managed policies SAM attaches by itself; each holds "*" resources AWS requires.
+MANAGED_POLICIES_ALLOWED = {
+    # Logs to the function's own group (CreateLogGroup/Stream, PutLogEvents).
+    "service-role/AWSLambdaBasicExecutionRole",
+    # VPC functions: Lambda creates and deletes ENIs; ec2 Describe*/CreateNetworkInterface
+    # take no resource ARNs.
+    "service-role/AWSLambdaVPCAccessExecutionRole",
+    # Tracing Active: xray:PutTraceSegments and PutTelemetryRecords take no resource ARNs.
+    "AWSXrayWriteOnlyAccess",
+}
+
+
+def policy_violations(statements: list[dict]) -> list[str]:
+    """Statements granting a wildcard action, or a resource of "*" for an action that has
+    resource-level permissions."""
+    found = []
+    for s in statements:
+        if s.get("Effect") != "Allow":
+            continue
+        actions = s.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        resources = s.get("Resource", [])
+        resources = [resources] if not isinstance(resources, list) else resources
+        wild = [a for a in actions if "*" in a]
+        if wild:
+            found.append(f"wildcard action {wild}")
+        if "*" in resources:
+            extra = sorted(set(actions) - STAR_RESOURCE_ALLOWED)
+            if extra:
+                found.append(f'Resource "*" for {extra}')
+    return found
+
+
+def statements_of_policies(policies) -> list[dict]:
+    out = []
+    for policy in policies or []:
+        if isinstance(policy, dict) and "Statement" in policy:
+            out += policy["Statement"]
+        elif isinstance(policy, dict) and "PolicyDocument" in policy:
+            out += policy["PolicyDocument"]["Statement"]
+    return out
+
+
+def test_policy_check_catches_wildcards():
+    """Control for the IAM tests: the checker flags what it must and passes the exceptions."""
+    assert policy_violations([{"Effect": "Allow", "Action": "s3:*", "Resource": "arn:x"}])
+    assert policy_violations([{"Effect": "Allow", "Action": "*", "Resource": "*"}])
+    assert policy_violations([{"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"],
+                               "Resource": "*"}])
+    assert not policy_violations([{"Effect": "Allow", "Action": ["logs:CreateLogDelivery"],
+                                   "Resource": "*"}])
+
+
+def test_inline_policies_are_least_privilege(template):
+    """Every statement the template writes itself (function and state machine Policies, IAM
+    roles) grants named actions, on named resources unless AWS allows no other way."""
+    checked = 0
+    for name, resource in template["Resources"].items():
+        props = resource.get("Properties", {})
+        if resource["Type"] in ("AWS::Serverless::Function", "AWS::Serverless::StateMachine"):
+            statements = statements_of_policies(props.get("Policies"))
+            named = [p for p in props.get("Policies") or [] if isinstance(p, str)]
+            assert not named, f"{name}: managed policy by name {named}"
+        elif resource["Type"] == "AWS::IAM::Role":
+            statements = statements_of_policies(props.get("Policies"))
+            assert not props.get("ManagedPolicyArns"), f"{name}: managed policies"
+        else:
+            continue
+        checked += len(statements)
+        problems = policy_violations(statements)
+        assert not problems, f"{name}: {problems}"
+    assert checked, "no statement checked"
+
+
+# --------------------------------------------------------------- external tools (offline)
+# aws-sam-cli lives in its own virtualenv (its pins clash with ours) and asl-validator comes
+# through npx; `make tools` installs both, and .ci/run runs it before `make test`. In CI a
+# missing tool fails its test; on a developer's machine it skips, saying how to install it.
+
+SAM = Path(os.environ.get("STRATA_TEST_SAM", ROOT / ".venv-sam" / "bin" / "sam"))
+ASL_VALIDATOR = "asl-validator@4.0.0"  # keep in step with the Makefile's ASL_VALIDATOR
+TOOL_ENV = {"AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
+
+
+def require_tool(available: bool, what: str) -> None:
+    if available:
+        return
+    message = f"{what} is not installed: run `make tools`"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def tool_env() -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}, **TOOL_ENV}
+
+
+@pytest.fixture(scope="module")
+def transformed() -> dict:
+    """template.yaml after the SAM transform, by the samtranslator aws-sam-cli ships."""
+    python = SAM.parent / "python"
+    require_tool(python.is_file(), "aws-sam-cli")
+    out = subprocess.run([str(python), str(ROOT / "tests" / "infra" / "sam_transform.py"),
+                          str(TEMPLATE_PATH)], capture_output=True, text=True, env=tool_env(),
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def test_sam_validate_lint_is_clean():
+    require_tool(SAM.is_file(), "aws-sam-cli")
+    out = subprocess.run([str(SAM), "validate", "--lint", "--template-file", str(TEMPLATE_PATH)],
+                         capture_output=True, text=True, env=tool_env(), cwd=ROOT, timeout=180)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "is a valid SAM Template" in out.stdout + out.stderr
+
+
+def test_asl_validator_is_clean_on_every_state_machine_file():
+    files = sorted((ROOT / "infra" / "statemachines").glob("*.asl.json"))
+    assert files
+    npx = shutil.which("npx")
+    probe = npx and subprocess.run([npx, "--offline", "--yes", ASL_VALIDATOR, "--version"],
+                                   capture_output=True, text=True, timeout=120)
+    require_tool(bool(probe) and probe.returncode == 0, ASL_VALIDATOR)
+    args = [a for f in files for a in ("--json-path", str(f))]
+    out = subprocess.run([npx, "--offline", "--yes", ASL_VALIDATOR, *args],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # control: the validator does fail a definition with a dangling Next
+    broken = json.loads(files[0].read_text())
+    first = broken["StartAt"]
+    broken["States"][first]["Next"] = "NoSuchState"
+    out = subprocess.run([npx, "--offline", "--yes", ASL_VALIDATOR, "--json-definition",
+                          json.dumps(broken)], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "NoSuchState" in out.stdout + out.stderr
+
+
+def test_makefile_pins_the_asl_validator_the_tests_use():
+    assert f"ASL_VALIDATOR := {ASL_VALIDATOR}" in (ROOT / "Makefile").read_text()
+
+
+def test_transformed_roles_are_one_per_function_and_least_privilege(transformed):
+    """After the SAM transform (what CloudFormation deploys): every Lambda function has a
+    role of its own; every role's statements pass the wildcard check, and the only managed
+    policies are the ones SAM attaches for logs, VPC networking and X-Ray."""
+    resources = transformed["Resources"]
+    functions = {n: r for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"}
+    roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
+    assert len(functions) >= 10 and roles
+    role_of = {n: ref_target(f["Properties"]["Role"]) for n, f in functions.items()}
+    assert len(set(role_of.values())) == len(role_of), f"shared roles: {role_of}"
+    assert set(role_of.values()) <= set(roles)
+    for name, role in roles.items():
+        props = role["Properties"]
+        for arn in props.get("ManagedPolicyArns", []):
+            text = arn if isinstance(arn, str) else json.dumps(arn)
+            policy = re.sub(r"^.*:policy/", "", text).rstrip('"}')
+            assert policy in MANAGED_POLICIES_ALLOWED, f"{name}: managed policy {text}"
+        problems = policy_violations(statements_of_policies(props.get("Policies")))
+        assert not problems, f"{name}: {problems}"
+
+
+def test_transformed_schedules_and_authorizer(transformed):
+    """What SAM generates from the ScheduleV2 events and the authorizer: every schedule's role
+    may invoke only its own function and send only to the dead-letter queue, and the HTTP API
+    authorizer is a REQUEST authorizer on the Authorization header."""
+    resources = transformed["Resources"]
+    schedules = {n: r["Properties"] for n, r in resources.items()
+                 if r["Type"] == "AWS::Scheduler::Schedule"}
+    assert len(schedules) == 3
+    for name, props in schedules.items():
+        target = props["Target"]
+        role = resources[ref_target(target["RoleArn"])]["Properties"]
+        granted = {(s["Action"] if isinstance(s["Action"], str) else s["Action"][0],
+                    json.dumps(s["Resource"]))
+                   for s in statements_of_policies(role["Policies"])}
+        assert granted == {("lambda:InvokeFunction", json.dumps(target["Arn"])),
+                           ("sqs:SendMessage", json.dumps(target["DeadLetterConfig"]["Arn"]))}, name
+    api = next(r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api")
+    [scheme] = api["Properties"]["Body"]["components"]["securitySchemes"].values()
+    authorizer = scheme["x-amazon-apigateway-authorizer"]
+    assert authorizer["type"] == "request"
+    assert authorizer["identitySource"] == ["$request.header.Authorization"]
+    assert authorizer["enableSimpleResponses"] is True
+    assert authorizer["authorizerResultTtlInSeconds"] > 0
