@@ -1,0 +1,406 @@
+"""Cold-start benchmark of the Lambda functions: import time in a fresh interpreter, peak
+memory, and code size, beside a bare FastAPI+Mangum app and a bare Powertools handler
+measured in the same run.
+
+The functions are read from template.yaml at run time (every AWS::Serverless::Function, its
+CodeUri and Handler with Globals as fallback), plus any functions/*/handler.py the template
+does not reference yet (reported with "in_template": false). Each sample is a new
+interpreter that imports one handler module and reports the import's wall time and
+ru_maxrss; samples are interleaved across targets so load on a shared machine falls on all
+of them alike, and the median of --samples (9) is reported with the spread.
+
+Where no AWS is needed, each sample then makes one invocation against a throwaway migrated
+database (embedded PostgreSQL, or STRATA_DATABASE_URL) with a real key: the authorizer gets
+an API Gateway REQUEST authorizer event, HTTP API functions a v2 event for one of their
+routes. That first invocation is where lazily imported code (the authorizer's database stack)
+shows up, so it is reported separately from the import. Other functions are import-only.
+
+Targets (issue 7): the authorizer's import within 1.2x the bare Powertools handler; API
+functions within 1.5x bare FastAPI+Mangum.
+
+Usage: python eval/bench_coldstart.py [--samples 9] [--no-invoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "template.yaml"
+BUILD = ROOT / ".aws-sam" / "build"
+TARGETS = {"authorizer": ("bare_powertools", 1.2), "api": ("bare_fastapi_mangum", 1.5)}
+
+BARE_POWERTOOLS = '''
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging import correlation_paths
+
+log = Logger()
+
+
+@log.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+def handler(event, context):
+    return {"isAuthorized": False}
+'''
+
+BARE_FASTAPI_MANGUM = '''
+from fastapi import FastAPI
+from mangum import Mangum
+
+app = FastAPI()
+
+
+@app.get("/healthz")
+def healthz():
+    return {"status": "ok"}
+
+
+handler = Mangum(app, lifespan="off")
+'''
+
+# Runs in the fresh interpreter: argv = handler file, attribute, event JSON file or "".
+PROBE = r'''
+import importlib.util, json, sys, time
+path, attribute, event_file = sys.argv[1:4]
+
+def peak_kb():
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve, so a child of this
+    # (large) benchmark process would report the parent's peak.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+sys.path.insert(0, str(__import__("pathlib").Path(path).parent))  # the function's own dir, as on Lambda
+t0 = time.perf_counter()
+spec = importlib.util.spec_from_file_location("bench_handler", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+handler = getattr(module, attribute)
+out = {"import_ms": (time.perf_counter() - t0) * 1000,
+       "rss_import_kb": peak_kb()}
+if event_file:
+    class Context:
+        function_name = "bench"
+        memory_limit_in_mb = 1024
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
+        aws_request_id = "00000000-0000-4000-8000-000000000000"
+        log_stream_name = "bench"
+        def get_remaining_time_in_millis(self):
+            return 30000
+    event = json.load(open(event_file))
+    t1 = time.perf_counter()
+    answer = handler(event, Context())
+    out["invoke_ms"] = (time.perf_counter() - t1) * 1000
+    out["rss_invoke_kb"] = peak_kb()
+    out["answer"] = (answer.get("statusCode") if "statusCode" in answer
+                     else {"isAuthorized": answer.get("isAuthorized")})
+print("BENCH " + json.dumps(out))
+'''
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """YAML with CloudFormation's short-form tags (!Ref, !GetAtt, !Sub ...) kept as plain
+    values: only CodeUri, Handler and Events are read, never resolved."""
+
+
+def _any_tag(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node):
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_mapping(node, deep=True)
+
+
+_CfnLoader.add_multi_constructor("!", _any_tag)
+
+
+def load_template() -> dict:
+    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)
+
+
+def authorizer_functions(template: dict) -> set[str]:
+    """Logical ids the HttpApi authorizers point at (FunctionArn: !GetAtt X.Arn)."""
+    names = set()
+    for resource in template.get("Resources", {}).values():
+        if resource.get("Type") != "AWS::Serverless::HttpApi":
+            continue
+        auth = (resource.get("Properties") or {}).get("Auth") or {}
+        for authorizer in (auth.get("Authorizers") or {}).values():
+            arn = authorizer.get("FunctionArn")
+            if isinstance(arn, dict):  # the long form, {"Fn::GetAtt": [...]}
+                arn = next(iter(arn.values()), None)
+            if isinstance(arn, list) and arn:
+                arn = arn[0]
+            if isinstance(arn, str):
+                names.add(arn.split(".")[0])
+    return names
+
+
+def discover(template: dict) -> list[dict]:
+    """Every function to measure: the template's, then unreferenced functions/*/handler.py."""
+    globals_ = (template.get("Globals") or {}).get("Function") or {}
+    authorizers = authorizer_functions(template)
+    found, seen = [], set()
+    for name, resource in (template.get("Resources") or {}).items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = resource.get("Properties") or {}
+        code_uri = props.get("CodeUri", globals_.get("CodeUri"))
+        handler = props.get("Handler", globals_.get("Handler"))
+        if not isinstance(code_uri, str) or not isinstance(handler, str):
+            found.append({"name": name, "error": f"CodeUri/Handler not local: {code_uri!r} {handler!r}"})
+            continue
+        module, attribute = handler.rsplit(".", 1)
+        routes = [
+            (e["Properties"].get("Method", "ANY"), e["Properties"]["Path"])
+            for e in (props.get("Events") or {}).values()
+            if e.get("Type") == "HttpApi" and "Path" in (e.get("Properties") or {})
+        ]
+        kind = ("authorizer" if name in authorizers or Path(code_uri).name == "authorizer"
+                else "api" if routes else "other")
+        found.append({
+            "name": name, "in_template": True, "code_uri": code_uri, "handler": handler,
+            "file": ROOT / code_uri / (module.replace(".", "/") + ".py"), "attribute": attribute,
+            "kind": kind, "routes": routes, "memory_size": props.get("MemorySize", globals_.get("MemorySize")),
+        })
+        seen.add((ROOT / code_uri).resolve())
+    for path in sorted((ROOT / "functions").glob("*/handler.py")):
+        if path.parent.resolve() in seen:
+            continue
+        code_uri = str(path.parent.relative_to(ROOT))
+        found.append({
+            "name": code_uri, "in_template": False, "code_uri": code_uri, "handler": "handler.handler",
+            "file": path, "attribute": "handler",
+            "kind": ("authorizer" if path.parent.name == "authorizer"
+                     else "api" if "Mangum" in path.read_text() else "other"),
+            "routes": [], "memory_size": None,
+        })
+    return found
+
+
+def authorizer_event(key: str) -> dict:
+    return {
+        "version": "2.0", "type": "REQUEST",
+        "routeArn": "arn:aws:execute-api:us-east-1:123456789012:abc123/$default/GET/v1/memories",
+        "identitySource": [f"Bearer {key}"], "routeKey": "GET /v1/memories",
+        "rawPath": "/v1/memories", "rawQueryString": "",
+        "headers": {"authorization": f"Bearer {key}", "host": "abc123.execute-api.us-east-1.amazonaws.com"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "abc123",
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com", "domainPrefix": "abc123",
+            "http": {"method": "GET", "path": "/v1/memories", "protocol": "HTTP/1.1",
+                     "sourceIp": "203.0.113.7", "userAgent": "bench"},
+            "requestId": "bench", "routeKey": "GET /v1/memories", "stage": "$default",
+            "time": "29/Nov/2026:20:00:00 +0000", "timeEpoch": 1796000000000,
+        },
+    }
+
+
+def http_event(routes: list[tuple[str, str]], key: str) -> dict:
+    """A v2 event for the function's first route that a GET can take (ANY or GET)."""
+    method, path = next(((m, p) for m, p in routes if m.upper() in ("GET", "ANY")), routes[0])
+    method = "GET" if method.upper() == "ANY" else method.upper()
+    path = re.sub(r"\{[^}]+\+?\}", "x", path)
+    return {
+        "version": "2.0", "routeKey": f"{method} {path}", "rawPath": path, "rawQueryString": "",
+        "headers": {"authorization": f"Bearer {key}", "host": "abc123.execute-api.us-east-1.amazonaws.com",
+                    "user-agent": "bench", "content-type": "application/json"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "abc123",
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com", "domainPrefix": "abc123",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "203.0.113.7", "userAgent": "bench"},
+            "requestId": "bench", "routeKey": f"{method} {path}", "stage": "$default",
+            "time": "29/Nov/2026:20:00:00 +0000", "timeEpoch": 1796000000000,
+        },
+        "body": None, "isBase64Encoded": False,
+    }
+
+
+def sample(file: Path, attribute: str, event_file: str, env: dict) -> dict:
+    # The tree may change under a long run (functions added, moved): report, don't stop.
+    if not file.is_file():
+        return {"error": f"no handler file at {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}"}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, str(file), attribute, event_file],
+            capture_output=True, text=True, env=env, cwd=str(file.parent), timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCH ")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": tail[:300]}
+    return json.loads(lines[-1][6:])
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+
+
+def summarize(runs: list[dict]) -> dict:
+    good = [r for r in runs if "error" not in r]
+    if not good:
+        return {"error": runs[0]["error"] if runs else "no samples"}
+    imports = [r["import_ms"] for r in good]
+    out = {
+        "import_ms": round(statistics.median(imports), 1),
+        "import_ms_min_max": [round(min(imports), 1), round(max(imports), 1)],
+        "peak_rss_mb_after_import": round(statistics.median(r["rss_import_kb"] for r in good) / 1024, 1),
+        "samples": len(good),
+    }
+    if "invoke_ms" in good[0]:
+        out["invocation"] = {
+            "answer": good[0]["answer"],
+            "first_invoke_ms": round(statistics.median(r["invoke_ms"] for r in good), 1),
+            "import_plus_first_invoke_ms": round(statistics.median(r["import_ms"] + r["invoke_ms"] for r in good), 1),
+            "peak_rss_mb": round(max(r["rss_invoke_kb"] for r in good) / 1024, 1),
+        }
+    if len(good) < len(runs):
+        out["failed_samples"] = len(runs) - len(good)
+    return out
+
+
+def measure(functions: list[dict], samples: int, invoke: bool) -> tuple[dict, dict]:
+    with tempfile.TemporaryDirectory(prefix="strata-coldstart-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "bare_powertools").mkdir()
+        (tmp / "bare_powertools" / "handler.py").write_text(BARE_POWERTOOLS)
+        (tmp / "bare_fastapi_mangum").mkdir()
+        (tmp / "bare_fastapi_mangum" / "handler.py").write_text(BARE_FASTAPI_MANGUM)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "POWERTOOLS_"))}
+        env.update({"POWERTOOLS_SERVICE_NAME": "bench", "POWERTOOLS_LOG_LEVEL": "WARNING",
+                    "POWERTOOLS_METRICS_NAMESPACE": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+                    "STRATA_RUNTIME": "aws"})
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        targets = [
+            ("bare_powertools", tmp / "bare_powertools" / "handler.py", "handler", ""),
+            ("bare_fastapi_mangum", tmp / "bare_fastapi_mangum" / "handler.py", "handler", ""),
+        ]
+        database = None
+        if invoke:
+            database = _database(tmp)
+            key, url = database.__enter__()
+            env["STRATA_DATABASE_URL"] = url
+            for fn in functions:
+                if "error" in fn:
+                    continue
+                event = (authorizer_event(key) if fn["kind"] == "authorizer"
+                         else http_event(fn["routes"], key) if fn["routes"] else None)
+                event_file = ""
+                if event is not None:
+                    event_file = str(tmp / f"event-{len(targets)}.json")
+                    Path(event_file).write_text(json.dumps(event))
+                targets.append((fn["name"], fn["file"], fn["attribute"], event_file))
+        else:
+            targets += [(fn["name"], fn["file"], fn["attribute"], "") for fn in functions if "error" not in fn]
+        try:
+            # One unmeasured pass writes the .pyc files a deployment package would carry.
+            for _, file, attribute, _ in targets:
+                sample(file, attribute, "", env)
+            runs: dict[str, list[dict]] = {name: [] for name, *_ in targets}
+            for _ in range(samples):
+                for name, file, attribute, event_file in targets:
+                    runs[name].append(sample(file, attribute, event_file, env))
+        finally:
+            if database is not None:
+                database.__exit__(None, None, None)
+    baselines = {name: summarize(runs.pop(name)) for name in ("bare_powertools", "bare_fastapi_mangum")}
+    return baselines, {name: summarize(r) for name, r in runs.items()}
+
+
+class _database:
+    """A migrated throwaway database with one tenant; yields (its root key, URL)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+
+    def __enter__(self) -> tuple[str, str]:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from harness import scratch_database
+
+        from strata.auth import create_tenant
+
+        self._cm = scratch_database(embedding_dim=384)
+        db, _ = self._cm.__enter__()
+        _, key = create_tenant(db, "bench")
+        return key.key, db.url
+
+    def __exit__(self, *exc) -> None:
+        self._cm.__exit__(*exc)
+
+
+def built_sizes(functions: list[dict]) -> tuple[dict, object]:
+    if not BUILD.is_dir():
+        return {}, "not built"
+    sizes = {fn["name"]: round(dir_bytes(BUILD / fn["name"]) / 1024, 1) for fn in functions
+             if fn.get("in_template") and (BUILD / fn["name"]).is_dir()}
+    layers = {p.name: round(dir_bytes(p) / 2**20, 1) for p in BUILD.iterdir()
+              if p.is_dir() and (p / "python").is_dir()}
+    return sizes, layers or "no layer in build"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=9)
+    parser.add_argument("--no-invoke", action="store_true",
+                        help="import only: no database, no invocation")
+    args = parser.parse_args()
+
+    template = load_template()
+    functions = discover(template)
+    baselines, results = measure(functions, args.samples, invoke=not args.no_invoke)
+    built, layer = built_sizes(functions)
+
+    report = {}
+    for fn in functions:
+        if "error" in fn:
+            report[fn["name"]] = {"error": fn["error"]}
+            continue
+        entry = {"code_uri": fn["code_uri"], "handler": fn["handler"], "kind": fn["kind"],
+                 "in_template": fn["in_template"], "memory_size": fn["memory_size"]}
+        entry.update(results[fn["name"]])
+        if "import_ms" in entry:
+            for base in baselines:
+                if "import_ms" in baselines[base]:
+                    entry[f"ratio_vs_{base}"] = round(entry["import_ms"] / baselines[base]["import_ms"], 2)
+                    # Minimums are the least load-sensitive figure on a shared machine.
+                    entry.setdefault("ratio_of_minimums", {})[base] = round(
+                        entry["import_ms_min_max"][0] / baselines[base]["import_ms_min_max"][0], 2)
+            if fn["kind"] in TARGETS:
+                base, limit = TARGETS[fn["kind"]]
+                entry["target"] = f"import <= {limit}x {base}"
+                entry["meets_target"] = entry.get(f"ratio_vs_{base}", float("inf")) <= limit
+        entry["source_bytes"] = dir_bytes(ROOT / fn["code_uri"]) if (ROOT / fn["code_uri"]).is_dir() else None
+        entry["built_kb"] = built.get(fn["name"], "not built")
+        report[fn["name"]] = entry
+
+    print(json.dumps({
+        "python": platform.python_version(),
+        "machine": {"cpus": os.cpu_count(), "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "samples_per_target": args.samples,
+        "method": "fresh interpreter per sample, samples interleaved across targets; "
+                  "import_ms = wall time of importing the handler module (median); "
+                  "peak RSS = the process's VmHWM (its own ru_maxrss; Linux's ru_maxrss "
+                  "inherits the parent's peak across exec)",
+        "baselines": baselines,
+        "functions": report,
+        "layer_built_mb": layer,
+    }, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
