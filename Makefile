@@ -2,8 +2,15 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# aws-sam-cli gets a virtualenv of its own: its pins (boto3, pydantic, ...) are not ours.
+SAM_VENV      ?= .venv-sam
+SAM_VERSION   := 1.170.0
+SAM           := $(SAM_VENV)/bin/sam
+# Run through npx (cached after the first fetch); tests/infra uses the same pin.
+ASL_VALIDATOR := asl-validator@4.0.0
+export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test install install-local bench lint clean
+.PHONY: run test install install-local bench lint clean tools validate build
 
 $(BIN)/strata: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,5 +37,27 @@ bench: $(BIN)/strata
 lint: $(BIN)/strata
 	$(BIN)/cfn-lint template.yaml
 
+# The template's external checkers, for tests/infra (which fails in CI without them and
+# skips locally): aws-sam-cli in $(SAM_VENV), and asl-validator in npx's cache.
+SAM_STAMP := $(SAM_VENV)/.aws-sam-cli-$(SAM_VERSION)
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_VERSION)'
+	@touch $@
+
+tools: $(SAM_STAMP)
+	npx --yes $(ASL_VALIDATOR) --version
+
+validate: tools $(BIN)/strata
+	$(BIN)/cfn-lint template.yaml
+	AWS_DEFAULT_REGION=us-east-1 $(SAM) validate --lint
+	npx --yes $(ASL_VALIDATOR) $(foreach f,$(wildcard infra/statemachines/*.asl.json),--json-path $(f))
+
+# sam build (no container): the layer and every function into .aws-sam/build. Needs
+# python3.11 on PATH, which the python3.11 runtime's build uses.
+build: $(SAM_STAMP)
+	AWS_DEFAULT_REGION=us-east-1 $(SAM) build
+
 clean:
-	rm -rf $(VENV) .strata .pytest_cache
+	rm -rf $(VENV) $(SAM_VENV) .strata .pytest_cache .aws-sam

@@ -1,5 +1,7 @@
 """The Lambda handlers in functions/, invoked with real API Gateway HTTP API (v2.0) event
-shapes, end to end into the real database."""
+shapes, end to end into the real database: one function per route group (health, memories,
+search, ingest, review, admin), the authorizer in front of them, and the migrations custom
+resource."""
 
 from __future__ import annotations
 
@@ -10,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from strata.authorizer import set_resolver
 from strata.config import get_settings
 from strata.db import get_database
 
 ROOT = Path(__file__).resolve().parents[1]
+# The HTTP API route-group functions (functions/<name>/handler.py), as template.yaml routes them.
+API_FUNCTIONS = ("health", "memories", "search", "ingest", "review", "admin")
 
 
 class LambdaContext:
@@ -28,7 +33,9 @@ class LambdaContext:
 
 
 def http_event(method: str, path: str, *, key: str | None = None, body: dict | None = None,
-               query: str = "") -> dict:
+               query: str = "", authorizer: dict | None = None) -> dict:
+    """An HTTP API payload 2.0 event; ``authorizer`` is the Lambda authorizer's context,
+    which API Gateway forwards as requestContext.authorizer.lambda."""
     headers = {"host": "abc123.execute-api.us-east-1.amazonaws.com", "user-agent": "pytest"}
     if key:
         headers["authorization"] = f"Bearer {key}"
@@ -47,6 +54,7 @@ def http_event(method: str, path: str, *, key: str | None = None, body: dict | N
                      "sourceIp": "203.0.113.7", "userAgent": "pytest"},
             "requestId": "JKJaXmPLvHcESHA=", "routeKey": f"{method} {path}", "stage": "$default",
             "time": "29/Nov/2026:20:00:00 +0000", "timeEpoch": 1796000000000,
+            **({"authorizer": {"lambda": authorizer}} if authorizer is not None else {}),
         },
         "body": json.dumps(body) if body is not None else None,
         "isBase64Encoded": False,
@@ -61,8 +69,9 @@ def handlers(db, monkeypatch):
     monkeypatch.setenv("STRATA_RUNTIME", "aws")
     get_settings.cache_clear()
     get_database.cache_clear()
+    set_resolver(None)
     loaded = {}
-    for name in ("health", "memories", "access", "audit"):
+    for name in API_FUNCTIONS + ("authorizer",):
         spec = importlib.util.spec_from_file_location(
             f"handler_{name}", ROOT / "functions" / name / "handler.py"
         )
@@ -70,6 +79,7 @@ def handlers(db, monkeypatch):
         spec.loader.exec_module(module)
         loaded[name] = module.handler
     yield loaded
+    set_resolver(None)
     _reset_logging()
     get_database().close()
     get_settings.cache_clear()
@@ -146,26 +156,106 @@ def test_memories_handler_errors_keep_the_contract(handlers, tenant):
 
     status, body = invoke(h, http_event("GET", "/v1/keys", key=tenant.key))
     assert status == 404
-    # control: the access function serves that route
-    status, body = invoke(handlers["access"], http_event("GET", "/v1/keys", key=tenant.key))
+    # control: the admin function serves that route
+    status, body = invoke(handlers["admin"], http_event("GET", "/v1/keys", key=tenant.key))
     assert status == 200 and len(body["items"]) == 1
 
 
-def test_audit_handler_verifies_the_chain_written_through_other_functions(handlers, tenant):
+def test_admin_handler_verifies_the_chain_written_through_other_functions(handlers, tenant):
     """Given writes made through the memories function
-    When the audit function verifies the chain
+    When the admin function lists the audit log and verifies the chain
     Then it is ok and counts every entry, including those writes."""
     invoke(handlers["memories"], http_event(
         "POST", "/v1/memories", key=tenant.key,
         body={"memories": [{"content": "Prefers dark mode", "path": "users.ann"}]}))
-    status, listed = invoke(handlers["audit"], http_event("GET", "/v1/audit", key=tenant.key))
+    status, listed = invoke(handlers["admin"], http_event("GET", "/v1/audit", key=tenant.key))
     assert status == 200
     assert "memory.create" in [e["operation"] for e in listed["items"]]
-    status, report = invoke(handlers["audit"], http_event("POST", "/v1/audit/verify",
+    status, report = invoke(handlers["admin"], http_event("POST", "/v1/audit/verify",
                                                           key=tenant.key))
     assert status == 200
     assert report["ok"] is True
     assert report["checked"] >= len(listed["items"])
+
+
+def test_search_handler_finds_what_the_memories_handler_stored(handlers, tenant, make_tenant):
+    """Given a memory stored through the memories function, and another tenant's memory
+    When the search function gets POST /v1/search
+    Then it returns the tenant's memory and never the other tenant's."""
+    other = make_tenant("globex")
+    for owner, content in ((tenant, "The staging database runs PostgreSQL 17"),
+                           (other, "The staging database runs PostgreSQL 16")):
+        status, _ = invoke(handlers["memories"], http_event(
+            "POST", "/v1/memories", key=owner.key,
+            body={"memories": [{"content": content, "path": "shared.infra"}]}))
+        assert status == 200
+    status, body = invoke(handlers["search"], http_event(
+        "POST", "/v1/search", key=tenant.key, body={"query": "staging database PostgreSQL"}))
+    assert status == 200, body
+    contents = [r["content"] for r in body["results"]]
+    assert "The staging database runs PostgreSQL 17" in contents  # control: found
+    assert "The staging database runs PostgreSQL 16" not in contents
+    # the search function serves only search
+    status, _ = invoke(handlers["search"], http_event("GET", "/v1/memories", key=tenant.key))
+    assert status == 404
+
+
+def test_ingest_and_review_handlers(handlers, tenant):
+    """Given the ingest function without a state machine (the in-process pipeline)
+    When API Gateway posts a conversation with wait, then reads the receipt, and the review
+    function lists candidates
+    Then the receipt is final with its items, the GET returns the same receipt, and the
+    review queue answers with a list."""
+    status, receipt = invoke(handlers["ingest"], http_event(
+        "POST", "/v1/ingest", key=tenant.key,
+        body={"path": "users.ann", "wait": True,
+              "messages": [{"role": "user", "content": "I prefer PostgreSQL for new projects."}]}))
+    assert status in (200, 201), receipt
+    assert receipt["status"] == "wrote", receipt
+    status, again = invoke(handlers["ingest"], http_event(
+        "GET", f"/v1/ingest/{receipt['id']}", key=tenant.key))
+    assert (status, again["id"], again["status"]) == (200, receipt["id"], "wrote")
+    status, queue = invoke(handlers["review"], http_event("GET", "/v1/review", key=tenant.key))
+    assert status == 200 and isinstance(queue["items"], list)
+    # control: the review function does not serve ingest
+    status, _ = invoke(handlers["review"], http_event("GET", f"/v1/ingest/{receipt['id']}",
+                                                      key=tenant.key))
+    assert status == 404
+
+
+def authorize(handlers, event: dict) -> dict:
+    """API Gateway's first hop: the authorizer function gets the REQUEST event (payload 2.0)
+    built from the same request."""
+    from test_authorizer import LambdaContext as AuthorizerContext
+    from test_authorizer import authorizer_event
+
+    headers = event["headers"]
+    request = authorizer_event(headers.get("authorization"), event["requestContext"]["http"]["method"],
+                               event["rawPath"])
+    return handlers["authorizer"](request, AuthorizerContext())
+
+
+def test_requests_pass_the_authorizer_then_reach_the_route_function(handlers, tenant):
+    """Given API Gateway's flow (the authorizer first, then the route's function with the
+    authorizer's context under requestContext.authorizer.lambda)
+    When a request carries the tenant's key, and another carries a wrong key
+    Then the first is authorized with the tenant's context and the function answers it;
+    the second is denied by the authorizer (API Gateway answers 403 and never calls the
+    function), and the function would refuse it too."""
+    event = http_event("POST", "/v1/memories", key=tenant.key,
+                       body={"memories": [{"content": "Deploys freeze on Fridays",
+                                           "path": "agents.release"}]})
+    decision = authorize(handlers, event)
+    assert decision["isAuthorized"] is True
+    assert decision["context"]["tenant_id"] == str(tenant.tenant_id)
+    event["requestContext"]["authorizer"] = {"lambda": decision["context"]}
+    status, body = invoke(handlers["memories"], event)
+    assert status == 200 and body["results"][0]["status"] == "inserted", body
+
+    wrong = http_event("GET", "/v1/memories", key=tenant.key[:-4] + "xxxx")
+    assert authorize(handlers, wrong) == {"isAuthorized": False}
+    status, body = invoke(handlers["memories"], wrong)
+    assert status == 401, body
 
 
 @pytest.fixture

@@ -449,3 +449,61 @@ def test_fail_step_records_only_a_well_formed_error_name(step_handler, db, tenan
     assert before["status"] == "wrote"
     step_handler.handler({"step": "fail", **done_ids, "error": "States.Timeout"}, LambdaContext())
     assert receipt_row(db, done) == before
+
+
+@pytest.fixture
+def ingest_function(aws, monkeypatch):
+    """functions/ingest/handler.py configured as template.yaml deploys it: the state
+    machine's ARN in STRATA_INGEST_STATE_MACHINE_ARN (moto's, executing the real ASL)."""
+    from test_handlers import _reset_logging
+
+    _, arn, _ = aws
+    monkeypatch.setenv("STRATA_INGEST_STATE_MACHINE_ARN", arn)
+    get_settings.cache_clear()
+    spec = importlib.util.spec_from_file_location(
+        "handler_ingest_api", ROOT / "functions" / "ingest" / "handler.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module.handler
+    _reset_logging()
+    sys.modules.pop("handler_ingest_api", None)
+
+
+def test_ingest_api_function_runs_the_state_machine_end_to_end(aws, ingest_function, db, tenant):
+    """Given the ingest API function wired to the state machine
+    When API Gateway sends POST /v1/ingest with a conversation, and the same request again
+    with its idempotency key
+    Then the function answers 202 with the queued receipt, one execution named after the
+    receipt runs Extract..Persist through the real step handler, GET /v1/ingest/{id} then
+    says wrote, and the replay returns the same receipt without starting a second execution."""
+    from test_handlers import http_event, invoke
+
+    sfn, arn, fake = aws
+    body = {"path": "agents.chat", "idempotency_key": "conv-42",
+            "messages": [{"role": "user", "content": "I prefer MongoDB for new projects."}]}
+    status, receipt = invoke(ingest_function, http_event("POST", "/v1/ingest", key=tenant.key,
+                                                         body=body))
+    assert status == 202, receipt
+    assert receipt["status"] in ("queued", "running")
+
+    [execution] = sfn.list_executions(stateMachineArn=arn)["executions"]
+    assert execution["name"] == receipt["id"]
+    deadline = time.monotonic() + 60
+    while sfn.describe_execution(executionArn=execution["executionArn"])["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "execution did not finish"
+        time.sleep(0.05)
+    out = sfn.describe_execution(executionArn=execution["executionArn"])
+    assert out["status"] == "SUCCEEDED", out
+    assert fake.calls == [(s, "ok") for s in STEPS]
+
+    status, final = invoke(ingest_function, http_event("GET", f"/v1/ingest/{receipt['id']}",
+                                                       key=tenant.key))
+    assert (status, final["status"]) == (200, "wrote"), final
+    assert any(i["outcome"] == "created" for i in final["items"])
+
+    status, replay = invoke(ingest_function, http_event("POST", "/v1/ingest", key=tenant.key,
+                                                        body=body))
+    assert status in (200, 202) and replay["id"] == receipt["id"]
+    assert len(sfn.list_executions(stateMachineArn=arn)["executions"]) == 1
+    assert len(memories_of(db, tenant.tenant_id)) == len(
+        [i for i in final["items"] if i["outcome"] == "created"])

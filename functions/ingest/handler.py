@@ -1,9 +1,15 @@
-"""/v1/ingest and /v1/review behind the HTTP API: the `ingest` and `review` routers. With
-STRATA_INGEST_STATE_MACHINE_ARN set, a request starts one state machine execution per receipt."""
+"""/v1/ingest behind the HTTP API: the core's `ingest` router.
+
+With STRATA_INGEST_STATE_MACHINE_ARN set, POST /v1/ingest opens a receipt, starts one state
+machine execution named after it and answers with the queued receipt; GET
+/v1/ingest/{receipt_id} polls it. ``"wait": true`` runs the same steps in this function
+instead (strata.ingest.service.ingest), so it answers with the final receipt within the
+HTTP API's 30 s: meant for small batches, not for bulk imports.
+"""
 
 from mangum import Mangum
 
 from strata.api.app import create_app
 
 # Built at import so warm containers reuse it; create_app does not touch the database.
-handler = Mangum(create_app(routers=("ingest", "review")), lifespan="off")
+handler = Mangum(create_app(routers=("ingest",)), lifespan="off")

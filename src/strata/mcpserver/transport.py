@@ -29,9 +29,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from strata import __version__
-from strata.api.deps import bearer_token
+from strata.api.deps import resolve_caller
 from strata.api.errors import STATUS, error_body
-from strata.auth import Caller, authenticate
+from strata.auth import Caller
 from strata.errors import StrataError
 from strata.mcpserver import tools
 
@@ -106,8 +106,9 @@ class McpEndpoint:
             finally:
                 self.manager = None
 
-    def _authenticate(self, authorization: str | None) -> Caller:
-        return authenticate(self.runtime.db, bearer_token(authorization), surface="mcp")
+    def _authenticate(self, scope: Scope, authorization: str | None) -> Caller:
+        return resolve_caller(self.runtime.db, self.runtime.settings, scope, authorization,
+                              surface="mcp")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -122,7 +123,7 @@ class McpEndpoint:
         headers = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         try:
-            caller = await anyio.to_thread.run_sync(self._authenticate, authorization)
+            caller = await anyio.to_thread.run_sync(self._authenticate, scope, authorization)
         except StrataError as exc:
             status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
             response = JSONResponse(
