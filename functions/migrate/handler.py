@@ -1,7 +1,14 @@
-"""CloudFormation custom resource: apply the database migrations on Create and Update.
+"""CloudFormation custom resource: apply the database migrations on Create and Update, then
+create the first tenant.
+
+The database sits in private subnets, so nobody can run ``strata tenants create`` against it
+after ``sam deploy``: when the tenant ``default`` does not exist, this creates it and writes
+its owner key to the secret STRATA_ADMIN_KEY_SECRET_ARN names. An existing ``default`` is
+left alone and the secret untouched, so later deploys never rotate or overwrite the key.
 
 Delete is a no-op: the schema lives as long as the cluster. The response never carries an
-exception message (a connection error can name hosts and users); the log stream has details.
+exception message (a connection error can name hosts and users) nor the key; the log stream
+has details, never the key.
 """
 
 from __future__ import annotations
@@ -13,7 +20,11 @@ import urllib.request
 import psycopg
 from aws_lambda_powertools import Logger
 
+from strata.auth import create_tenant
+from strata.config import get_settings
+from strata.db import get_database
 from strata.db.migrate import migrate_database
+from strata.errors import Conflict
 
 log = Logger()
 
@@ -22,6 +33,7 @@ log = Logger()
 RETRY_SECONDS = 15
 RESERVE_MS = 60_000
 PHYSICAL_ID = "strata-db-migrations"
+FIRST_TENANT = "default"
 
 
 def handler(event, context):
@@ -29,8 +41,11 @@ def handler(event, context):
     try:
         if event["RequestType"] in ("Create", "Update"):
             applied = _migrate(context)
+            created = _bootstrap()
             reason = f"applied {len(applied)} migration(s)"
-            data = {"Applied": ",".join(applied)}
+            if created:
+                reason += f"; created tenant {FIRST_TENANT}"
+            data = {"Applied": ",".join(applied), "TenantCreated": str(created).lower()}
     except Exception as exc:
         log.exception("migration failed")
         status = "FAILED"
@@ -48,6 +63,40 @@ def _migrate(context) -> list[str]:
                 raise
             log.warning("database not reachable yet", extra={"retry_in_s": RETRY_SECONDS})
             time.sleep(RETRY_SECONDS)
+
+
+def _bootstrap() -> bool:
+    """Create the first tenant and store its owner key; False when it exists (or no secret
+    is configured)."""
+    secret_arn = get_settings().admin_key_secret_arn
+    if not secret_arn:
+        return False
+    db = get_database()
+    try:
+        # The unique name makes this the existence check too: two deploys racing create one.
+        tenant, key = create_tenant(db, FIRST_TENANT)
+    except Conflict:
+        log.info("first tenant exists; its key secret is left as it is")
+        return False
+    try:
+        _secrets().put_secret_value(SecretId=secret_arn, SecretString=key.key)
+    except Exception:
+        # A key nobody can read would leave a tenant nobody can use and, since it exists, the
+        # next deploy would not try again: undo it (every tenant table cascades), so the
+        # retry starts clean. The SQL belongs with the tenants in strata.auth once a
+        # delete_tenant exists there.
+        with db.transaction(cause="tenant.bootstrap_rollback", actor="deploy") as cur:
+            cur.execute("DELETE FROM tenants WHERE id = %s", (tenant.id,))
+        raise
+    log.info("first tenant created; its owner key is in the admin key secret",
+             extra={"tenant_id": str(tenant.id)})
+    return True
+
+
+def _secrets():
+    import boto3
+
+    return boto3.client("secretsmanager")
 
 
 def _respond(event, status: str, reason: str, data: dict) -> None:

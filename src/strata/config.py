@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     db_port: int = 5432
     db_name: str = "strata"
     db_secret_arn: str | None = None
+    # AWS: sign in to RDS Proxy with a fresh IAM token per new connection (rds-db:connect)
+    # instead of the secret's password; TLS is then required. The user is db_user, or the
+    # secret's username when db_user is unset.
+    db_iam_auth: bool = False
+    db_user: str | None = None
     pool_min: int = 0
     pool_max: int = 8
 
@@ -81,6 +86,9 @@ class Settings(BaseSettings):
 
     # AWS: the ingest state machine; unset = the pipeline runs in-process.
     ingest_state_machine_arn: str | None = None
+    # AWS: the secret the deploy-time bootstrap writes the `default` tenant's owner key to,
+    # once, when it creates that tenant; unset = the migration creates no tenant.
+    admin_key_secret_arn: str | None = None
 
     max_content_bytes: int = 32 * 1024
     max_batch: int = 500

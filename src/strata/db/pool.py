@@ -4,6 +4,9 @@ A ``Database`` owns one psycopg pool, opened lazily on first use and reused for 
 the process (a warm Lambda container keeps it). Transactions set ``strata.cause``,
 ``strata.actor`` and ``strata.operation_id`` with ``SET LOCAL`` semantics so the history
 trigger records why a row changed.
+
+On AWS with ``STRATA_DB_IAM_AUTH`` the pool opens ``IamAuthConnection``s: each new connection
+signs in to RDS Proxy with an IAM token minted for that connect, over TLS.
 """
 
 from __future__ import annotations
@@ -33,11 +36,68 @@ def _configure(conn: psycopg.Connection) -> None:
     register_vector(conn)
 
 
+# sslmodes that already verify the server; anything weaker becomes "require" under IAM auth.
+_VERIFYING_SSLMODES = ("verify-ca", "verify-full")
+
+
+@lru_cache(maxsize=1)
+def _rds_client():
+    import boto3
+
+    return boto3.client("rds")
+
+
+def iam_auth_token(host: str, port: int, user: str) -> str:
+    """An RDS IAM authentication token for ``user`` at ``host:port``: a SigV4-presigned URL,
+    signed locally (no network), accepted for connects within 15 minutes of now."""
+    return _rds_client().generate_db_auth_token(DBHostname=host, Port=port, DBUsername=user)
+
+
+def iam_connection_params(conninfo_str: str = "", **overrides: object) -> dict[str, str]:
+    """The password (a token minted now) and sslmode for connecting to ``conninfo_str`` with
+    ``overrides`` (keyword connection parameters, which win over the string, as in psycopg)."""
+    params = conninfo.conninfo_to_dict(conninfo_str)
+    params.update({k: v for k, v in overrides.items()
+                   if k in ("host", "port", "user", "sslmode") and v is not None})
+    host, user = params.get("host"), params.get("user")
+    if not host or not user:
+        raise ValueError("IAM database authentication needs a host and a user to sign for")
+    sslmode = str(params.get("sslmode") or "")
+    return {
+        "password": iam_auth_token(str(host), int(params.get("port") or 5432), str(user)),
+        # IAM auth is refused without TLS; a stricter mode the caller chose is kept.
+        "sslmode": sslmode if sslmode in _VERIFYING_SSLMODES else "require",
+    }
+
+
+class IamAuthConnection(psycopg.Connection):
+    """A connection that signs in with an IAM token minted for this connect.
+
+    Tokens live 15 minutes and a pooled connection outlives its token, which is fine: the
+    token is checked only when connecting, and every new connection (the pool's refills,
+    its max_lifetime reconnects) gets a fresh one here. Any password in the conninfo is
+    replaced.
+    """
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs):  # type: ignore[override]
+        kwargs.update(iam_connection_params(conninfo, **kwargs))
+        return super().connect(conninfo, **kwargs)
+
+
 class Database:
-    def __init__(self, url: str, *, min_size: int = 0, max_size: int = 8) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 0,
+        max_size: int = 8,
+        connection_class: type[psycopg.Connection] = psycopg.Connection,
+    ) -> None:
         self.url = url
         self._min = min_size
         self._max = max_size
+        self._connection_class = connection_class
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
 
@@ -48,6 +108,7 @@ class Database:
                 if self._pool is None:
                     pool = ConnectionPool(
                         self.url,
+                        connection_class=self._connection_class,
                         min_size=self._min,
                         max_size=self._max,
                         # Autocommit: a read is one round trip; writes use transaction().
@@ -126,27 +187,48 @@ def translate_errors() -> Iterator[None]:
 
 
 def database_url(settings: Settings) -> str:
-    """The URL for this process: explicit, or built from the AWS secret, or the embedded server."""
+    """The URL for this process: explicit, or built from the AWS settings, or the embedded server.
+
+    With ``db_iam_auth`` the URL's password is a token minted now, good for a connect within
+    15 minutes: one-shot callers such as the migrations connect with the URL as it is, while
+    the pool's ``IamAuthConnection`` mints a new token for every connection it opens.
+    """
     if settings.database_url:
-        return settings.database_url
-    if settings.db_host and settings.db_secret_arn:
-        from aws_lambda_powertools.utilities import parameters
+        url = settings.database_url
+    elif settings.db_host and (settings.db_secret_arn or (settings.db_iam_auth and settings.db_user)):
+        url = _aws_url(settings)
+    elif settings.db_iam_auth:
+        raise ValueError("STRATA_DB_IAM_AUTH needs STRATA_DB_HOST (the RDS Proxy endpoint) and "
+                         "STRATA_DB_USER or STRATA_DB_SECRET_ARN, or STRATA_DATABASE_URL")
+    else:
+        from strata.db.embedded import ensure_server
 
-        secret = parameters.get_secret(settings.db_secret_arn, transform="json", max_age=300)
-        return conninfo.make_conninfo(
-            host=settings.db_host,
-            port=settings.db_port,
-            dbname=settings.db_name,
-            user=secret["username"],
-            password=secret["password"],
-            sslmode="require",
-        )
-    from strata.db.embedded import ensure_server
+        return ensure_server(settings)
+    if settings.db_iam_auth:
+        return conninfo.make_conninfo(url, **iam_connection_params(url))
+    return url
 
-    return ensure_server(settings)
+
+def _aws_url(settings: Settings) -> str:
+    params = {"host": settings.db_host, "port": settings.db_port, "dbname": settings.db_name,
+              "sslmode": "require"}
+    if settings.db_iam_auth and settings.db_user:
+        # No secret read: with IAM auth the function's role needs no access to the password.
+        return conninfo.make_conninfo(user=settings.db_user, **params)
+    from aws_lambda_powertools.utilities import parameters
+
+    secret = parameters.get_secret(settings.db_secret_arn, transform="json", max_age=300)
+    if settings.db_iam_auth:
+        return conninfo.make_conninfo(user=secret["username"], **params)
+    return conninfo.make_conninfo(user=secret["username"], password=secret["password"], **params)
+
+
+def connection_class(settings: Settings) -> type[psycopg.Connection]:
+    return IamAuthConnection if settings.db_iam_auth else psycopg.Connection
 
 
 @lru_cache(maxsize=1)
 def get_database() -> Database:
     settings = get_settings()
-    return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max)
+    return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max,
+                    connection_class=connection_class(settings))
