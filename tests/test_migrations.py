@@ -71,12 +71,13 @@ def test_migrate_creates_tables_extensions_and_hnsw_index(empty_db_url, settings
     assert column_type(empty_db_url, "tombstones", "embedding") == "vector(384)"
     assert query(empty_db_url, "SELECT value FROM strata_meta WHERE key = 'embedding_dim'") == [
         {"value": "384"}]
-    # the full-text index takes entries directly (no pending list for searches to scan);
-    # control: the tags GIN index keeps the default
+    # the full-text arm's index is keyed by tenant and takes entries directly (no pending
+    # list for searches to scan); the table-wide one is gone; control: the tags GIN index
+    # keeps the default
     options = {r["relname"]: r["reloptions"] for r in query(
-        empty_db_url, "SELECT relname, reloptions FROM pg_class"
-                      " WHERE relname IN ('memories_fts_idx', 'memories_tags_idx')")}
-    assert options == {"memories_fts_idx": ["fastupdate=off"], "memories_tags_idx": None}
+        empty_db_url, "SELECT relname, reloptions FROM pg_class WHERE relname IN"
+                      " ('memories_fts_idx', 'memories_tenant_text_idx', 'memories_tags_idx')")}
+    assert options == {"memories_tenant_text_idx": ["fastupdate=off"], "memories_tags_idx": None}
 
 
 def test_configured_dimension_reaches_a_fresh_schema(empty_db_url):

@@ -412,3 +412,33 @@ def test_access_bookkeeping_over_http_and_a_locked_row_is_retried(client, tenant
         assert log.flush() == 0 and log.pending() == 1  # skipped, not blocked
     assert log.flush() == 1 and memory_row(db, mid)["access_count"] == 2
     assert memory_row(db, mid)["history"] == 0
+
+
+def test_text_arm_keeps_every_multi_lexeme_match_above_the_single_lexeme_cap(
+        client, tenant, make_tenant, monkeypatch):
+    """With more single-lexeme matches than TEXT_ONE_LEXEME_CAP, the text arm samples those
+    and still ranks every row sharing two lexemes first; below the cap (control: the default)
+    it ranks every match. The tenant-keyed index never reaches another tenant's row with
+    the same words (control: that tenant finds it)."""
+    import strata.search as search_module
+
+    h = tenant.headers
+    singles = create(client, h, *[
+        {"content": f"Zephyr note {word} for the archive", "path": "shared.ops"}
+        for word in ("amber", "basalt", "cobalt", "dune", "ember", "fjord")])
+    [both] = create(client, h, {"content": "The zephyr gauge needs a quokka sticker",
+                                "path": "shared.ops"})
+    [other_word] = create(client, h, {"content": "A quokka lives on Rottnest", "path": "shared.ops"})
+    other = make_tenant("elsewhere")
+    [foreign] = create(client, other.headers, {"content": "zephyr quokka zephyr quokka",
+                                               "path": "shared.ops"})
+
+    everything = search(client, h, "zephyr quokka", mode="keyword", limit=20)
+    assert ids(everything)[0] == both
+    assert set(ids(everything)) == {both, other_word, *singles}
+    assert ids(search(client, other.headers, "zephyr quokka", mode="keyword")) == [foreign]
+
+    monkeypatch.setattr(search_module, "TEXT_ONE_LEXEME_CAP", 3)
+    capped = search(client, h, "zephyr quokka", mode="keyword", limit=20)
+    assert ids(capped)[0] == both
+    assert len(capped) <= 3 + 1 and foreign not in ids(capped)

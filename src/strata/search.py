@@ -44,6 +44,20 @@ Vector arm
     ``eval/bench_search.py`` (10 tenants x 10k + one 1k tenant, 384 dims): recall@10 of the
     arm 0.996 at the 10 % tenant and 1.0 at the 1 % tenant.
 
+Text arm
+    Matches through ``memories_tenant_text_idx`` (migration 0007), a GIN index whose keys
+    are the content's lexemes prefixed with the tenant id, so a search decodes only its
+    own tenant's posting lists (the plain index on ``fts`` held one list per lexeme for the
+    whole table, and decoding other tenants' matches was most of the arm's time). Its
+    candidates are every row sharing at least two lexemes with the query (up to
+    ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one; they are
+    ranked with ``ts_rank`` on ``fts``. Below the caps this is exactly "rank every row that
+    matches any lexeme". Above them -- a broad query over a large tenant, where thousands
+    of rows share a common word -- the rows sharing a single lexeme are a sample in index
+    order: the weakest text evidence, whose ts_rank is mostly tied anyway, and the vector
+    arm still ranks the whole scope. Measured on eval/bench_search.py's 10 % tenant
+    (interleaved A/B under load): the text arm ~45 % cheaper, hybrid ~35 %, the same top 10.
+
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
     ``include: ["history"]`` adds ``superseded`` and ``archived``. ``rejected`` memories are
@@ -93,6 +107,8 @@ log = logging.getLogger(__name__)
 
 RRF_K = 60
 ARM_DEPTH = 50  # candidates each arm contributes before fusion
+TEXT_TWO_LEXEME_CAP = 1000  # text-arm candidates sharing two or more lexemes with the query
+TEXT_ONE_LEXEME_CAP = 200  # ... and sharing at least one (see "Text arm")
 TIME_BOOST_START = 0.5 / (RRF_K + 1)  # valid range starts inside a named time window
 TIME_BOOST_OVERLAP = 0.25 / (RRF_K + 1)  # valid range only overlaps it
 EXPAND_EDGES = ("REFINES", "COEXISTS", "DERIVED_FROM")
@@ -185,33 +201,49 @@ _ACCESS = """{a}.tenant_id = %(tenant)s
       AND (%(paths)s::ltree[] IS NULL OR {a}.path <@ %(paths)s::ltree[])
       AND (%(valid_at)s::timestamptz IS NULL OR {a}.valid @> %(valid_at)s::timestamptz)"""
 
-_SEARCH = f"""
-WITH q AS (
-    SELECT %(vec)s::vector AS vec,
-           array_to_string(ARRAY(
-               SELECT quote_literal(l) FROM unnest(tsvector_to_array(
-                   to_tsvector('english', %(text)s))) AS l), ' | ')::tsquery AS tsq
-),
-scope AS (  -- the text arm's candidates (the vector arm reads memories itself)
-    SELECT m.id, m.fts FROM memories m
-    WHERE {_ACCESS.format(a="m")}
+# The selection filters of a hit (beyond _ACCESS), in each arm's WHERE.
+_FILTERS = _ACCESS.format(a="m") + """
       AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
       AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
-      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
+      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"""
+
+_SEARCH = f"""
+WITH lx AS (
+    SELECT ARRAY(SELECT l FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS l)
+           AS l
+),
+q AS (  -- the query's lexemes: OR-ed for ranking; keyed by tenant, alone and in pairs, to match
+    SELECT array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lx.l) AS l), ' | ')::tsquery
+             AS tsq,
+           array_to_string(ARRAY(SELECT quote_literal(%(tenant)s::text || ':' || l)
+                                 FROM unnest(lx.l) AS l), ' | ')::tsquery AS any_lexeme,
+           NULLIF(array_to_string(ARRAY(
+               SELECT quote_literal(%(tenant)s::text || ':' || a) || ' & '
+                      || quote_literal(%(tenant)s::text || ':' || b)
+               FROM unnest(lx.l) WITH ORDINALITY AS x(a, i),
+                    unnest(lx.l) WITH ORDINALITY AS y(b, j) WHERE i < j), ' | '), '')::tsquery
+             AS two_lexemes
+    FROM lx
+),
+cand AS (  -- the text arm's candidates (see "Text arm" above)
+    (SELECT m.id FROM memories m, q
+     WHERE %(use_txt)s AND q.two_lexemes IS NOT NULL
+       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ q.two_lexemes AND {_FILTERS}
+     LIMIT %(two_cap)s)
+    UNION
+    (SELECT m.id FROM memories m, q
+     WHERE %(use_txt)s AND strata_tenant_lexemes(m.tenant_id, m.content) @@ q.any_lexeme
+       AND {_FILTERS}
+     LIMIT %(one_cap)s)
 ),
 vec AS (
-    -- Straight on memories (not the scope CTE) so the planner can use the HNSW index;
     -- The inner ORDER BY is the index-usable distance (HNSW), or, when pgvector has no
     -- iterative scans, an expression no index matches (exact). See "Vector arm" above.
     SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank, 1 - v.dist AS score
     FROM (
         SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
         FROM memories m
-        WHERE %(use_vec)s AND m.embedding IS NOT NULL
-          AND {_ACCESS.format(a="m")}
-          AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
-          AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
-          AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
+        WHERE %(use_vec)s AND m.embedding IS NOT NULL AND {_FILTERS}
         ORDER BY {{vec_order}} LIMIT %(depth)s
     ) v
     ORDER BY v.dist, v.id
@@ -220,9 +252,9 @@ txt AS (
     -- The rank function runs once per matching row (the outer query ranks only the top).
     SELECT t.id, rank() OVER (ORDER BY t.tr DESC) AS rank, t.tr AS score
     FROM (
-        SELECT s.id, ts_rank(s.fts, q.tsq) AS tr
-        FROM scope s, q WHERE %(use_txt)s AND s.fts @@ q.tsq
-        ORDER BY tr DESC, s.id LIMIT %(depth)s
+        SELECT c.id, ts_rank(m.fts, q.tsq) AS tr
+        FROM cand c JOIN memories m ON m.id = c.id, q
+        ORDER BY tr DESC, c.id LIMIT %(depth)s
     ) t
 ),
 fused AS (
@@ -355,6 +387,7 @@ def search(
             "statuses": statuses_for(req.include), "any_status": ignore_status,
             "use_vec": use_vec, "use_txt": req.mode in ("hybrid", "keyword"),
             "depth": max(ARM_DEPTH, req.limit), "k": RRF_K, "limit": req.limit,
+            "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
             "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
             "boost_start": TIME_BOOST_START, "boost_overlap": TIME_BOOST_OVERLAP,
             "expand": req.expand, "edges": list(EXPAND_EDGES),
