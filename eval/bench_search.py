@@ -274,7 +274,7 @@ def measure_scope(db, conn, tenant, args, centroids, words, embedder, base_url) 
             out["recall_at_10"] = round(float(np.mean(recalls)), 4)
             out["recall_at_10_min"] = round(float(np.min(recalls)), 2)
             out["vector_rows_returned_mean"] = round(float(np.mean(returned)), 2)
-    if base_url:
+    if base_url and args.http_queries:
         headers = {"Authorization": f"Bearer {tenant['key']}"}
         with httpx.Client(base_url=base_url, headers=headers,
                           timeout=60) as http:
