@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from strata.auth import Caller, authenticate
-from strata.authorizer import bearer_token  # noqa: F401 (also the /mcp endpoint's)
+from strata.authorizer import bearer_token
 from strata.config import Settings
 from strata.db import Database
 from strata.providers import Embedder
