@@ -20,7 +20,7 @@ import urllib.request
 import psycopg
 from aws_lambda_powertools import Logger
 
-from strata.auth import create_tenant
+from strata.auth import create_tenant, delete_tenant
 from strata.config import get_settings
 from strata.db import get_database
 from strata.db.migrate import migrate_database
@@ -82,11 +82,8 @@ def _bootstrap() -> bool:
         _secrets().put_secret_value(SecretId=secret_arn, SecretString=key.key)
     except Exception:
         # A key nobody can read would leave a tenant nobody can use and, since it exists, the
-        # next deploy would not try again: undo it (every tenant table cascades), so the
-        # retry starts clean. The SQL belongs with the tenants in strata.auth once a
-        # delete_tenant exists there.
-        with db.transaction(cause="tenant.bootstrap_rollback", actor="deploy") as cur:
-            cur.execute("DELETE FROM tenants WHERE id = %s", (tenant.id,))
+        # next deploy would not try again: undo it, so the retry starts clean.
+        delete_tenant(db, tenant.id, cause="tenant.bootstrap_rollback", actor="deploy")
         raise
     log.info("first tenant created; its owner key is in the admin key secret",
              extra={"tenant_id": str(tenant.id)})

@@ -7,6 +7,7 @@ from strata.auth.principals import (
     create_principal,
     create_tenant,
     delete_grant,
+    delete_tenant,
     find_principal,
     find_tenant,
     list_grants,
@@ -15,6 +16,6 @@ from strata.auth.principals import (
 
 __all__ = [
     "Access", "Caller", "Level", "authenticate", "create_key", "generate_key", "list_keys",
-    "revoke_key", "create_grant", "create_principal", "create_tenant", "delete_grant",
+    "revoke_key", "create_grant", "create_principal", "create_tenant", "delete_grant", "delete_tenant",
     "find_principal", "find_tenant", "list_grants", "list_principals",
 ]

@@ -37,6 +37,14 @@ def create_tenant(db: Database, name: str) -> tuple[Tenant, CreatedKey]:
     return tenant, key
 
 
+def delete_tenant(db: Database, tenant_id: uuid.UUID, *, cause: str, actor: str) -> None:
+    """Remove a tenant and everything it holds (every tenant table cascades from tenants).
+    For undoing a tenant that never became usable, such as a first tenant whose key could
+    not be stored; there is no route to it."""
+    with db.transaction(cause=cause, actor=actor) as cur:
+        cur.execute("DELETE FROM tenants WHERE id = %s", (tenant_id,))
+
+
 def find_tenant(db: Database, name_or_id: str) -> Tenant:
     with db.connection() as conn:
         row = conn.execute(
