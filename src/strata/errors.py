@@ -70,3 +70,16 @@ class Gone(StrataError):
     """The thing existed but was erased (forget): it cannot be restored."""
 
     code = "gone"
+
+
+def field_path(loc) -> str | None:
+    """A pydantic error location as the field name errors report: ('memories', 3, 'content')
+    -> 'memories[3].content', without pydantic's validator and type steps. Shared by the
+    API and the client (which validates requests before sending them)."""
+    out = ""
+    for p in loc:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and not p.startswith(("function-after", "literal[", "list[")):
+            out += f".{p}" if out else p
+    return out or None

@@ -25,6 +25,7 @@ from strata.errors import (
     Suppressed,
     Unauthenticated,
     VersionConflict,
+    field_path,
 )
 
 log = logging.getLogger(__name__)
@@ -51,14 +52,7 @@ def error_body(code: str, message: str, field: str | None = None, **extra: Any) 
 
 def field_name(loc: Sequence[Any]) -> str | None:
     """('body', 'memories', 3, 'content') -> 'memories[3].content'."""
-    parts = list(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)
-    out = ""
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif isinstance(p, str) and not p.startswith(("function-after", "literal[", "list[")):
-            out += f".{p}" if out else p
-    return out or None
+    return field_path(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)
 
 
 async def _strata_error(request: Request, exc: StrataError) -> JSONResponse:

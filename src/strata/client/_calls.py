@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from strata.client.errors import ApiError, InvalidInput, ServerError, from_response
+from strata.errors import field_path
 
 # Statuses worth another attempt. 429 and 503 say the request was not processed (rate
 # limit; a provider down before anything was written), so every request retries them;
@@ -29,16 +30,6 @@ def _models():
     return models
 
 
-def _field(loc: Sequence[Any]) -> str | None:
-    out = ""
-    for p in loc:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif isinstance(p, str) and not p.startswith(("function-after", "literal[", "list[")):
-            out += f".{p}" if out else p
-    return out or None
-
-
 def validated(model: type, **values: Any) -> Any:
     """``model(**values)``, with a validation failure raised as the server would answer it
     (``InvalidInput`` naming the field), before anything is sent."""
@@ -48,7 +39,7 @@ def validated(model: type, **values: Any) -> Any:
         return model(**values)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InvalidInput(first.get("msg", "invalid value"), field=_field(first.get("loc", ())),
+        raise InvalidInput(first.get("msg", "invalid value"), field=field_path(first.get("loc", ())),
                            status=None) from None
 
 
