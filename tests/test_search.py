@@ -442,3 +442,35 @@ def test_text_arm_keeps_every_multi_lexeme_match_above_the_single_lexeme_cap(
     capped = search(client, h, "zephyr quokka", mode="keyword", limit=20)
     assert ids(capped)[0] == both
     assert len(capped) <= 3 + 1 and foreign not in ids(capped)
+
+
+def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
+        client, tenant, db, monkeypatch):
+    """The route is decided in the statement by counting the tenant's rows in scope (up to
+    EXACT_SCOPE_ROWS + 1), not by the planner's estimate: at or under the threshold the arm
+    is exact, above it the HNSW branch runs (control) -- and both rank the same memories
+    here. Without iterative scans (pgvector 0.7) the arm is always exact."""
+    import strata.search as search_module
+
+    h = tenant.headers
+    created = create(client, h, *[
+        {"content": f"Ticket {i} concerns the {w} service", "path": "shared.ops"}
+        for i, w in enumerate(["billing", "search", "ingest", "audit", "export", "login"])])
+
+    def ranked(threshold: int) -> tuple[list[str], set]:
+        monkeypatch.setattr(search_module, "EXACT_SCOPE_ROWS", threshold)
+        res = search(client, h, "ticket about the billing service", mode="vector",
+                     explain=True)
+        return ids(res), {r["explain"]["vector"]["exact"] for r in res}
+
+    exact_ids, exact_route = ranked(6)
+    hnsw_ids, hnsw_route = ranked(5)
+    assert exact_route == {True} and hnsw_route == {False}
+    assert sorted(exact_ids) == sorted(created) and hnsw_ids == exact_ids
+    assert exact_ids[0] == created[0]
+
+    monkeypatch.setitem(search_module._ITERATIVE_SCAN, db, False)
+    old_ids, old_route = ranked(5)
+    assert old_route == {True} and old_ids == exact_ids
+    kw = search(client, h, "billing", mode="keyword", explain=True)
+    assert kw and kw[0]["explain"]["vector"]["exact"] is None

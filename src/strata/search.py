@@ -31,22 +31,31 @@ Ranking
     so equal distances or equal text scores share a rank instead of being split by id.
 
 Vector arm
-    Reads ``memories`` directly with every filter in its WHERE and ``ORDER BY embedding <=>
-    vec LIMIT depth``, so the planner chooses per query: for a small scope (a 1 % tenant) a
-    bitmap scan on the tenant btree and an exact top-N sort; for a large one the HNSW index.
+    Reads ``memories`` directly with every filter in its WHERE and ranks by cosine distance.
+    Which way it ranks is decided inside the statement, not by the planner's estimate: the
+    ``scope`` CTE counts the tenant's rows in the requested statuses, stopping at
+    ``EXACT_SCOPE_ROWS + 1`` (an index-only scan; ~0.5 ms at 2,000). A scope that small is
+    ranked exactly (an ORDER BY no index matches: a bitmap scan on the tenant and a top-N
+    sort, recall 1.0, ~1.5 ms for 1,000 rows); a larger one through HNSW. Each branch sits
+    under a one-time filter, so only one runs. Left to itself the planner sent a 1,000-row
+    tenant of a 101k-row table to HNSW for some query shapes (recall@10 0.875 measured) and
+    a 10,000-row tenant of a 1M-row table too (0.83).
+
     A plain HNSW scan under a tenant filter keeps only the ``hnsw.ef_search`` nearest rows
     of the *whole table* and then filters, so it returns too few rows (0 of 50 measured at
     a 10 % tenant). On pgvector >= 0.8 the statement therefore runs with ``SET LOCAL
     hnsw.iterative_scan = relaxed_order`` and ``hnsw.ef_search = HNSW_EF_SEARCH`` (checked
     once per Database; the arm re-sorts its rows by distance, which relaxed order needs).
-    On pgvector 0.7 (no iterative scans) it degrades to exact: the ORDER BY is written so no
-    index matches it -- correct, and slower for large scopes. Measured with
-    ``eval/bench_search.py`` (10 tenants x 10k + one 1k tenant, 384 dims): recall@10 of the
-    arm 0.99 at the 10 % tenant and 1.0 at the 1 % tenant. It does not hold at 10x that
-    (10 x 100k + a 10k tenant, 1M rows): recall@10 0.78 at the 10 % tenant and 0.71 at the
-    1 % one, whose 10k rows the planner also sends to HNSW (exact would be 1.0 at ~80 ms
-    there). Tables that large need the index split by tenant (hash partitions with an HNSW
-    index each, or partial indexes for the largest tenants): not built yet.
+    On pgvector 0.7 (no iterative scans) every scope is ranked exactly -- correct, and
+    slower for large scopes. The result's ``explain.vector.exact`` says which way it ranked.
+
+    Measured with ``eval/bench_search.py`` (10 tenants x 10k + one 1k tenant, 384 dims):
+    recall@10 of the arm 0.99 at the 10 % tenant and 1.0 at the 1 % tenant. At 10x that
+    (10 x 100k + a 10k tenant, 1M rows) HNSW recall@10 falls to ~0.80 at ef_search 200
+    (0.88 at 400, 0.96 at 1000, at 1.6x the latency): the synthetic clusters are noisy and
+    a filtered graph walk misses some of them. Tables that large want the index split by
+    tenant (hash partitions with an HNSW index each, or partial indexes for the largest
+    tenants): not built yet.
 
 Text arm
     Matches through ``memories_tenant_text_idx`` (migration 0007), a GIN index whose keys
@@ -241,15 +250,29 @@ cand AS (  -- the text arm's candidates (see "Text arm" above)
        AND {_FILTERS}
      LIMIT %(one_cap)s)
 ),
+scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows
+    SELECT NOT %(iterative)s OR count(*) <= %(exact_rows)s AS small
+    FROM (SELECT 1 FROM memories m
+          WHERE %(use_vec)s AND %(iterative)s AND m.tenant_id = %(tenant)s
+            AND (m.status = ANY(%(statuses)s::memory_status[]) OR %(any_status)s)
+          LIMIT %(exact_rows)s + 1) s
+),
 vec AS (
-    -- The inner ORDER BY is the index-usable distance (HNSW), or, when pgvector has no
-    -- iterative scans, an expression no index matches (exact). See "Vector arm" above.
+    -- One branch runs (the other's one-time filter is false): exact (an ORDER BY no index
+    -- matches), or the index-usable distance (HNSW). See "Vector arm" above.
     SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank, 1 - v.dist AS score
     FROM (
-        SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
-        FROM memories m
-        WHERE %(use_vec)s AND m.embedding IS NOT NULL AND {_FILTERS}
-        ORDER BY {{vec_order}} LIMIT %(depth)s
+        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
+         FROM memories m
+         WHERE %(use_vec)s AND (SELECT small FROM scope) AND m.embedding IS NOT NULL
+           AND {_FILTERS}
+         ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(depth)s)
+        UNION ALL
+        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
+         FROM memories m
+         WHERE %(use_vec)s AND NOT (SELECT small FROM scope) AND m.embedding IS NOT NULL
+           AND {_FILTERS}
+         ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)
     ) v
     ORDER BY v.dist, v.id
 ),
@@ -319,21 +342,20 @@ out AS (
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
        m.confidence, o.grp, o.from_id, o.edge, o.vec_rank, o.vec_score, o.txt_rank,
-       o.txt_score, o.rrf, o.time_boost, o.window_match, o.score
+       o.txt_score, o.rrf, o.time_boost, o.window_match, o.score,
+       (SELECT small FROM scope) AS vec_exact
 FROM out o JOIN memories m ON m.id = o.id
 ORDER BY o.grp, o.pos, o.edge, m.id
 """
 
-# The vector arm's inner ORDER BY: HNSW-usable with iterative scans (pgvector >= 0.8),
-# otherwise an equivalent order no index matches, so the planner scans the scope exactly
-# (a plain HNSW scan under a tenant filter returns too few rows: see the docstring).
-_SEARCH_HNSW = _SEARCH.replace("{vec_order}", "m.embedding <=> %(vec)s::vector")
-_SEARCH_EXACT = _SEARCH.replace("{vec_order}", "(m.embedding <=> %(vec)s::vector) + 0")
 # Candidates per iterative-scan batch. Measured on eval/bench_search.py's 10 % tenant (10k
 # rows of 101k; interleaved, rotating which setting runs first): 100 -> recall@10 0.991,
 # 200 -> 0.992 at the same p50 (11 ms for the statement); 40 -> 0.984. At 100k rows per
 # tenant (1M rows) recall falls to ~0.78 whatever the setting: see the module docstring.
 HNSW_EF_SEARCH = 200
+# A scope (tenant, statuses, readable paths) of at most this many rows is ranked exactly,
+# whatever the planner estimates: see "Vector arm".
+EXACT_SCOPE_ROWS = 2000
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
     f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true)"
@@ -397,15 +419,14 @@ def search(
             "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
             "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
             "boost_start": TIME_BOOST_START, "boost_overlap": TIME_BOOST_OVERLAP,
-            "expand": req.expand, "edges": list(EXPAND_EDGES),
+            "expand": req.expand, "edges": list(EXPAND_EDGES), "exact_rows": EXACT_SCOPE_ROWS,
         }
         with db.connection() as conn:
-            if use_vec and _iterative_scan(db, conn):
-                with conn.transaction():  # SET LOCAL scope: this statement only
+            params["iterative"] = use_vec and _iterative_scan(db, conn)
+            with conn.transaction():  # SET LOCAL scope: this statement only
+                if params["iterative"]:
                     conn.execute(_HNSW_SETTINGS)
-                    rows = conn.execute(_SEARCH_HNSW, params).fetchall()
-            else:
-                rows = conn.execute(_SEARCH_EXACT, params).fetchall()
+                rows = conn.execute(_SEARCH, params).fetchall()
         results = [_result(r, req, windows) for r in rows]
         event.count = len(results)
         event.memory_ids = [r.id for r in results]
@@ -434,7 +455,8 @@ def _result(r: dict[str, Any], req: SearchRequest, windows: list[dict[str, Any]]
                 }
             explain = {
                 "mode": req.mode,
-                "vector": {"rank": r["vec_rank"], "score": r["vec_score"]},
+                "vector": {"rank": r["vec_rank"], "score": r["vec_score"],
+                           "exact": bool(r["vec_exact"]) if req.mode != "keyword" else None},
                 "text": {"rank": r["txt_rank"], "score": r["txt_score"]},
                 "rrf": float(r["rrf"]), "rrf_k": RRF_K, "boosts": boosts,
                 "score": float(r["score"]), "tie_breakers": TIE_BREAKERS,
