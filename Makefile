@@ -1,4 +1,6 @@
 # The two commands a newcomer needs: `make run` (local stack) and `make test`.
+# The repository, also when sam build runs a layer target below from a scratch directory.
+ROOT   := $(patsubst %/,%,$(dir $(abspath $(firstword $(MAKEFILE_LIST)))))
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -10,7 +12,8 @@ SAM           := $(SAM_VENV)/bin/sam
 ASL_VALIDATOR := asl-validator@4.0.0
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test install install-local bench lint clean tools validate build
+.PHONY: run test install install-local bench lint clean tools validate build \
+	build-StrataLayer build-McpLayer
 
 $(BIN)/strata: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,10 +57,21 @@ validate: tools $(BIN)/strata
 	AWS_DEFAULT_REGION=us-east-1 $(SAM) validate --lint
 	npx --yes $(ASL_VALIDATOR) $(foreach f,$(wildcard infra/statemachines/*.asl.json),--json-path $(f))
 
-# sam build (no container): the layer and every function into .aws-sam/build. Needs
+# sam build (no container): the layers and every function into .aws-sam/build. Needs
 # python3.11 on PATH, which the python3.11 runtime's build uses.
 build: $(SAM_STAMP)
 	AWS_DEFAULT_REGION=us-east-1 $(SAM) build
+
+# sam build calls these for the two layers (BuildMethod makefile, ContextPath .), from a copy
+# of the layer's folder with ARTIFACTS_DIR set. layers/build_layer.py says what goes in; sam's
+# build cache does not see that file, so after changing it build once with --no-cached.
+LAYER_BUILD := $(PYTHON) $(ROOT)/layers/build_layer.py
+
+build-StrataLayer:
+	$(LAYER_BUILD) "$(ARTIFACTS_DIR)/python" -r requirements.txt --copy strata
+
+build-McpLayer:
+	$(LAYER_BUILD) "$(ARTIFACTS_DIR)/python" -r requirements.txt --beside core-requirements.txt
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .strata .pytest_cache .aws-sam

@@ -160,7 +160,7 @@ def seed(db: Database, url: str, args, centroids, words) -> dict:
             tenant_id uuid, path text, content text, value_hash bytea, kind text,
             status text, embedding vector(%d))""" % DIM)
         conn.execute("TRUNCATE bench_stage")
-        from pgvector.psycopg import register_vector
+        from strata.db.vector import register_vector
         register_vector(conn)
         with conn.cursor() as cur, cur.copy(
             "COPY bench_stage FROM STDIN WITH (FORMAT BINARY)"
@@ -330,7 +330,7 @@ def main() -> None:
             "scopes": {},
         }
         with serving(app) as base_url, psycopg.connect(url) as conn:
-            from pgvector.psycopg import register_vector
+            from strata.db.vector import register_vector
             register_vector(conn)
             report["pgvector"] = conn.execute(
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]

@@ -8,14 +8,17 @@ superseded / rejected / forgotten tombstones, update and delete history, erased 
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from strata import transfer
+from strata.db.vector import Vector
 from strata.providers import HashingEmbedder
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -330,9 +333,20 @@ def test_export_format(db, source):
     assert lines[0]["counts"]["memory"] == body.count("memory")
     memory = next(x for x in lines if x["type"] == "memory")
     vec = transfer.decode_vector(memory["embedding"])
-    assert vec.shape == (384,) and memory["embedding_model"] == "strata-hash-v1-384"
+    assert len(vec) == 384 and memory["embedding_model"] == "strata-hash-v1-384"
     # a forgotten memory's content is nowhere in the file
     assert "4711" not in json.dumps(lines)
+
+
+def test_vectors_in_the_file_are_little_endian_float32_base64():
+    """Given a vector encoded as files have always carried it (numpy's '<f4' bytes, base64)
+    When it is decoded, and the same values encoded
+    Then both sides agree bit for bit, so files written before still import."""
+    values = [0.5, -1.25, 3.0, 1e-05]
+    written_before = base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode()
+    assert transfer.decode_vector(written_before) == Vector(values)
+    assert transfer.encode_vector(Vector(values)) == written_before
+    assert base64.b64decode(written_before)[:4] == bytes.fromhex("0000003f")  # 0.5, LE
 
 
 @pytest.mark.parametrize("lines, message", [

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from aws_lambda_powertools import Metrics
+from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from strata import logs
@@ -36,6 +36,8 @@ from strata.lifecycle import run_lifecycle
 RESERVE_MS = 60_000  # left for the batch in flight, the report and the metrics flush
 log = logging.getLogger("strata.maintenance")
 metrics = Metrics(namespace="strata", service="maintenance")
+# Nothing patched (as in every function without AWS calls to follow); reports stay out of traces.
+tracer = Tracer(auto_patch=False)
 
 
 def _setup(event: dict, context, job: str):
@@ -70,6 +72,7 @@ def _chain_breaks(report: dict) -> None:
         log.error("audit chain broken", extra={"tenant_ids": broken})
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lifecycle(event, context):
     settings, db, tenant_id, keep_going = _setup(event, context, "lifecycle")
@@ -82,6 +85,7 @@ def lifecycle(event, context):
     return _finish("lifecycle", report)
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def audit_verify(event, context):
     _, db, tenant_id, keep_going = _setup(event, context, "audit_verify")
@@ -95,6 +99,7 @@ def audit_verify(event, context):
     return _finish("audit_verify", report)
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def audit_prune(event, context):
     settings, db, tenant_id, keep_going = _setup(event, context, "audit_prune")

@@ -1,8 +1,18 @@
 """/v1/memories and /v1/memories/{id}/... behind the HTTP API: the core's `memories` router."""
 
+from aws_lambda_powertools import Tracer
 from mangum import Mangum
 
 from strata.api.app import create_app
 
+# Nothing patched: patching is eager (botocore alone adds about 0.1 s to a cold start)
+# and would change library objects only on Lambda, where the tests never run.
+tracer = Tracer(auto_patch=False)
 # Built at import so warm containers reuse it; create_app does not touch the database.
-handler = Mangum(create_app(routers=("memories",)), lifespan="off")
+asgi = Mangum(create_app(routers=("memories",)), lifespan="off")
+
+
+# Responses carry memory content: never copied into the trace.
+@tracer.capture_lambda_handler(capture_response=False)
+def handler(event, context):
+    return asgi(event, context)

@@ -18,7 +18,7 @@ import time
 import urllib.request
 
 import psycopg
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
 
 from strata.auth import create_tenant, delete_tenant
 from strata.config import get_settings
@@ -27,6 +27,9 @@ from strata.db.migrate import migrate_database
 from strata.errors import Conflict
 
 log = Logger()
+# botocore patched: the admin key secret write shows in the trace (once per deploy; cold start
+# does not matter here). Its arguments, the key among them, are not recorded.
+tracer = Tracer(patch_modules=("botocore",))
 
 # A fresh RDS Proxy accepts connections only once its target has registered, which can
 # lag the stack resources by minutes; keep retrying while the invocation has time left.
@@ -36,6 +39,7 @@ PHYSICAL_ID = "strata-db-migrations"
 FIRST_TENANT = "default"
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     status, reason, data = "SUCCESS", "nothing to do", {}
     try:

@@ -47,13 +47,14 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import uuid
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
-import numpy as np
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -61,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from strata.audit import audited
 from strata.auth.access import Caller
 from strata.db import Database
+from strata.db.vector import Vector
 from strata.errors import Conflict, InvalidInput
 from strata.memories.canonical import canonicalize, value_hash
 from strata.memories.models import Kind, Status
@@ -191,15 +193,20 @@ _RECORDS: dict[str, type[_Record]] = {
 }
 
 
+# The file's vectors are little-endian float32 whatever the machine's byte order.
+_SWAP = sys.byteorder == "big"
+
+
 def encode_vector(vec: Any) -> str | None:
     if vec is None:
         return None
-    if hasattr(vec, "to_numpy"):  # pgvector's Vector (what a server-side cursor returns)
-        vec = vec.to_numpy()
-    return base64.b64encode(np.asarray(vec, dtype="<f4").tobytes()).decode()
+    le = array("f", vec)  # a copy, swapped in place
+    if _SWAP:
+        le.byteswap()
+    return base64.b64encode(le.tobytes()).decode()
 
 
-def decode_vector(raw: str | None) -> np.ndarray | None:
+def decode_vector(raw: str | None) -> Vector | None:
     if raw is None:
         return None
     try:
@@ -208,7 +215,11 @@ def decode_vector(raw: str | None) -> np.ndarray | None:
         raise InvalidInput("an embedding is not base64", field="embedding") from None
     if len(data) % 4:
         raise InvalidInput("an embedding is not a float32 array", field="embedding")
-    return np.frombuffer(data, dtype="<f4").astype(np.float32)
+    vec = Vector()
+    vec.frombytes(data)
+    if _SWAP:
+        vec.byteswap()
+    return vec
 
 
 def _hex(raw: str | None, what: str) -> bytes | None:
@@ -227,7 +238,7 @@ def _json_default(value: Any) -> Any:
         return str(value)
     if isinstance(value, (bytes, memoryview)):
         return bytes(value).hex()
-    if isinstance(value, np.ndarray) or hasattr(value, "to_numpy"):
+    if isinstance(value, Vector):
         return encode_vector(value)
     raise TypeError(f"cannot export a {type(value).__name__}")
 
@@ -621,13 +632,13 @@ class Importer:
             event.memory_ids = written
             event.count = len(written)
 
-    def _vectors(self, todo: list[MemoryRecord]) -> list[np.ndarray]:
+    def _vectors(self, todo: list[MemoryRecord]) -> list[Vector]:
         """The stored vector where the model matches (the embedder is not called), else a
         fresh one, in one embedder call for the batch."""
-        out: list[np.ndarray | None] = []
+        out: list[Vector | None] = []
         for m in todo:
             vec = decode_vector(m.embedding) if m.embedding_model == self.embedder.model else None
-            out.append(vec if vec is not None and vec.shape[0] == self.embedder.dim else None)
+            out.append(vec if vec is not None and len(vec) == self.embedder.dim else None)
         missing = [i for i, v in enumerate(out) if v is None]
         if missing:
             fresh = self.embedder.embed([todo[i].content for i in missing])
@@ -673,7 +684,7 @@ class Importer:
         self.report.memories["reinforced"] += 1
         return True
 
-    def _row(self, m: MemoryRecord, dest: uuid.UUID, status: str, vec: np.ndarray) -> dict[str, Any]:
+    def _row(self, m: MemoryRecord, dest: uuid.UUID, status: str, vec: Vector) -> dict[str, Any]:
         canonical = canonicalize(m.content)
         return {
             "id": dest, "tenant": self.tenant_id, "path": m.path, "name": m.name,
@@ -751,7 +762,7 @@ class Importer:
         params = []
         for t in records:
             vec = decode_vector(t.embedding) if copy and t.reason != "forgotten" else None
-            if vec is not None and vec.shape[0] != self.embedder.dim:
+            if vec is not None and len(vec) != self.embedder.dim:
                 vec = None
             memory = self.resolve(t.memory_id) or (self.dest_id(t.memory_id) if t.memory_id else None)
             params.append({

@@ -73,6 +73,10 @@ NOT_IN_LAYER = {
     "uvicorn": "the local server only",
     "tqdm": "CLI progress bars only",
 }
+# Dependencies in a layer of their own, beside the strata layer, for the one function that
+# imports them: the strata layer every function carries stays under its 60 MB.
+OWN_LAYER = {"mcp": "layers/mcp"}
+CORE_LAYER = "layers/strata"
 
 # AWS moved python3.11's deprecation to 2027-06-30. cfn-lint releases whose runtime data
 # still says 2026-06-30 (1.51 among them) report E2533 for a runtime Lambda still accepts;
@@ -322,19 +326,76 @@ def test_migrations_run_at_deploy(template):
         assert "migrate_database" in calls, f"{path.relative_to(ROOT)}: no migrate_database()"
 
 
-def test_layer_ships_the_strata_package(template):
+def layers_of(template: dict, function: dict) -> list[str]:
+    """Logical ids of a function's layers, the Globals' first (SAM concatenates the lists)."""
+    refs = template["Globals"]["Function"].get("Layers", []) + function["Properties"].get("Layers", [])
+    return [ref_target(r) for r in refs]
+
+
+def make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([A-Za-z][\w-]*):", text, flags=re.M))
+
+
+def test_layers_are_built_by_the_makefile_for_the_functions_platform(template):
+    """Each layer is a makefile build (ContextPath: the repository) whose Makefile target
+    exists and runs layers/build_layer.py, for the runtime and architecture of the functions,
+    which is the platform build_layer.py installs wheels for."""
     runtime = template["Globals"]["Function"]["Runtime"]
+    [arch] = template["Globals"]["Function"]["Architectures"]
+    script = (ROOT / "layers" / "build_layer.py").read_text()
+    assert f'"manylinux2014_{arch}"' in script and f'"--python-version", "{runtime[6:]}"' in script
+    targets = make_targets()
     for name, layer in resources_of(template, "AWS::Serverless::LayerVersion").items():
-        content = ROOT / layer["Properties"]["ContentUri"]
-        assert content.is_dir(), f"{name}: ContentUri {content} is missing"
-        # BuildMethod python3.x adds python/ itself, so the package sits at the top.
-        assert layer["Metadata"]["BuildMethod"] == runtime
-        assert (content / "strata").resolve() == (ROOT / "src" / "strata").resolve()
-        assert (content / "strata" / "__init__.py").is_file()
-        assert (content / "requirements.txt").is_file()
+        props, meta = layer["Properties"], layer["Metadata"]
+        content = ROOT / props["ContentUri"]
+        assert (content / "requirements.txt").is_file(), f"{name}: no requirements.txt"
+        assert meta["BuildMethod"] == "makefile" and meta["ContextPath"] == ".", name
+        assert f"build-{name}" in targets, f"the Makefile has no build-{name} target"
+        assert props["CompatibleRuntimes"] == [runtime], name
+        assert props["CompatibleArchitectures"] == [arch] == [meta["BuildArchitecture"]], name
+
+
+def test_every_function_has_the_core_layer_and_only_mcp_the_mcp_layer(template):
+    """The strata layer (the package, through the symlink) reaches every function through
+    the Globals; the MCP layer, beside it, only the function serving /mcp: every other
+    function stays within the core layer's budget and without the mcp package."""
+    layers = resources_of(template, "AWS::Serverless::LayerVersion")
+    core = {n for n, l in layers.items() if l["Properties"]["ContentUri"].rstrip("/") == CORE_LAYER}
+    mcp = {n for n, l in layers.items() if l["Properties"]["ContentUri"].rstrip("/") == OWN_LAYER["mcp"]}
+    assert len(core) == len(mcp) == 1 and set(layers) == core | mcp
+    [core], [mcp] = core, mcp
+    content = ROOT / CORE_LAYER
+    assert (content / "strata").resolve() == (ROOT / "src" / "strata").resolve()
+    assert (content / "strata" / "__init__.py").is_file()
+    # The MCP layer's build leaves out what the core layer has: it reads the same file.
+    beside = ROOT / OWN_LAYER["mcp"] / "core-requirements.txt"
+    assert beside.resolve() == (content / "requirements.txt").resolve()
+    for name, function in resources_of(template, "AWS::Serverless::Function").items():
+        serves_mcp = any(e["Type"] == "HttpApi" and router_for(e["Properties"]["Path"]) == "mcp"
+                         for e in function["Properties"].get("Events", {}).values())
+        assert layers_of(template, function) == ([core, mcp] if serves_mcp else [core]), name
+
+
+def test_core_layer_ships_what_the_tracer_imports(template):
+    """Every handler builds a Powertools Tracer, which imports aws_xray_sdk even where tracing
+    is off: the core layer must ship it (directly or as Powertools' `tracer` extra)."""
+    shipped = layer_requirements(CORE_LAYER)
+    assert "aws-xray-sdk" in shipped or "tracer" in shipped.get("aws-lambda-powertools", set()), (
+        f"{CORE_LAYER}/requirements.txt: add aws-lambda-powertools[tracer] (see pyproject.toml)")
+
+
+def layer_requirements(content_uri: str) -> dict[str, set[str]]:
+    """Name -> extras of each requirement in a layer's requirements.txt."""
+    text = (ROOT / content_uri / "requirements.txt").read_text()
+    lines = [line for line in text.splitlines() if line.strip()[:1] not in ("", "#")]
+    return {canonicalize_name(r.name): r.extras for r in map(Requirement, lines)}
 
 
 def test_layer_requirements_cover_the_package_dependencies(template):
+    """Every runtime dependency in pyproject.toml ships in one layer of the template: the
+    strata layer, or for those in OWN_LAYER their own layer and not the strata layer; numpy
+    is in none (the runtime imports no numpy)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     declared = project["dependencies"] + project.get("optional-dependencies", {}).get("aws", [])
     needed = {
@@ -343,14 +404,19 @@ def test_layer_requirements_cover_the_package_dependencies(template):
         if canonicalize_name(r.name) not in NOT_IN_LAYER
     }
     assert needed, "pyproject.toml declares no dependencies"
-    for name, layer in resources_of(template, "AWS::Serverless::LayerVersion").items():
-        text = (ROOT / layer["Properties"]["ContentUri"] / "requirements.txt").read_text()
-        lines = [line for line in text.splitlines() if line.strip()[:1] not in ("", "#")]
-        shipped = {canonicalize_name(r.name): r.extras for r in map(Requirement, lines)}
-        missing = sorted(
-            n for n, extras in needed.items() if n not in shipped or not extras <= shipped[n]
-        )
-        assert not missing, f"{name}: its requirements.txt lacks {missing} (see pyproject.toml)"
+    uris = [layer["Properties"]["ContentUri"].rstrip("/")
+            for layer in resources_of(template, "AWS::Serverless::LayerVersion").values()]
+    layers = {uri: layer_requirements(uri) for uri in uris}
+    assert CORE_LAYER in layers, f"no layer with ContentUri {CORE_LAYER} in the template"
+    for name, extras in sorted(needed.items()):
+        home = OWN_LAYER.get(name, CORE_LAYER)
+        shipped = layers.get(home, {})
+        assert name in shipped and extras <= shipped[name], \
+            f"{home}/requirements.txt lacks {name}{sorted(extras) or ''} (see pyproject.toml)"
+        if home != CORE_LAYER:
+            assert name not in layers[CORE_LAYER], f"{name} belongs in {home}, not {CORE_LAYER}"
+    assert not any("numpy" in shipped for shipped in layers.values())
+    assert "numpy" not in needed and "pgvector" not in needed
 
 
 # ------------------------------------------------------------------ ingest state machine
@@ -616,7 +682,10 @@ def test_state_machine_logs_without_content_and_is_traced(template):
 
 def test_every_function_is_traced_named_and_has_a_log_group_with_retention(template):
     """Tracing Active for all; each function sets its own POWERTOOLS_SERVICE_NAME; each has
-    an explicit /aws/lambda/<function> log group whose retention is the stack parameter."""
+    an explicit /aws/lambda/<function> log group whose retention is the stack parameter;
+    no Tracer decorator copies a response into a trace (the Powertools default)."""
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
     groups = {json.dumps(g["Properties"]["LogGroupName"]): g["Properties"]
               for g in resources_of(template, "AWS::Logs::LogGroup").values()}
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
@@ -627,6 +696,42 @@ def test_every_function_is_traced_named_and_has_a_log_group_with_retention(templ
         group = groups.get(json.dumps({"Fn::Sub": f"/aws/lambda/${{{name}}}"}))
         assert group, f"{name}: no log group"
         assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
+
+
+def call_name(node) -> str | None:
+    func = node.func if isinstance(node, ast.Call) else node
+    return getattr(func, "attr", None) or getattr(func, "id", None)
+
+
+def test_every_handler_is_traced_without_its_response(template):
+    """Given each function's handler module
+    Then it builds one Powertools Tracer that patches nothing or names what it patches (never
+    the default patch-everything), its handler is decorated with
+    capture_lambda_handler(capture_response=False), and a Mangum adapter is what the traced
+    handler calls."""
+    checked = set()
+    for name, function in resources_of(template, "AWS::Serverless::Function").items():
+        path, attribute = handler_source(template, function)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tracers = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                   and isinstance(n.value, ast.Call) and call_name(n.value) == "Tracer"]
+        assert len(tracers) == 1, f"{path.relative_to(ROOT)}: {len(tracers)} Tracer()s"
+        kwargs = {k.arg: k.value for k in tracers[0].keywords}
+        assert (getattr(kwargs.get("auto_patch"), "value", None) is False
+                or isinstance(kwargs.get("patch_modules"), ast.Tuple)), f"{name}: patches everything"
+        [handler] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attribute]
+        traced = [d for d in handler.decorator_list if isinstance(d, ast.Call)
+                  and call_name(d) == "capture_lambda_handler"]
+        assert len(traced) == 1, f"{name}: {attribute} is not traced"
+        assert {k.arg: getattr(k.value, "value", None) for k in traced[0].keywords} == {
+            "capture_response": False}, f"{name}: the response may go into the trace"
+        adapters = [n.targets[0].id for n in tree.body if isinstance(n, ast.Assign)
+                    and isinstance(n.value, ast.Call) and call_name(n.value) == "Mangum"]
+        if adapters:
+            [ret] = [n for n in ast.walk(handler) if isinstance(n, ast.Return)]
+            assert call_name(ret.value) == adapters[0], f"{name}: the handler skips {adapters[0]}"
+        checked.add(name)
+    assert len(checked) >= 10
 
 
 def test_database_is_encrypted_protected_and_sized_by_parameters(template):
@@ -640,6 +745,85 @@ def test_database_is_encrypted_protected_and_sized_by_parameters(template):
     assert props["EngineVersion"].startswith("17.")
     [(_, proxy)] = resources_of(template, "AWS::RDS::DBProxy").items()
     assert proxy["Properties"]["RequireTLS"] is True
+
+
+# ------------------------------------------------------------------------------ network
+
+NETWORK_TYPES = {"AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable",
+                 "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::VPCEndpoint"}
+CREATED_OR_GIVEN_SUBNETS = {"Fn::If": ["CreateNetwork",
+                                       [{"Ref": "PrivateSubnetA"}, {"Ref": "PrivateSubnetB"}],
+                                       {"Ref": "ExistingPrivateSubnetIds"}]}
+CREATED_OR_GIVEN_VPC = {"Fn::If": ["CreateNetwork", {"Ref": "Vpc"}, {"Ref": "ExistingVpcId"}]}
+
+
+def unguarded_refs(node, conditional: set[str], guarded: bool = False) -> list[str]:
+    """Refs and GetAtts to `conditional` resources outside the true branch of
+    !If [CreateNetwork, ...]."""
+    if isinstance(node, list):
+        return [r for item in node for r in unguarded_refs(item, conditional, guarded)]
+    if not isinstance(node, dict):
+        return []
+    if "Fn::If" in node:
+        condition, yes, no = node["Fn::If"]
+        return (unguarded_refs(yes, conditional, guarded or condition == "CreateNetwork")
+                + unguarded_refs(no, conditional, guarded))
+    target = ref_target(node)
+    if target in conditional and not guarded:
+        return [target]
+    return [r for value in node.values() for r in unguarded_refs(value, conditional, guarded)]
+
+
+def test_network_is_created_unless_existing_subnets_are_given(template):
+    """Given ExistingVpcId and ExistingPrivateSubnetIds (both empty by default)
+    Then the VPC, its subnets, route table and endpoints exist only under CreateNetwork, which
+    holds when no subnet ids are given; the functions, RDS Proxy and the database subnet group
+    take the created subnets under it and the given ones otherwise, the security groups the
+    created or given VPC; nothing else refers to a conditional resource outside that !If (a
+    DependsOn could not: it goes through NetworkReady); and the Rules refuse one parameter
+    without the other."""
+    params = template["Parameters"]
+    assert params["ExistingVpcId"]["Default"] == ""
+    assert params["ExistingPrivateSubnetIds"]["Type"] == "CommaDelimitedList"
+    assert params["ExistingPrivateSubnetIds"]["Default"] == ""
+    assert template["Conditions"]["CreateNetwork"] == {
+        "Fn::Equals": [{"Fn::Join": ["", {"Ref": "ExistingPrivateSubnetIds"}]}, ""]}
+    resources = template["Resources"]
+    conditional = {n for n, r in resources.items() if r.get("Condition") == "CreateNetwork"}
+    network = {n for n, r in resources.items() if r["Type"] in NETWORK_TYPES}
+    assert network and network <= conditional, f"always created: {sorted(network - conditional)}"
+    assert {"Vpc", "PrivateSubnetA", "PrivateSubnetB"} <= conditional
+
+    assert template["Globals"]["Function"]["VpcConfig"]["SubnetIds"] == CREATED_OR_GIVEN_SUBNETS
+    [group] = resources_of(template, "AWS::RDS::DBSubnetGroup").values()
+    assert group["Properties"]["SubnetIds"] == CREATED_OR_GIVEN_SUBNETS
+    [proxy] = resources_of(template, "AWS::RDS::DBProxy").values()
+    assert proxy["Properties"]["VpcSubnetIds"] == CREATED_OR_GIVEN_SUBNETS
+    for name, sg in resources_of(template, "AWS::EC2::SecurityGroup").items():
+        if name not in conditional:
+            assert sg["Properties"]["VpcId"] == CREATED_OR_GIVEN_VPC, name
+
+    problems = unguarded_refs(template["Globals"], conditional)
+    for name, resource in resources.items():
+        if name in conditional:
+            continue
+        problems += [f"{name} -> {t}" for t in unguarded_refs(resource, conditional)]
+        depends = resource.get("DependsOn", [])
+        problems += [f"{name} DependsOn {d}" for d in ([depends] if isinstance(depends, str)
+                                                      else depends) if d in conditional]
+    problems += unguarded_refs(template.get("Outputs", {}), conditional)
+    assert not problems, problems
+    # control: the walker sees a reference outside the guard
+    assert unguarded_refs({"SubnetIds": [{"Ref": "PrivateSubnetA"}]}, conditional)
+    assert not unguarded_refs(CREATED_OR_GIVEN_SUBNETS, conditional)
+    # The migration's reply path still waits for the endpoints when the stack creates them.
+    ready = resources["NetworkReady"]["Metadata"]["DependsOnWhenCreated"]["Fn::If"]
+    assert ready[0] == "CreateNetwork" and {"SecretsManagerEndpoint", "S3Endpoint"} <= {
+        ref_target(r) for r in ready[1]}
+    assert "NetworkReady" in resources["DbMigrations"]["DependsOn"]
+
+    rules = json.dumps(template["Rules"])
+    assert rules.count("ExistingVpcId") >= 2 and rules.count("ExistingPrivateSubnetIds") >= 2
 
 
 # ----------------------------------------------------------------------------- samconfig
@@ -872,3 +1056,167 @@ def test_transformed_schedules_and_authorizer(transformed):
     assert authorizer["identitySource"] == ["$request.header.Authorization"]
     assert authorizer["enableSimpleResponses"] is True
     assert authorizer["authorizerResultTtlInSeconds"] > 0
+
+
+# ------------------------------------------------------------------- sam build (offline)
+# A real `sam build` into a fresh directory (no cache: what a deploy from this tree ships),
+# then the built layers are weighed and their handlers imported from them alone.
+
+CORE_LAYER_BUDGET_MB = 60
+# What the python3.11 runtime provides: layers/build_layer.py leaves it out of the layers.
+RUNTIME_SHIPS = {"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six",
+                 "urllib3"}
+RUNTIME_MARKERS = {"python_version": "3.11", "python_full_version": "3.11.0",
+                   "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
+                   "platform_machine": "x86_64", "implementation_name": "cpython",
+                   "platform_python_implementation": "CPython"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    require_tool(SAM.is_file(), "aws-sam-cli")
+    out = tmp_path_factory.mktemp("sam-build")
+    proc = subprocess.run(
+        [str(SAM), "build", "--template-file", str(TEMPLATE_PATH), "--build-dir",
+         str(out / "build"), "--cache-dir", str(out / "cache"), "--parallel"],
+        capture_output=True, text=True, env=tool_env(), cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out / "build"
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def distributions(site: Path) -> dict:
+    import importlib.metadata
+
+    return {canonicalize_name(d.metadata["Name"]): d
+            for d in importlib.metadata.distributions(path=[str(site)])}
+
+
+def built_layers(built: Path) -> tuple[Path, Path]:
+    template = cfn_yaml.load(str(TEMPLATE_PATH))
+    by_uri = {l["Properties"]["ContentUri"].rstrip("/"): name
+              for name, l in resources_of(template, "AWS::Serverless::LayerVersion").items()}
+    return built / by_uri[CORE_LAYER] / "python", built / by_uri[OWN_LAYER["mcp"]] / "python"
+
+
+def test_built_layers_fit_their_budget_and_share_nothing(built):
+    """Given the built template
+    Then the core layer (the strata package, its SQL migrations, its dependencies) is under
+    60 MB unzipped and has no mcp; the MCP layer has mcp and no distribution the core layer
+    already has; neither carries what the runtime ships; each function's own code is only
+    its handler folder."""
+    core, mcp = built_layers(built)
+    core_mb, mcp_mb = tree_bytes(core) / 2**20, tree_bytes(mcp) / 2**20
+    assert core_mb < CORE_LAYER_BUDGET_MB, f"core layer {core_mb:.1f} MB unzipped"
+    assert (core / "strata" / "__init__.py").is_file()
+    assert list((core / "strata" / "db" / "migrations").glob("*.sql"))
+    assert not list(core.rglob("__pycache__")), "bytecode of the build machine in the layer"
+    core_dists, mcp_dists = distributions(core), distributions(mcp)
+    assert "mcp" in mcp_dists and "mcp" not in core_dists
+    assert "pydantic" in core_dists  # control: the overlap check sees shared names
+    shared = sorted(set(core_dists) & set(mcp_dists))
+    assert not shared, f"in both layers (Lambda would mix their files in /opt): {shared}"
+    shipped_twice = sorted((set(core_dists) | set(mcp_dists)) & {"boto3", "botocore", "s3transfer"})
+    assert not shipped_twice, f"the runtime has these: {shipped_twice}"
+    assert mcp_mb + core_mb < 250, "Lambda's limit for a function and its layers"
+    built_template = cfn_yaml.load(str(built / "template.yaml"))
+    for name, function in resources_of(built_template, "AWS::Serverless::Function").items():
+        code = built / function["Properties"]["CodeUri"]
+        assert tree_bytes(code) < 64 * 1024, f"{name}: {tree_bytes(code)} bytes of its own"
+
+
+def unmet_requirements(dists: dict, available: dict) -> list[str]:
+    """Requirements (with extras, for Lambda's python3.11 on x86_64 Linux) of `dists` that
+    neither `available` nor the runtime satisfies."""
+    unmet = []
+    for name, dist in dists.items():
+        todo = [(r, "") for r in map(Requirement, dist.requires or [])]
+        while todo:
+            req, extra = todo.pop()
+            if req.marker and not req.marker.evaluate({**RUNTIME_MARKERS, "extra": extra}):
+                continue
+            dep = canonicalize_name(req.name)
+            if dep in RUNTIME_SHIPS and dep not in available:
+                continue
+            if dep not in available or not req.specifier.contains(available[dep].version,
+                                                                  prereleases=True):
+                unmet.append(f"{name} needs {req}")
+                continue
+            todo += [(r, e) for e in req.extras for r in map(Requirement, available[dep].requires or [])]
+    return unmet
+
+
+def test_built_layers_satisfy_every_requirement_they_carry(built):
+    """Every distribution in the core layer has its requirements met by the core layer (or
+    the runtime), and every one in the MCP layer by the two layers together, at versions in
+    range: leaving the shared ones to the core layer lost nothing."""
+    core, mcp = built_layers(built)
+    core_dists, mcp_dists = distributions(core), distributions(mcp)
+    assert not unmet_requirements(core_dists, core_dists)
+    assert not unmet_requirements(mcp_dists, {**core_dists, **mcp_dists})
+    # control: without the core layer, the MCP layer misses pydantic
+    assert any("pydantic" in u for u in unmet_requirements(mcp_dists, mcp_dists))
+
+
+IMPORT_FROM_LAYERS = r'''
+import importlib, json, sys
+paths, specs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.path[:0] = paths
+out = {}
+for name, code, handler in specs:
+    module_name, attribute = handler.rsplit(".", 1)
+    sys.path.insert(0, code)
+    try:
+        sys.modules.pop(module_name, None)
+        out[name] = callable(getattr(importlib.import_module(module_name), attribute))
+    except Exception as exc:
+        out[name] = f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.path.remove(code)
+print(json.dumps({"functions": out, "mcp_loaded": "mcp" in sys.modules}))
+'''
+
+
+def test_built_handlers_import_from_their_layers_alone(built, tmp_path):
+    """Given each built function and the built layers the template gives it (plus the boto3
+    the runtime has)
+    When its handler is imported by an interpreter without site-packages (python -S)
+    Then it imports: the layers miss nothing; and the functions without the MCP layer import
+    without the mcp package."""
+    import importlib.util
+
+    runtime = tmp_path / "runtime"  # the python3.11 runtime's boto3 and its dependencies
+    runtime.mkdir()
+    for module in ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "six", "urllib3"):
+        spec = importlib.util.find_spec(module)
+        origin = Path(spec.submodule_search_locations[0] if spec.submodule_search_locations
+                      else spec.origin)
+        (runtime / origin.name).symlink_to(origin)
+    template = cfn_yaml.load(str(built / "template.yaml"))
+    groups: dict[tuple, list] = {}
+    for name, function in resources_of(template, "AWS::Serverless::Function").items():
+        layers = tuple(str(built / ref_target(l) / "python") for l in reversed(
+            template["Globals"]["Function"]["Layers"] + function["Properties"].get("Layers", [])))
+        groups.setdefault(layers, []).append(
+            (name, str(built / function["Properties"]["CodeUri"]),
+             function_property(template, function, "Handler")))
+    assert len(groups) == 2  # with and without the MCP layer
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "PYTHON"))},
+           "STRATA_RUNTIME": "aws", "STRATA_DB_HOST": "proxy.invalid",
+           "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_SERVICE_NAME": "import-check"}
+    imported = {}
+    for layers, specs in groups.items():
+        # Later layers win in /opt, so they come first on the path.
+        proc = subprocess.run([sys.executable, "-S", "-c", IMPORT_FROM_LAYERS,
+                               json.dumps([*layers, str(runtime)]), json.dumps(specs)],
+                              capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = json.loads(proc.stdout)
+        failed = {n: r for n, r in report["functions"].items() if r is not True}
+        assert not failed, failed
+        assert report["mcp_loaded"] == (len(layers) == 2), (layers, report)
+        imported.update(report["functions"])
+    assert len(imported) >= 10

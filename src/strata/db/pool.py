@@ -25,14 +25,13 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from strata.config import Settings, get_settings
+from strata.db.vector import register_vector
 from strata.errors import Conflict, InvalidInput, StrataError
 
 log = logging.getLogger(__name__)
 
 
 def _configure(conn: psycopg.Connection) -> None:
-    from pgvector.psycopg import register_vector
-
     register_vector(conn)
 
 

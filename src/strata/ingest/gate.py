@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import psycopg
 
 from strata.config import Settings
+from strata.db.vector import Vector
 from strata.ingest.models import Neighbour
 from strata.memories.canonical import canonicalize, slot_value_hash, value_hash
 from strata.memories.store import find_tombstones
@@ -65,7 +65,7 @@ class GateInput:
     slot: str | None
     value: str | None
     asserts_change: bool
-    embedding: np.ndarray
+    embedding: Vector
 
 
 @dataclass

@@ -8,9 +8,10 @@
 
 Every embedder has ``model`` (stamped on each row's ``embedding_model``; it names the provider,
 the model and the dimension, so a change of any of them is a different model to
-``strata reindex``) and ``dim``, and returns L2-normalised float32 vectors. Clients and models
-are created on first use, never at import or construction: ``/healthz`` can name the model
-without loading torch or reaching AWS.
+``strata reindex``) and ``dim``, and returns L2-normalised float32 vectors (``Vector``, what
+the database adapter dumps and loads; no numpy, which the Lambda layer cannot hold). Clients
+and models are created on first use, never at import or construction: ``/healthz`` can name
+the model without loading torch or reaching AWS.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -26,9 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from strata.config import Settings
+from strata.db.vector import Vector
 from strata.providers.clients import Lazy, ModelCallFailed, openai_client, openai_failures
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class Embedder(Protocol):
     model: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         """One vector per text, L2-normalised, in input order; one provider call per batch."""
         ...
 
@@ -58,18 +59,22 @@ class EmbeddingFailed(ModelCallFailed):
     provider's library is not installed)."""
 
 
-def unit_rows(vectors: Sequence[Any], dim: int, fail) -> list[np.ndarray]:
-    """float32, L2-normalised copies; a vector of the wrong length, non-finite or all zeros
-    (no direction, so no cosine) raises ``fail(detail, reason)``."""
+def unit_rows(vectors: Sequence[Any], dim: int, fail) -> list[Vector]:
+    """float32, L2-normalised copies of sequences of numbers; a vector of the wrong length,
+    not numbers, non-finite or all zeros (no direction, so no cosine) raises
+    ``fail(detail, reason)``."""
     out = []
     for v in vectors:
-        arr = np.asarray(v, dtype=np.float32).reshape(-1)
-        if arr.shape[0] != dim:
-            raise fail(_dimension_detail(arr.shape[0], dim), "dimension")
-        norm = float(np.linalg.norm(arr))
-        if not np.isfinite(norm) or norm == 0.0:
+        try:
+            arr = Vector(v)  # float32 first, as the column stores it
+        except (TypeError, ValueError):
+            raise fail("a vector is not a list of numbers", "malformed") from None
+        if len(arr) != dim:
+            raise fail(_dimension_detail(len(arr), dim), "dimension")
+        norm = math.hypot(*arr)
+        if not math.isfinite(norm) or norm == 0.0:
             raise fail("a vector is zero or not finite", "malformed")
-        out.append(arr / np.float32(norm))
+        out.append(Vector([x / norm for x in arr]))
     return out
 
 
@@ -116,15 +121,15 @@ class HashingEmbedder:
         # Text with no word characters still gets a stable, non-zero vector.
         return feats or [(f"t:{text}", 1.0)]
 
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         out = []
         for text in texts:
-            vec = np.zeros(self.dim, dtype=np.float32)
+            vec = [0.0] * self.dim
             for feat, weight in self._features(text):
                 index, sign = _bucket(feat, self.dim)
                 vec[index] += sign * weight
-            norm = float(np.linalg.norm(vec))
-            out.append(vec / norm if norm > 0 else vec)
+            norm = math.hypot(*vec)
+            out.append(Vector([x / norm for x in vec]) if norm > 0 else Vector(vec))
         return out
 
 
@@ -166,14 +171,14 @@ class OpenAIEmbedder(_RemoteEmbedder):
     def client(self) -> OpenAI:
         return self._client.get()
 
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         texts = list(texts)
-        out: list[np.ndarray] = []
+        out: list[Vector] = []
         for start in range(0, len(texts), self.batch_size):
             out += self._batch(texts[start:start + self.batch_size])
         return out
 
-    def _batch(self, texts: list[str]) -> list[np.ndarray]:
+    def _batch(self, texts: list[str]) -> list[Vector]:
         from openai.types import CreateEmbeddingResponse
 
         s = self.settings
@@ -244,7 +249,7 @@ class BedrockEmbedder(_RemoteEmbedder):
     def client(self) -> Any:
         return self._client.get()
 
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         texts = list(texts)
         if self.concurrency == 1 or len(texts) <= 1:
             raw = [self._one(t) for t in texts]
@@ -351,7 +356,7 @@ class LocalEmbedder:
                     self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
         return self._model
 
-    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         texts = list(texts)
         if not texts:
             return []
@@ -359,7 +364,7 @@ class LocalEmbedder:
             texts, batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
         )
-        return unit_rows(list(matrix), self.dim, self._fail)
+        return unit_rows(matrix.tolist(), self.dim, self._fail)
 
 
 # --------------------------------------------------------------------------------------
