@@ -20,8 +20,8 @@ unsampled _X_AMZN_TRACE_ID): the Tracer every handler builds is then enabled and
 it patches on Lambda. Outside Lambda the SDK's recorder sets up centralized sampling instead,
 which imports botocore: 0.25-0.5 s that no Lambda cold start pays.
 
-Targets (issue 7): the authorizer's import within 1.2x the bare Powertools handler (Logger
-and Tracer, the two the issue asks of every function); API functions within 1.5x bare
+Targets (issue 7): the authorizer's import within 1.2x the bare Powertools handler (Logger,
+Tracer and Metrics, the three the issue asks of every function); API functions within 1.5x bare
 FastAPI+Mangum. Layers, from the last `make build` in .aws-sam/build: the core layer (the one
 every function has) under 60 MB unzipped; the MCP layer and each function's total (its code
 and its layers) are reported beside it.
@@ -55,14 +55,16 @@ LAMBDA_ENV = {"LAMBDA_TASK_ROOT": "/var/task",
               "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR"}
 
 BARE_POWERTOOLS = '''
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 
 log = Logger()
 tracer = Tracer(auto_patch=False)
+metrics = Metrics(namespace="bare")
 
 
 @log.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     return {"isAuthorized": False}

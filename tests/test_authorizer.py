@@ -320,11 +320,13 @@ def test_database_outage_denies_with_one_log_line_and_no_trace(authorizer, alice
     assert invoke(authorizer, bearer(key)) == {"isAuthorized": False}
     get_database().close()
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    errors = [line for line in lines if line["level"] == "ERROR"]
+    errors = [line for line in lines if line.get("level") == "ERROR"]
     assert len(errors) == 1 and errors[0]["error_type"] == "PoolTimeout", lines
     assert errors[0]["message"] == "database unavailable; denying"
     assert "exception" not in errors[0]
     assert key not in json.dumps(lines)
+    denied = [m for m in lines if "_aws" in m and "AuthorizerDenied" in m]  # EMF metrics
+    assert [(m["reason"], m["AuthorizerDenied"]) for m in denied] == [("unavailable", [1.0])]
 
     monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
     get_settings.cache_clear()

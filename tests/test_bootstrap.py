@@ -18,8 +18,10 @@ from pathlib import Path
 
 import boto3
 import pytest
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from moto import mock_aws
 
+from strata import logs
 from strata.auth import authenticate, create_tenant, find_tenant
 from strata.auth.access import Level
 from strata.config import get_settings
@@ -98,6 +100,7 @@ def admin_secret(aws) -> str:
 def migrate_handler(empty_db_url, monkeypatch):
     """The migrate function over an empty database; its pool is closed afterwards."""
     monkeypatch.setenv("STRATA_DATABASE_URL", empty_db_url)
+    monkeypatch.setenv("STRATA_RUNTIME", "aws")
     get_settings.cache_clear()
     get_database.cache_clear()
     spec = importlib.util.spec_from_file_location("handler_migrate_bootstrap",
@@ -105,6 +108,7 @@ def migrate_handler(empty_db_url, monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     yield module
+    logs.reset()  # the aws runtime switched strata logs to JSON
     get_database().close()
     get_settings.cache_clear()
     get_database.cache_clear()
@@ -150,8 +154,8 @@ def test_first_deploy_creates_default_and_stores_a_working_owner_key(
     url, received = response_sink
     monkeypatch.setenv("STRATA_ADMIN_KEY_SECRET_ARN", admin_secret)
     recorded = Recorded()
-    recorded.setFormatter(migrate_handler.log.registered_formatter)
-    std_logger = logging.getLogger(migrate_handler.log.service)
+    recorded.setFormatter(LambdaPowertoolsFormatter())
+    std_logger = migrate_handler.log
     std_logger.addHandler(recorded)
 
     deploy(migrate_handler, "Create", url)

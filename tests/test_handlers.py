@@ -91,14 +91,9 @@ def handlers(db, monkeypatch):
 
 def _reset_logging() -> None:
     """The aws runtime switches the strata loggers to JSON; give later tests the default."""
-    import logging
-
     from strata import logs
 
-    root = logging.getLogger("strata")
-    root.handlers, root.propagate = [], True
-    root.setLevel(logging.NOTSET)
-    logs._configured = False
+    logs.reset()
 
 
 def invoke(handler, event) -> tuple[int, dict]:

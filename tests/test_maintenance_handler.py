@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import logging
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -58,12 +57,9 @@ def maintenance(db, monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     yield module
-    root = logging.getLogger("strata")  # the aws runtime switched strata logs to JSON
-    root.handlers, root.propagate = [], True
-    root.setLevel(logging.NOTSET)
     from strata import logs
 
-    logs._configured = False
+    logs.reset()  # the aws runtime switched strata logs to JSON
     get_database().close()
     get_settings.cache_clear()
     get_database.cache_clear()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import uuid
 
-from aws_lambda_powertools import Tracer
+from aws_lambda_powertools import Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 
 from strata import logs
 from strata.config import get_settings
@@ -20,6 +21,8 @@ from strata.providers import get_embedder
 # Nothing patched: X-Ray's httpx patch (the model calls) replaces httpx.Client, and only on
 # Lambda, where tracing is on: the tests would never run what production runs.
 tracer = Tracer(auto_patch=False)
+# IngestStepFailed counts receipts the state machine's Catch path closed.
+metrics = Metrics(namespace="strata")
 _runtime: IngestRuntime | None = None
 
 
@@ -28,18 +31,20 @@ def runtime() -> IngestRuntime:
     global _runtime
     if _runtime is None:
         settings = get_settings()
-        logs.configure(settings)
         _runtime = IngestRuntime(get_database(), get_embedder(settings), settings)
     return _runtime
 
 
 # Answers are ids and a status, but the rule holds for every handler: no response in a trace.
+@logs.lambda_context("receipt_id")
+@metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     step = event["step"]
     ids = {"receipt_id": event["receipt_id"], "tenant_id": event["tenant_id"]}
     if step == "fail":
         record_failure(runtime().db, uuid.UUID(ids["receipt_id"]), str(event.get("error") or ""))
+        metrics.add_metric(name="IngestStepFailed", unit=MetricUnit.Count, value=1)
         return ids
     if step not in STEPS:
         raise ValueError(f"unknown ingest step {step!r}")

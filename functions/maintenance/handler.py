@@ -42,7 +42,6 @@ tracer = Tracer(auto_patch=False)
 
 def _setup(event: dict, context, job: str):
     settings = get_settings()
-    logs.configure(settings)
     log.info("maintenance started", extra={
         "job": job, "scheduled_time": event.get("scheduled_time"),
         "execution_id": event.get("execution_id")})
@@ -72,8 +71,9 @@ def _chain_breaks(report: dict) -> None:
         log.error("audit chain broken", extra={"tenant_ids": broken})
 
 
+@logs.lambda_context("execution_id")
+@metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics
 def lifecycle(event, context):
     settings, db, tenant_id, keep_going = _setup(event, context, "lifecycle")
     report = run_lifecycle(db, tenant_id=tenant_id, dry_run=bool(event.get("dry_run")),
@@ -85,8 +85,9 @@ def lifecycle(event, context):
     return _finish("lifecycle", report)
 
 
+@logs.lambda_context("execution_id")
+@metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics
 def audit_verify(event, context):
     _, db, tenant_id, keep_going = _setup(event, context, "audit_verify")
     full = bool(event.get("full"))
@@ -99,8 +100,9 @@ def audit_verify(event, context):
     return _finish("audit_verify", report)
 
 
+@logs.lambda_context("execution_id")
+@metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics
 def audit_prune(event, context):
     settings, db, tenant_id, keep_going = _setup(event, context, "audit_prune")
     dry_run, now = bool(event.get("dry_run")), datetime.now(UTC)

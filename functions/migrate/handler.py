@@ -14,19 +14,24 @@ has details, never the key.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.request
 
 import psycopg
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 
+from strata import logs
 from strata.auth import create_tenant, delete_tenant
 from strata.config import get_settings
 from strata.db import get_database
 from strata.db.migrate import migrate_database
 from strata.errors import Conflict
 
-log = Logger()
+log = logging.getLogger("strata.migrate")
+# MigrationsApplied: how many this deploy applied (0 on a deploy without schema changes).
+metrics = Metrics(namespace="strata")
 # botocore patched: the admin key secret write shows in the trace (once per deploy; cold start
 # does not matter here). Its arguments, the key among them, are not recorded.
 tracer = Tracer(patch_modules=("botocore",))
@@ -39,12 +44,15 @@ PHYSICAL_ID = "strata-db-migrations"
 FIRST_TENANT = "default"
 
 
+@logs.lambda_context("RequestId")
+@metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     status, reason, data = "SUCCESS", "nothing to do", {}
     try:
         if event["RequestType"] in ("Create", "Update"):
             applied = _migrate(context)
+            metrics.add_metric(name="MigrationsApplied", unit=MetricUnit.Count, value=len(applied))
             created = _bootstrap()
             reason = f"applied {len(applied)} migration(s)"
             if created:

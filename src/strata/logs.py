@@ -1,27 +1,72 @@
 """Structured logs on AWS: the ``strata`` logger hierarchy emits Powertools JSON (service,
-level, location, and the ``extra`` ids each call site passes: tenant, receipt, operation).
-Call sites never log memory content, query text or keys; this module only sets the format.
-Locally the plain stdlib format stays (readable in a terminal)."""
+level, location, the Lambda context and the invocation's correlation id, and the ``extra``
+ids each call site passes: tenant, receipt, operation). Call sites never log memory content,
+query text or keys; this module only sets the format. Locally the plain stdlib format stays
+(readable in a terminal).
+
+On AWS one Powertools ``Logger`` (service: the function's ``POWERTOOLS_SERVICE_NAME``) owns
+the handler, and the ``strata`` hierarchy logs through that same handler, so the keys
+:func:`lambda_context` appends per invocation (``correlation_id``, ``function_request_id``,
+``cold_start``) are on every line the core writes too.
+"""
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
+from typing import Any
 
-from strata.config import Settings
+from strata.config import Settings, get_settings
 
-_configured = False
+_logger: Any = None  # the Powertools Logger, once configure() ran on AWS
 
 
 def configure(settings: Settings) -> None:
-    global _configured
-    if _configured or settings.runtime != "aws":
+    global _logger
+    if _logger is not None or settings.runtime != "aws":
         return
-    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+    from aws_lambda_powertools import Logger
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(LambdaPowertoolsFormatter(service="strata", utc=True))
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME") or "strata"
+    _logger = Logger(service=service, level=settings.log_level, utc=True,
+                     logger_handler=logging.StreamHandler())
     root = logging.getLogger("strata")
-    root.handlers = [handler]
+    root.handlers = [_logger.registered_handler]
     root.setLevel(settings.log_level)
     root.propagate = False
-    _configured = True
+
+
+def reset() -> None:
+    """Forget the configuration (tests switch the runtime back and forth)."""
+    global _logger
+    if _logger is not None:
+        from aws_lambda_powertools.logging.logger import LOGGER_ATTRIBUTE_PRECONFIGURED
+
+        _logger.handlers.clear()
+        setattr(_logger._logger, LOGGER_ATTRIBUTE_PRECONFIGURED, False)
+    _logger = None
+    root = logging.getLogger("strata")
+    root.handlers, root.propagate = [], True
+    root.setLevel(logging.NOTSET)
+
+
+def lambda_context(correlation_id_path: str | None = None):
+    """Decorate a Lambda handler: on AWS, every log line of the invocation carries the Lambda
+    context and the correlation id found at ``correlation_id_path`` in the event (a JMESPath,
+    as ``aws_lambda_powertools.logging.correlation_paths``); Powertools'
+    ``inject_lambda_context``, which never logs the event. Locally it only calls through."""
+
+    def decorate(handler):
+        @functools.wraps(handler)
+        def invoke(event, context):
+            configure(get_settings())
+            if _logger is None:
+                return handler(event, context)
+            inject = _logger.inject_lambda_context(
+                correlation_id_path=correlation_id_path, clear_state=True, log_event=False)
+            return inject(handler)(event, context)
+
+        return invoke
+
+    return decorate
