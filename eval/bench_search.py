@@ -299,14 +299,22 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--http-queries", type=int, default=50)
     parser.add_argument("--keep", default=None, help="reuse a seeded database in this dir")
+    parser.add_argument("--reseed", action="store_true",
+                        help="replace a kept seed made with other sizes")
     args = parser.parse_args()
     if args.small is None:
         args.small = max(1, args.per_tenant // 10)
     centroids, words = make_space()
 
+    params = [args.per_tenant, args.tenants, args.small]
+    if args.keep and (Path(args.keep) / "bench_search_state.json").exists() and not args.reseed:
+        kept = json.loads((Path(args.keep) / "bench_search_state.json").read_text())["params"]
+        if kept != params:  # a seeded 1M-row table takes hours to rebuild: never drop it unasked
+            parser.error(f"{args.keep} holds a seed of --per-tenant {kept[0]} --tenants {kept[1]} "
+                         f"--small {kept[2]}; pass those, or --reseed to replace it")
     with database(args.keep) as (db, settings, url, state_path):
         state = json.loads(state_path.read_text()) if state_path.exists() else None
-        if state is None or state["params"] != [args.per_tenant, args.tenants, args.small]:
+        if state is None or state["params"] != params:
             if state is not None:
                 with psycopg.connect(url, autocommit=True) as conn:
                     conn.execute("DELETE FROM tenants WHERE name LIKE 'bench-%'")

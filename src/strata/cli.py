@@ -272,7 +272,8 @@ def _eval_script(name: str):
 
 
 def cmd_eval_golden(args: argparse.Namespace) -> int:
-    return _eval_script("golden_eval").main(["--json"] if args.json else [])
+    argv = ["--embedder", args.embedder] + (["--json"] if args.json else [])
+    return _eval_script("golden_eval").main(argv)
 
 
 def cmd_eval_locomo(args: argparse.Namespace) -> int:
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     evals = sub.add_parser("eval", help="retrieval-quality evaluations").add_subparsers(
         dest="action", required=True)
     p = evals.add_parser("golden", help="golden leak set on a throwaway embedded database")
+    p.add_argument("--embedder", choices=("hash", "local"), default="hash")
     p.add_argument("--json", action="store_true", help="print only the JSON summary")
     p.set_defaults(func=cmd_eval_golden)
     p = evals.add_parser("locomo", help="LoCoMo retrieval (recall of evidence turns) on a "
