@@ -4,9 +4,9 @@ Run in a fresh interpreter by tests/infra (``python probe_handlers.py < spec.jso
 one JSON document. The spec lists ``{"name", "code_uri", "handler"}`` per function. For
 each: the handler module is imported from its CodeUri folder alone on ``sys.path[0]`` (the
 layer's packages come from the environment), its attribute must be callable, and when the
-module holds a Mangum adapter (which the traced handler calls), every route of the full core
-app (create_app() with all routers) is matched against that adapter's app: ``served`` lists
-the core routes it answers.
+handler is an API handler (``handler.asgi``, its Mangum adapter: strata.api.lambda_handler),
+every route of the full core app (create_app() with all routers) is matched against that
+adapter's app: ``served`` lists the core routes it answers.
 No database, network or AWS call happens: importing a handler must not need one.
 """
 
@@ -58,9 +58,8 @@ def probe(spec: dict, routes: list[tuple[str, str]]) -> dict:
         module = importlib.import_module(module_name)
         target = getattr(module, attribute)
         out = {"imported": True, "callable": callable(target), "served": None}
-        # The module's Mangum adapter (the handler wraps it in the Tracer), which keeps the app.
-        adapters = [v for v in vars(module).values() if type(v).__name__ == "Mangum"]
-        app = getattr(adapters[0], "app", None) if len(adapters) == 1 else None
+        # An API handler's Mangum adapter (strata.api.lambda_handler), which keeps the app.
+        app = getattr(getattr(target, "asgi", None), "app", None)
         if app is not None and hasattr(app, "router"):
             out["served"] = [[m, p] for m, p in routes if serves(app, m, p)]
         return out

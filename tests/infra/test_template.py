@@ -127,12 +127,16 @@ def defines(tree: ast.Module, name: str) -> bool:
 
 
 def routers_named(tree: ast.Module) -> set[str]:
-    """Router names passed as a literal to create_app(routers=...) anywhere in the module."""
+    """Router names passed as literals to api_handler(*routers) or create_app(routers=...)
+    anywhere in the module."""
     names: set[str] = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         callee = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+        if callee == "api_handler":
+            names |= {a.value for a in node.args if isinstance(a, ast.Constant)}
+            continue
         if callee != "create_app":
             continue
         values = [k.value for k in node.keywords if k.arg == "routers"] + node.args[:1]
@@ -703,35 +707,54 @@ def call_name(node) -> str | None:
     return getattr(func, "attr", None) or getattr(func, "id", None)
 
 
+def traced_handler(tree: ast.Module, name: str, where: str) -> ast.FunctionDef:
+    """The function ``name`` in ``tree``: decorated with capture_lambda_handler and
+    capture_response=False, and with metrics.log_metrics (the ColdStart metric)."""
+    [handler] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+    decorators = [d for d in handler.decorator_list if isinstance(d, ast.Call)]
+    traced = [d for d in decorators if call_name(d) == "capture_lambda_handler"]
+    assert len(traced) == 1, f"{where}: {name} is not traced"
+    assert {k.arg: getattr(k.value, "value", None) for k in traced[0].keywords} == {
+        "capture_response": False}, f"{where}: the response may go into the trace"
+    assert [d for d in decorators if call_name(d) == "log_metrics"], f"{where}: no metrics"
+    return handler
+
+
 def test_every_handler_is_traced_without_its_response(template):
     """Given each function's handler module
-    Then it builds one Powertools Tracer that patches nothing or names what it patches (never
-    the default patch-everything), its handler is decorated with
-    capture_lambda_handler(capture_response=False), and a Mangum adapter is what the traced
-    handler calls."""
-    checked = set()
+    Then an API function's handler is ``api_handler(...)`` (strata.api.lambda_handler), whose
+    handler is traced with capture_response=False, measured and calls the Mangum adapter,
+    and whose Tracer patches only what the function names; every other handler builds one
+    Powertools Tracer that patches nothing or names what it patches (never the default
+    patch-everything) and is decorated the same way."""
+    factory = ROOT / "src/strata/api/lambda_handler.py"
+    tree = ast.parse(factory.read_text(encoding="utf-8"))
+    inner = traced_handler(tree, "handler", "api_handler")
+    [ret] = [n for n in ast.walk(inner) if isinstance(n, ast.Return)]
+    assert call_name(ret.value) == "asgi", "api_handler's handler skips the Mangum adapter"
+    [tracer] = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n) == "Tracer"]
+    assert {k.arg for k in tracer.keywords} == {"auto_patch", "patch_modules"}
+    api, other = set(), set()
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
         path, attribute = handler_source(template, function)
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        [assign] = [n for n in tree.body if isinstance(n, ast.Assign)
+                    and any(getattr(t, "id", None) == attribute for t in n.targets)] or [None]
+        if assign is not None and call_name(assign.value) == "api_handler":
+            kwargs = {k.arg: k.value for k in assign.value.keywords}
+            assert set(kwargs) <= {"patch_modules", "lifespan"}, name
+            assert "patch_modules" not in kwargs or isinstance(kwargs["patch_modules"], ast.Tuple)
+            api.add(name)
+            continue
         tracers = [n.value for n in tree.body if isinstance(n, ast.Assign)
                    and isinstance(n.value, ast.Call) and call_name(n.value) == "Tracer"]
         assert len(tracers) == 1, f"{path.relative_to(ROOT)}: {len(tracers)} Tracer()s"
         kwargs = {k.arg: k.value for k in tracers[0].keywords}
         assert (getattr(kwargs.get("auto_patch"), "value", None) is False
                 or isinstance(kwargs.get("patch_modules"), ast.Tuple)), f"{name}: patches everything"
-        [handler] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attribute]
-        traced = [d for d in handler.decorator_list if isinstance(d, ast.Call)
-                  and call_name(d) == "capture_lambda_handler"]
-        assert len(traced) == 1, f"{name}: {attribute} is not traced"
-        assert {k.arg: getattr(k.value, "value", None) for k in traced[0].keywords} == {
-            "capture_response": False}, f"{name}: the response may go into the trace"
-        adapters = [n.targets[0].id for n in tree.body if isinstance(n, ast.Assign)
-                    and isinstance(n.value, ast.Call) and call_name(n.value) == "Mangum"]
-        if adapters:
-            [ret] = [n for n in ast.walk(handler) if isinstance(n, ast.Return)]
-            assert call_name(ret.value) == adapters[0], f"{name}: the handler skips {adapters[0]}"
-        checked.add(name)
-    assert len(checked) >= 10
+        traced_handler(tree, attribute, name)
+        other.add(name)
+    assert len(api) == 7 and len(other) >= 6, (api, other)
 
 
 def test_database_is_encrypted_protected_and_sized_by_parameters(template):
