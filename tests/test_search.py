@@ -445,11 +445,13 @@ def test_text_arm_keeps_every_multi_lexeme_match_above_the_single_lexeme_cap(
 
 
 def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
-        client, tenant, db, monkeypatch):
-    """The route is decided in the statement by counting the tenant's rows in scope (up to
-    EXACT_SCOPE_ROWS + 1), not by the planner's estimate: at or under the threshold the arm
-    is exact, above it the HNSW branch runs (control) -- and both rank the same memories
-    here. Without iterative scans (pgvector 0.7) the arm is always exact."""
+        client, tenant, make_tenant, db, monkeypatch):
+    """The route is decided in the statement by counting the tenant's rows in scope up to
+    the exact limit (EXACT_SCOPE_SHARE of the table's rows, clamped to EXACT_SCOPE_MIN ..
+    EXACT_SCOPE_MAX), not by the planner's estimate: within the limit the arm is exact,
+    above it the HNSW branch runs (control) -- and both rank the same memories here. The
+    limit grows with the table: the same tenant is exact once it is a small share of a
+    larger table. Without iterative scans (pgvector 0.7) the arm is always exact."""
     import strata.search as search_module
 
     h = tenant.headers
@@ -457,8 +459,10 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
         {"content": f"Ticket {i} concerns the {w} service", "path": "shared.ops"}
         for i, w in enumerate(["billing", "search", "ingest", "audit", "export", "login"])])
 
-    def ranked(threshold: int) -> tuple[list[str], set]:
-        monkeypatch.setattr(search_module, "EXACT_SCOPE_ROWS", threshold)
+    def ranked(lo: int, hi: int = 1000, share: float = 0.0) -> tuple[list[str], set]:
+        monkeypatch.setattr(search_module, "EXACT_SCOPE_MIN", lo)
+        monkeypatch.setattr(search_module, "EXACT_SCOPE_MAX", hi)
+        monkeypatch.setattr(search_module, "EXACT_SCOPE_SHARE", share)
         res = search(client, h, "ticket about the billing service", mode="vector",
                      explain=True)
         return ids(res), {r["explain"]["vector"]["exact"] for r in res}
@@ -468,6 +472,15 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
     assert exact_route == {True} and hnsw_route == {False}
     assert sorted(exact_ids) == sorted(created) and hnsw_ids == exact_ids
     assert exact_ids[0] == created[0]
+
+    other = make_tenant("bigger")
+    create(client, other.headers, *[
+        {"content": f"Unrelated note {i}", "path": "shared.ops"} for i in range(20)])
+    with db.connection() as conn:
+        conn.execute("ANALYZE memories")
+    assert ranked(5, share=0.5)[1] == {True}  # 6 rows <= half of 26
+    assert ranked(5, hi=5, share=0.5)[1] == {False}  # ... unless capped below them
+    assert ranked(5, share=0.1)[1] == {False}  # 6 rows > 2.6
 
     monkeypatch.setitem(search_module._ITERATIVE_SCAN, db, False)
     old_ids, old_route = ranked(5)

@@ -33,13 +33,16 @@ Ranking
 Vector arm
     Reads ``memories`` directly with every filter in its WHERE and ranks by cosine distance.
     Which way it ranks is decided inside the statement, not by the planner's estimate: the
-    ``scope`` CTE counts the tenant's rows in the requested statuses, stopping at
-    ``EXACT_SCOPE_ROWS + 1`` (an index-only scan; ~0.5 ms at 2,000). A scope that small is
-    ranked exactly (an ORDER BY no index matches: a bitmap scan on the tenant and a top-N
-    sort, recall 1.0, ~1.5 ms for 1,000 rows); a larger one through HNSW. Each branch sits
-    under a one-time filter, so only one runs. Left to itself the planner sent a 1,000-row
-    tenant of a 101k-row table to HNSW for some query shapes (recall@10 0.875 measured) and
-    a 10,000-row tenant of a 1M-row table too (0.83).
+    ``scope`` CTE counts the tenant's rows in the requested statuses, stopping one past the
+    exact limit -- ``EXACT_SCOPE_SHARE`` (5 %) of the table's rows (``pg_class.reltuples``),
+    but at least ``EXACT_SCOPE_MIN`` (2,000) and at most ``EXACT_SCOPE_MAX`` (20,000); an
+    index-only scan, ~0.2 us a row. A scope within the limit is ranked exactly (an ORDER BY
+    no index matches: a bitmap scan on the tenant and a top-N sort, recall 1.0, ~1.5 ms for
+    1,000 rows); a larger one through HNSW. Each branch sits under a one-time filter, so
+    only one runs. Why relative: a filtered HNSW walk loses recall as the tenant's share of
+    the table shrinks (a 10,000-row tenant: recall@10 0.99 in a 101k-row table, 0.83 in a
+    1M-row one), while an exact scan costs the same in both. Left to itself the planner sent
+    a 1,000-row tenant of a 101k-row table to HNSW for some query shapes (0.875).
 
     A plain HNSW scan under a tenant filter keeps only the ``hnsw.ef_search`` nearest rows
     of the *whole table* and then filters, so it returns too few rows (0 of 50 measured at
@@ -250,12 +253,17 @@ cand AS (  -- the text arm's candidates (see "Text arm" above)
        AND {_FILTERS}
      LIMIT %(one_cap)s)
 ),
+exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
+    SELECT least(%(exact_max)s, greatest(%(exact_min)s,
+                 (c.reltuples * %(exact_share)s)::bigint)) AS n
+    FROM pg_class c WHERE c.oid = 'memories'::regclass
+),
 scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows
-    SELECT NOT %(iterative)s OR count(*) <= %(exact_rows)s AS small
+    SELECT NOT %(iterative)s OR count(*) <= (SELECT n FROM exact_rows) AS small
     FROM (SELECT 1 FROM memories m
           WHERE %(use_vec)s AND %(iterative)s AND m.tenant_id = %(tenant)s
             AND (m.status = ANY(%(statuses)s::memory_status[]) OR %(any_status)s)
-          LIMIT %(exact_rows)s + 1) s
+          LIMIT (SELECT n FROM exact_rows) + 1) s
 ),
 vec AS (
     -- One branch runs (the other's one-time filter is false): exact (an ORDER BY no index
@@ -353,9 +361,12 @@ ORDER BY o.grp, o.pos, o.edge, m.id
 # 200 -> 0.992 at the same p50 (11 ms for the statement); 40 -> 0.984. At 100k rows per
 # tenant (1M rows) recall falls to ~0.78 whatever the setting: see the module docstring.
 HNSW_EF_SEARCH = 200
-# A scope (tenant, statuses, readable paths) of at most this many rows is ranked exactly,
-# whatever the planner estimates: see "Vector arm".
-EXACT_SCOPE_ROWS = 2000
+# A scope (the tenant's rows in the requested statuses) of at most EXACT_SCOPE_SHARE of the
+# table, but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, is ranked
+# exactly, whatever the planner estimates: see "Vector arm".
+EXACT_SCOPE_MIN = 2000
+EXACT_SCOPE_MAX = 20_000
+EXACT_SCOPE_SHARE = 0.05
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
     f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true)"
@@ -419,7 +430,8 @@ def search(
             "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
             "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
             "boost_start": TIME_BOOST_START, "boost_overlap": TIME_BOOST_OVERLAP,
-            "expand": req.expand, "edges": list(EXPAND_EDGES), "exact_rows": EXACT_SCOPE_ROWS,
+            "expand": req.expand, "edges": list(EXPAND_EDGES), "exact_min": EXACT_SCOPE_MIN,
+            "exact_max": EXACT_SCOPE_MAX, "exact_share": EXACT_SCOPE_SHARE,
         }
         with db.connection() as conn:
             params["iterative"] = use_vec and _iterative_scan(db, conn)
