@@ -133,6 +133,12 @@ def deploy(module, request_type: str, url: str) -> None:
     module.handler(custom_resource_event(request_type, url), LambdaContext())
 
 
+def secret_versions(aws, arn: str) -> list[tuple[str, list[str]]]:
+    """Each version's id and stages (not its dates, which moto recomputes on every call)."""
+    return [(v["VersionId"], v["VersionStages"])
+            for v in aws.list_secret_version_ids(SecretId=arn)["Versions"]]
+
+
 class Recorded(logging.Handler):
     """Every line the function logs, as the Powertools formatter writes it."""
 
@@ -160,7 +166,7 @@ def test_first_deploy_creates_default_and_stores_a_working_owner_key(
 
     deploy(migrate_handler, "Create", url)
     key = aws.get_secret_value(SecretId=admin_secret)["SecretString"]
-    versions = aws.list_secret_version_ids(SecretId=admin_secret)["Versions"]
+    versions = secret_versions(aws, admin_secret)
 
     assert received[0]["Status"] == "SUCCESS", received[0]
     assert received[0]["Data"]["TenantCreated"] == "true"
@@ -175,7 +181,7 @@ def test_first_deploy_creates_default_and_stores_a_working_owner_key(
     assert received[1]["Status"] == "SUCCESS", received[1]
     assert received[1]["Data"] == {"Applied": "", "TenantCreated": "false"}
     assert aws.get_secret_value(SecretId=admin_secret)["SecretString"] == key
-    assert aws.list_secret_version_ids(SecretId=admin_secret)["Versions"] == versions
+    assert secret_versions(aws, admin_secret) == versions
     assert find_tenant(database, "default").id == default.id
     assert authenticate(database, key).tenant_id == default.id
     with database.connection() as conn:
