@@ -19,3 +19,22 @@ def assert_error(resp, status: int, code: str, field: str | None = None) -> dict
     if field is not None:
         assert err.get("field") == field, body
     return err
+
+
+class LambdaContext:
+    """A Lambda context: what the handlers and Powertools read of one, with a chosen
+    amount of time left."""
+
+    memory_limit_in_mb = 1024
+    log_stream_name = "2026/11/29/[$LATEST]0123456789abcdef"
+
+    def __init__(self, function_name: str = "strata-test", *, remaining_ms: int = 300_000,
+                 request_id: str = "c6af9ac6-7b61-11e6-9a41-93e812345678") -> None:
+        self.function_name = function_name
+        self.invoked_function_arn = (
+            f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}")
+        self.aws_request_id = request_id
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -23,21 +24,16 @@ from strata.config import get_settings
 from strata.db import Database, get_database
 from strata.errors import Unauthenticated
 
+import support
+
 ROOT = Path(__file__).resolve().parents[1]
 HANDLER = ROOT / "functions" / "authorizer" / "handler.py"
 # A server that is not there: the pool never gets a connection.
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1"
 
 
-class LambdaContext:
-    function_name = "strata-authorizer"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:strata-authorizer"
-    aws_request_id = "5b1d6d4e-0d2f-4b7e-9d61-2f7a3c9e1a10"
-    log_stream_name = "2026/11/29/[$LATEST]0123456789abcdef"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 5_000
+LambdaContext = partial(support.LambdaContext, "strata-authorizer", remaining_ms=5_000,
+                        request_id="5b1d6d4e-0d2f-4b7e-9d61-2f7a3c9e1a10")
 
 
 def authorizer_event(authorization: str | None, method: str = "GET",

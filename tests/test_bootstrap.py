@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import uuid
+from functools import partial
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -28,18 +29,12 @@ from strata.config import get_settings
 from strata.db import Database, get_database
 from strata.errors import NotFound
 
+import support
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class LambdaContext:
-    function_name = "strata-dev-MigrateFunction"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:strata-dev-Migrate"
-    aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678"
-    log_stream_name = "2026/11/29/[$LATEST]abcdef"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 600_000
+LambdaContext = partial(support.LambdaContext, "strata-dev-MigrateFunction", remaining_ms=600_000)
 
 
 def custom_resource_event(request_type: str, url: str) -> dict:

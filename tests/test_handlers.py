@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,20 +17,14 @@ from strata.authorizer import set_resolver
 from strata.config import get_settings
 from strata.db import get_database
 
+import support
+
 ROOT = Path(__file__).resolve().parents[1]
 # The HTTP API route-group functions (functions/<name>/handler.py), as template.yaml routes them.
 API_FUNCTIONS = ("health", "memories", "search", "ingest", "review", "admin")
 
 
-class LambdaContext:
-    function_name = "strata-test"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:strata-test"
-    aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678"
-    log_stream_name = "2026/11/29/[$LATEST]abcdef"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+LambdaContext = partial(support.LambdaContext, remaining_ms=30_000)
 
 
 def http_event(method: str, path: str, *, key: str | None = None, body: dict | None = None,
@@ -328,11 +323,8 @@ def test_migrate_custom_resource_reports_failure_without_secrets(response_sink, 
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 
-    class ShortContext(LambdaContext):
-        def get_remaining_time_in_millis(self) -> int:
-            return 1_000  # no time left to retry
-
-    module.handler(custom_resource_event("Create", url), ShortContext())
+    # no time left to retry
+    module.handler(custom_resource_event("Create", url), LambdaContext(remaining_ms=1_000))
     get_settings.cache_clear()
     [answer] = received
     assert answer["Status"] == "FAILED"

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 
 import pytest
 
 from strata import logs
 from strata.config import Settings, get_settings
 
+import support
 
-class LambdaContext:
-    function_name = "strata-search"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:strata-search"
-    aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678"
+
+LambdaContext = partial(support.LambdaContext, "strata-search")
 
 
 @pytest.fixture
@@ -64,7 +63,7 @@ def test_a_decorated_handler_logs_its_correlation_id_on_core_lines(
         assert handler({"requestContext": {"requestId": "req-1"}}, LambdaContext()) == "ok"
         record = last_json(capsys)
         assert record["correlation_id"] == "req-1" and record["service"] == "search"
-        assert record["function_request_id"] == LambdaContext.aws_request_id
+        assert record["function_request_id"] == LambdaContext().aws_request_id
         assert record["tenant_id"] == "t-1" and record["message"] == "search slow"
         handler({"requestContext": {"requestId": "req-2"}}, LambdaContext())
         assert last_json(capsys)["correlation_id"] == "req-2"

@@ -11,6 +11,7 @@ import json
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,25 +20,14 @@ from strata.config import get_settings
 from strata.db import get_database
 from strata.memories import CreateRequest, create_memories
 
+import support
 from test_audit_verify import bare_tenant, days_ago, seed, seqs, sql
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class Context:
-    """A Lambda context with a chosen amount of time left."""
-
-    function_name = "strata-maintenance"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:strata-maintenance"
-    aws_request_id = "5b1d9a2e-7c3f-4e51-9a0b-2f6d1c8e4a77"
-    log_stream_name = "2026/11/29/[$LATEST]0123456789abcdef"
-
-    def __init__(self, remaining_ms: int = 14 * 60_000) -> None:
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
+Context = partial(support.LambdaContext, "strata-maintenance", remaining_ms=14 * 60_000,
+                  request_id="5b1d9a2e-7c3f-4e51-9a0b-2f6d1c8e4a77")
 
 
 def schedule_input(**extra) -> dict:

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ from strata.db import get_database
 from strata.ingest.models import IngestRequest, Message
 from strata.ingest.pipeline import STEPS
 from strata.ingest.receipts import open_receipt
+
+import support
 
 ROOT = Path(__file__).resolve().parents[1]
 ASL_PATH = ROOT / "infra" / "statemachines" / "ingest.asl.json"
@@ -130,15 +133,7 @@ def test_asl_error_handling():
 # --------------------------------------------------------------------------------------
 
 
-class LambdaContext:
-    function_name = STEP_FUNCTION_NAME
-    memory_limit_in_mb = 1024
-    invoked_function_arn = STEP_FUNCTION_ARN
-    aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678"
-    log_stream_name = "2026/11/29/[$LATEST]abcdef"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
+LambdaContext = partial(support.LambdaContext, STEP_FUNCTION_NAME)
 
 
 @dataclass
