@@ -43,6 +43,9 @@ def aws(monkeypatch):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    # boto3's default session keeps the credentials it first resolved: one left by an earlier
+    # test (with other fake keys) would sign these tokens.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     _rds_client.cache_clear()
     yield
     _rds_client.cache_clear()

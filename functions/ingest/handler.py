@@ -9,4 +9,4 @@ HTTP API's 30 s: meant for small batches, not for bulk imports.
 
 from strata.api.lambda_handler import api_handler
 
-handler = api_handler("ingest", patch_modules=("botocore",))
+handler = api_handler("ingest")

@@ -8,4 +8,4 @@ set, `remember` with messages starts one state machine execution per receipt.
 
 from strata.api.lambda_handler import api_handler
 
-handler = api_handler("mcp", patch_modules=("botocore",), lifespan="on")
+handler = api_handler("mcp", lifespan="on")

@@ -2,20 +2,27 @@
 
 Nothing reads the environment at import time: tests and warm Lambda containers both rely on
 ``get_settings.cache_clear()`` picking up a changed environment.
+
+A plain pydantic model reads its own environment (:meth:`Settings._environment`) rather than
+pydantic-settings: every field here is a scalar that pydantic's lax mode parses from a string,
+and pydantic-settings (with python-dotenv) cost every Lambda function 15-20 ms of cold start
+for sources strata does not use (dotenv files, JSON-decoded complex values, secrets dirs).
 """
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ENV_PREFIX = "STRATA_"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="STRATA_", extra="ignore")
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
     runtime: Literal["local", "aws"] = "local"
     home: Path = Path(".strata")
@@ -111,6 +118,22 @@ class Settings(BaseSettings):
     # Audit entries: strata audit prune. History: unbounded (None) unless set.
     audit_retention_days: int = Field(default=365, ge=1)
     history_retention_days: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment(cls, values: Any) -> Any:
+        """Each field not passed in comes from ``STRATA_<FIELD>`` (the name in any case), as
+        the string pydantic converts in lax mode ("5432" -> 5432, "true" -> True); an invalid
+        value fails validation naming the field. Arguments win over the environment."""
+        if not isinstance(values, dict):
+            return values
+        prefix = len(ENV_PREFIX)
+        env = {
+            name[prefix:].lower(): value
+            for name, value in os.environ.items()
+            if name.upper().startswith(ENV_PREFIX) and name[prefix:].lower() in cls.model_fields
+        }
+        return {**env, **values}
 
     @property
     def pgdata(self) -> Path:

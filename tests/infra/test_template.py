@@ -724,7 +724,8 @@ def test_every_handler_is_traced_without_its_response(template):
     """Given each function's handler module
     Then an API function's handler is ``api_handler(...)`` (strata.api.lambda_handler), whose
     handler is traced with capture_response=False, measured and calls the Mangum adapter,
-    and whose Tracer patches only what the function names; every other handler builds one
+    and whose Tracer patches nothing at import (strata.aws patches botocore before the first
+    AWS client); every other handler builds one
     Powertools Tracer that patches nothing or names what it patches (never the default
     patch-everything) and is decorated the same way."""
     factory = ROOT / "src/strata/api/lambda_handler.py"
@@ -733,7 +734,7 @@ def test_every_handler_is_traced_without_its_response(template):
     [ret] = [n for n in ast.walk(inner) if isinstance(n, ast.Return)]
     assert call_name(ret.value) == "asgi", "api_handler's handler skips the Mangum adapter"
     [tracer] = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n) == "Tracer"]
-    assert {k.arg for k in tracer.keywords} == {"auto_patch", "patch_modules"}
+    assert {k.arg: getattr(k.value, "value", None) for k in tracer.keywords} == {"auto_patch": False}
     api, other = set(), set()
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
         path, attribute = handler_source(template, function)
@@ -742,8 +743,7 @@ def test_every_handler_is_traced_without_its_response(template):
                     and any(getattr(t, "id", None) == attribute for t in n.targets)] or [None]
         if assign is not None and call_name(assign.value) == "api_handler":
             kwargs = {k.arg: k.value for k in assign.value.keywords}
-            assert set(kwargs) <= {"patch_modules", "lifespan"}, name
-            assert "patch_modules" not in kwargs or isinstance(kwargs["patch_modules"], ast.Tuple)
+            assert set(kwargs) <= {"lifespan"}, name
             api.add(name)
             continue
         tracers = [n.value for n in tree.body if isinstance(n, ast.Assign)

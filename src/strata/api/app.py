@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -13,6 +15,39 @@ from strata.api import errors
 from strata.config import Settings, get_settings
 from strata.db import Database, get_database
 from strata.providers import Embedder, get_embedder
+
+
+def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
+    """Keep FastAPI from importing ``pydantic.v1`` to refuse v1 models nobody uses.
+
+    FastAPI asks of every route parameter (and of values its encoder does not know) whether it
+    is a pydantic.v1 model, only to raise ``PydanticV1NotSupportedError``, and imports
+    ``pydantic.v1`` to ask: ~20 ms of every API function's cold start here, 44 ms measured on
+    Lambda upstream (fastapi/fastapi#16374, closed unmerged). A v1 model cannot exist before
+    ``pydantic.v1`` is imported, so until then the answer is no without asking; once it is
+    loaded, FastAPI's own check runs unchanged. If FastAPI renames these functions this does
+    nothing, and tests/test_app_imports.py says so.
+    """
+    from fastapi import encoders
+    from fastapi._compat import shared
+
+    def guard(check: Callable[[object], bool]) -> Callable[[object], bool]:
+        @functools.wraps(check)
+        def only_once_loaded(obj: object) -> bool:
+            return "pydantic.v1" in sys.modules and check(obj)
+
+        only_once_loaded.strata_guard = True
+        return only_once_loaded
+
+    for module, name in ((shared, "is_pydantic_v1_model_class"),
+                         (shared, "is_pydantic_v1_model_instance"),
+                         (encoders, "is_pydantic_v1_model_instance")):
+        check = getattr(module, name, None)
+        if callable(check) and not getattr(check, "strata_guard", False):
+            setattr(module, name, guard(check))
+
+
+_ask_about_pydantic_v1_only_once_it_is_loaded()
 
 ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search", "mcp")
 

@@ -41,9 +41,9 @@ _VERIFYING_SSLMODES = ("verify-ca", "verify-full")
 
 @lru_cache(maxsize=1)
 def _rds_client():
-    import boto3
+    from strata import aws
 
-    return boto3.client("rds")
+    return aws.client("rds")
 
 
 def iam_auth_token(host: str, port: int, user: str) -> str:
@@ -216,6 +216,9 @@ def _aws_url(settings: Settings) -> str:
         return conninfo.make_conninfo(user=settings.db_user, **params)
     from aws_lambda_powertools.utilities import parameters
 
+    from strata import aws
+
+    aws.trace_aws_calls()
     secret = parameters.get_secret(settings.db_secret_arn, transform="json", max_age=300)
     if settings.db_iam_auth:
         return conninfo.make_conninfo(user=secret["username"], **params)

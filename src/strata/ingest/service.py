@@ -50,9 +50,9 @@ class StepFunctionsLauncher:
 
     def start(self, rt: IngestRuntime, receipt_id: uuid.UUID, tenant_id: uuid.UUID) -> str | None:
         if self._client is None:
-            import boto3
+            from strata import aws
 
-            self._client = boto3.client("stepfunctions")
+            self._client = aws.client("stepfunctions")
         out = self._client.start_execution(
             stateMachineArn=self.arn, name=str(receipt_id),
             input=json.dumps({"receipt_id": str(receipt_id), "tenant_id": str(tenant_id)}),

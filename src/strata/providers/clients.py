@@ -62,6 +62,9 @@ def secret_key_reader(arn: str) -> Callable[[], str]:
     def read() -> str:
         from aws_lambda_powertools.utilities import parameters
 
+        from strata import aws
+
+        aws.trace_aws_calls()
         try:
             value = parameters.get_secret(arn, max_age=300)
         except Exception as exc:  # GetParameterError, botocore errors: all mean "no key"

@@ -232,11 +232,12 @@ class BedrockEmbedder(_RemoteEmbedder):
         self._client = Lazy(self._make_client, client)
 
     def _make_client(self) -> Any:
-        import boto3
         from botocore.config import Config
 
+        from strata import aws
+
         s = self.settings
-        return boto3.client(
+        return aws.client(
             "bedrock-runtime", region_name=s.bedrock_region,
             config=Config(
                 retries={"mode": "standard", "max_attempts": s.embedding_max_retries + 1},
