@@ -3,8 +3,14 @@ what the functions already have. The Makefile's build-StrataLayer and build-McpL
 run it (BuildMethod: makefile in template.yaml).
 
 Like the python3.11 builder: pip, wheels for Lambda's platform (manylinux2014 x86_64,
-CPython 3.11), no bytecode. Unlike it:
+CPython 3.11). Unlike it:
 
+- Bytecode ships, compiled for CPython 3.11 with unchecked-hash pyc files (valid whatever the
+  zip does to file times; a layer never changes once published). /opt is read-only on
+  Lambda, so without them every cold start compiles every module it imports: the memories
+  function imported in 1.1 s from a layer without bytecode and in 0.42 s with it. About
+  +19.5 MB unzipped for the core layer (openai alone 8 MB: importing it loads 545 modules).
+  Built by another Python, no bytecode is written (3.11 would ignore it).
 - What the python3.11 runtime ships is left out, with whatever only it needs: boto3, botocore
   and s3transfer, so also python-dateutil, six and urllib3 (jmespath stays: Powertools needs
   it too). aws-xray-sdk, which Powertools' Tracer imports, depends on botocore: 30 MB the
@@ -20,7 +26,9 @@ Usage: python layers/build_layer.py TARGET -r requirements.txt [--beside core.tx
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -109,6 +117,19 @@ def main() -> None:
     for folder in args.copy:
         shutil.copytree(folder, args.target / folder.name, symlinks=False,
                         ignore=shutil.ignore_patterns("__pycache__"))
+    compile_bytecode(args.target)
+
+
+def compile_bytecode(target: Path) -> None:
+    if sys.version_info[:2] != (3, 11):
+        print(f"{target}: no bytecode: built by Python {sys.version_info[0]}.{sys.version_info[1]}, "
+              "Lambda runs 3.11", file=sys.stderr)
+        return
+    ok = compileall.compile_dir(target, quiet=1, workers=0,
+                                invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    if not ok:
+        # A file that does not compile (a template, a Python-2 leftover) fails only if imported.
+        print(f"{target}: some files did not compile; they are left as source", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1136,7 +1136,6 @@ def test_built_layers_fit_their_budget_and_share_nothing(built):
     assert core_mb < CORE_LAYER_BUDGET_MB, f"core layer {core_mb:.1f} MB unzipped"
     assert (core / "strata" / "__init__.py").is_file()
     assert list((core / "strata" / "db" / "migrations").glob("*.sql"))
-    assert not list(core.rglob("__pycache__")), "bytecode of the build machine in the layer"
     core_dists, mcp_dists = distributions(core), distributions(mcp)
     assert "mcp" in mcp_dists and "mcp" not in core_dists
     assert "pydantic" in core_dists  # control: the overlap check sees shared names
@@ -1149,6 +1148,30 @@ def test_built_layers_fit_their_budget_and_share_nothing(built):
     for name, function in resources_of(built_template, "AWS::Serverless::Function").items():
         code = built / function["Properties"]["CodeUri"]
         assert tree_bytes(code) < 64 * 1024, f"{name}: {tree_bytes(code)} bytes of its own"
+
+
+def test_built_layers_carry_bytecode_lambda_uses_as_it_is(built):
+    """Given the built layers (read-only in /opt on Lambda: nothing compiled there is kept)
+    Then every Python source in them has its CPython 3.11 bytecode beside it, unchecked-hash
+    (used without comparing the source's time, which zipping changes), so a cold start
+    compiles nothing (control: the layer's sources are found, so the check sees them)."""
+    import importlib.util
+
+    for layer in built_layers(built):
+        sources = list(layer.rglob("*.py"))
+        assert len(sources) > 300, layer
+        missing, checked = [], []
+        for source in sources:
+            cached = Path(importlib.util.cache_from_source(str(source)))
+            if not cached.is_file():
+                missing.append(str(source.relative_to(layer)))
+                continue
+            header = cached.read_bytes()[:8]
+            flags = int.from_bytes(header[4:8], "little")
+            if header[:4] != importlib.util.MAGIC_NUMBER or flags != 0b01:
+                checked.append(str(source.relative_to(layer)))
+        assert not missing, f"{layer.parent.name}: no bytecode for {missing[:5]} ({len(missing)})"
+        assert not checked, f"{layer.parent.name}: not 3.11 unchecked-hash: {checked[:5]}"
 
 
 def unmet_requirements(dists: dict, available: dict) -> list[str]:
@@ -1233,7 +1256,7 @@ def test_built_handlers_import_from_their_layers_alone(built, tmp_path):
     imported = {}
     for layers, specs in groups.items():
         # Later layers win in /opt, so they come first on the path.
-        proc = subprocess.run([sys.executable, "-S", "-c", IMPORT_FROM_LAYERS,
+        proc = subprocess.run([sys.executable, "-S", "-B", "-c", IMPORT_FROM_LAYERS,
                                json.dumps([*layers, str(runtime)]), json.dumps(specs)],
                               capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
