@@ -1,8 +1,9 @@
 """strata's AWS calls: boto3 clients made on first use, with botocore traced by then.
 
-Nothing here imports boto3 or botocore until a client is wanted: ~65 ms of cold start that
-only requests calling AWS pay (a POST /v1/ingest starting the state machine, a Bedrock
-embedding, an RDS IAM token, a secret read), never a GET that polls a receipt.
+Nothing here imports boto3 or botocore until a client is wanted (~65 ms): the first request
+that calls AWS pays for it -- starting the state machine, a Bedrock embedding, a secret read,
+or, with IAM database auth, minting the token for the function's first connection -- not
+the import, and a deployment without those never loads botocore's client machinery.
 
 :func:`trace_aws_calls` patches botocore for X-Ray once, through the function's Powertools
 Tracer (shared configuration), before the first client or secret read: each AWS call then gets
