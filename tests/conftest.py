@@ -27,6 +27,8 @@ from strata.db.embedded import start_server
 from strata.db.migrate import migrate
 from strata.providers import HashingEmbedder
 
+import support
+
 # The loopback OpenAI-compatible server (fixture ``fake_llm``) for model-backed providers.
 pytest_plugins = ["fake_openai"]
 
@@ -125,12 +127,8 @@ def client(app):
 def server(db, embedder, settings) -> Iterator[str]:
     """The app ``strata dev`` serves (every router), by uvicorn on a free loopback port over
     the test database: its base URL, for tests that need real HTTP (clients, MCP, CLI)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
+    harness = support.load_module(
         "strata_eval_harness", Path(__file__).resolve().parents[1] / "eval" / "harness.py")
-    harness = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(harness)
     with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
         yield url
 

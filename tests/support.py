@@ -1,6 +1,11 @@
-"""Assertions shared by the HTTP test modules."""
+"""Assertions and helpers shared by the test modules."""
 
 from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -38,3 +43,14 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return self.remaining_ms
+
+
+def load_module(name: str, path: Path, *, register: bool = False) -> ModuleType:
+    """The module at ``path`` (a function's handler, an eval script), executed afresh under
+    ``name``; ``register`` puts it in sys.modules first (dataclasses in it need that)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -5,7 +5,6 @@ cache on a controllable clock, and the caller the API functions rebuild from the
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -101,9 +100,7 @@ class AuthorizerFunction:
     @property
     def module(self):
         if self._module is None:
-            spec = importlib.util.spec_from_file_location("handler_authorizer", HANDLER)
-            self._module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(self._module)
+            self._module = support.load_module("handler_authorizer", HANDLER)
         return self._module
 
     def __call__(self, authorization: str | None) -> dict:

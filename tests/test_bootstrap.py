@@ -8,7 +8,6 @@ and a loopback HTTP server for CloudFormation's pre-signed response URL.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import threading
@@ -98,11 +97,7 @@ def migrate_handler(empty_db_url, monkeypatch):
     monkeypatch.setenv("STRATA_RUNTIME", "aws")
     get_settings.cache_clear()
     get_database.cache_clear()
-    spec = importlib.util.spec_from_file_location("handler_migrate_bootstrap",
-                                                  ROOT / "functions/migrate/handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
+    yield support.load_module("handler_migrate_bootstrap", ROOT / "functions/migrate/handler.py")
     logs.reset()  # the aws runtime switched strata logs to JSON
     get_database().close()
     get_settings.cache_clear()

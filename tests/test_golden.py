@@ -19,7 +19,6 @@ hybrid, vector and keyword mode as its caller, with no score floor. What must ho
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,10 @@ from strata.config import Settings
 from strata.providers import HashingEmbedder
 from strata.providers.embedders import LocalEmbedder
 
+import support
+
 _PATH = Path(__file__).resolve().parents[1] / "eval" / "golden_eval.py"
-_spec = importlib.util.spec_from_file_location("golden_eval", _PATH)
-golden_eval = importlib.util.module_from_spec(_spec)
-sys.modules["golden_eval"] = golden_eval
-_spec.loader.exec_module(golden_eval)
+golden_eval = support.load_module("golden_eval", _PATH, register=True)
 
 # From the honest runs (92 queries, 76 scored; `strata eval golden --embedder E`):
 #   hash:  hybrid recall@5 0.944 MRR 0.942 | vector 0.920 0.906 | keyword 0.969 0.953 (1 empty)

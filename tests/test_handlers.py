@@ -5,7 +5,6 @@ resource."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from functools import partial
@@ -67,12 +66,8 @@ def handlers(db, monkeypatch):
     set_resolver(None)
     loaded = {}
     for name in API_FUNCTIONS + ("authorizer",):
-        spec = importlib.util.spec_from_file_location(
-            f"handler_{name}", ROOT / "functions" / name / "handler.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        loaded[name] = module.handler
+        loaded[name] = support.load_module(
+            f"handler_{name}", ROOT / "functions" / name / "handler.py").handler
     yield loaded
     set_resolver(None)
     _reset_logging()
@@ -291,10 +286,7 @@ def test_migrate_custom_resource_applies_migrations(empty_db_url, response_sink,
     url, received = response_sink
     monkeypatch.setenv("STRATA_DATABASE_URL", empty_db_url)
     get_settings.cache_clear()
-    spec = importlib.util.spec_from_file_location("handler_migrate",
-                                                  ROOT / "functions/migrate/handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = support.load_module("handler_migrate", ROOT / "functions/migrate/handler.py")
 
     module.handler(custom_resource_event("Create", url), LambdaContext())
     module.handler(custom_resource_event("Update", url), LambdaContext())
@@ -318,10 +310,7 @@ def test_migrate_custom_resource_reports_failure_without_secrets(response_sink, 
         "postgresql://strata_admin:hunter2secret@127.0.0.1:1/strata?connect_timeout=1",
     )
     get_settings.cache_clear()
-    spec = importlib.util.spec_from_file_location("handler_migrate_fail",
-                                                  ROOT / "functions/migrate/handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = support.load_module("handler_migrate_fail", ROOT / "functions/migrate/handler.py")
 
     # no time left to retry
     module.handler(custom_resource_event("Create", url), LambdaContext(remaining_ms=1_000))

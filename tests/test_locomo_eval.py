@@ -10,20 +10,17 @@ is skipped.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from strata.providers import HashingEmbedder
 
+import support
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "locomo_tiny"
-_spec = importlib.util.spec_from_file_location("locomo_eval", ROOT / "eval" / "locomo_eval.py")
-locomo_eval = importlib.util.module_from_spec(_spec)
-sys.modules["locomo_eval"] = locomo_eval
-_spec.loader.exec_module(locomo_eval)
+locomo_eval = support.load_module("locomo_eval", ROOT / "eval" / "locomo_eval.py", register=True)
 
 ARMS = {"hybrid", "vector", "keyword", "exact"}
 METRICS = {"recall_all@5", "recall_any@5", "recall_all@10", "recall_any@10", "mrr"}

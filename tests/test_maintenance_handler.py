@@ -6,7 +6,6 @@ to stand in for)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import uuid
@@ -42,11 +41,7 @@ def maintenance(db, monkeypatch):
     monkeypatch.setenv("STRATA_RUNTIME", "aws")
     get_settings.cache_clear()
     get_database.cache_clear()
-    spec = importlib.util.spec_from_file_location("handler_maintenance",
-                                                  ROOT / "functions" / "maintenance" / "handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
+    yield support.load_module("handler_maintenance", ROOT / "functions" / "maintenance" / "handler.py")
     from strata import logs
 
     logs.reset()  # the aws runtime switched strata logs to JSON

@@ -10,7 +10,6 @@ any MCP message is read; everything a key-holder gets wrong comes back as a tool
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -36,6 +35,8 @@ from strata.ingest.models import IngestRequest, Message
 from strata.mcpserver import tools
 from strata.memories.models import MemoryIn, MemoryPatch
 from strata.search import SearchRequest
+
+import support
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -459,10 +460,7 @@ def mcp_handler(db, monkeypatch):
     monkeypatch.setenv("STRATA_RUNTIME", "aws")
     get_settings.cache_clear()
     get_database.cache_clear()
-    spec = importlib.util.spec_from_file_location("handler_mcp", ROOT / "functions" / "mcp" / "handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module.handler
+    yield support.load_module("handler_mcp", ROOT / "functions" / "mcp" / "handler.py").handler
     _reset_logging()
     get_database().close()
     get_settings.cache_clear()

@@ -9,7 +9,6 @@ them; step failures come from the database itself.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -188,12 +187,7 @@ def step_handler(db, monkeypatch):
     monkeypatch.setenv("STRATA_RUNTIME", "aws")
     get_settings.cache_clear()
     get_database.cache_clear()
-    spec = importlib.util.spec_from_file_location(
-        "handler_ingest_step", ROOT / "functions" / "ingest_step" / "handler.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
+    yield support.load_module("handler_ingest_step", ROOT / "functions" / "ingest_step" / "handler.py")
     get_database().close()
     get_settings.cache_clear()
     get_database.cache_clear()
@@ -455,11 +449,7 @@ def ingest_function(aws, monkeypatch):
     _, arn, _ = aws
     monkeypatch.setenv("STRATA_INGEST_STATE_MACHINE_ARN", arn)
     get_settings.cache_clear()
-    spec = importlib.util.spec_from_file_location(
-        "handler_ingest_api", ROOT / "functions" / "ingest" / "handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module.handler
+    yield support.load_module("handler_ingest_api", ROOT / "functions" / "ingest" / "handler.py").handler
     _reset_logging()
     sys.modules.pop("handler_ingest_api", None)
 
