@@ -63,8 +63,8 @@ build: $(SAM_STAMP)
 	AWS_DEFAULT_REGION=us-east-1 $(SAM) build
 
 # sam build calls these for the two layers (BuildMethod makefile, ContextPath .), from a copy
-# of the layer's folder with ARTIFACTS_DIR set. layers/build_layer.py says what goes in; sam's
-# build cache does not see that file, so after changing it build once with --no-cached.
+# of the layer's folder with ARTIFACTS_DIR set. layers/build_layer.py says what goes in; each
+# layer folder holds a link to it, so sam's build cache sees a change to it and rebuilds.
 LAYER_BUILD := $(PYTHON) $(ROOT)/layers/build_layer.py
 
 build-StrataLayer:
