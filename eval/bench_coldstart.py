@@ -312,15 +312,33 @@ def authorizer_event(key: str) -> dict:
     }
 
 
+# The first request of a function whose first route is not a plain GET: one it answers with
+# its real work (a search, a receipt poll -- 404 for an unknown receipt, after the key and the
+# database -- and an MCP initialize), not a 405 or 422 from the framework.
+FIRST_REQUESTS = {
+    "/v1/search": ("POST", "/v1/search", {"query": "what does the user drink", "limit": 5}),
+    "/v1/ingest": ("GET", "/v1/ingest/00000000-0000-4000-8000-000000000000", None),
+    "/mcp": ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}}),
+}
+
+
 def http_event(routes: list[tuple[str, str]], key: str) -> dict:
-    """A v2 event for the function's first route that a GET can take (ANY or GET)."""
-    method, path = next(((m, p) for m, p in routes if m.upper() in ("GET", "ANY")), routes[0])
-    method = "GET" if method.upper() == "ANY" else method.upper()
-    path = re.sub(r"\{[^}]+\+?\}", "x", path)
+    """A v2 event for the function's first request: FIRST_REQUESTS' for its first route, or
+    a GET of its first route that takes one (ANY or GET)."""
+    body = None
+    if routes[0][1] in FIRST_REQUESTS:
+        method, path, body = FIRST_REQUESTS[routes[0][1]]
+    else:
+        method, path = next(((m, p) for m, p in routes if m.upper() in ("GET", "ANY")), routes[0])
+        method = "GET" if method.upper() == "ANY" else method.upper()
+        path = re.sub(r"\{[^}]+\+?\}", "x", path)
     return {
         "version": "2.0", "routeKey": f"{method} {path}", "rawPath": path, "rawQueryString": "",
         "headers": {"authorization": f"Bearer {key}", "host": "abc123.execute-api.us-east-1.amazonaws.com",
-                    "user-agent": "bench", "content-type": "application/json"},
+                    "user-agent": "bench", "content-type": "application/json",
+                    "accept": "application/json, text/event-stream"},
         "requestContext": {
             "accountId": "123456789012", "apiId": "abc123",
             "domainName": "abc123.execute-api.us-east-1.amazonaws.com", "domainPrefix": "abc123",
@@ -329,7 +347,7 @@ def http_event(routes: list[tuple[str, str]], key: str) -> dict:
             "requestId": "bench", "routeKey": f"{method} {path}", "stage": "$default",
             "time": "29/Nov/2026:20:00:00 +0000", "timeEpoch": 1796000000000,
         },
-        "body": None, "isBase64Encoded": False,
+        "body": None if body is None else json.dumps(body), "isBase64Encoded": False,
     }
 
 
