@@ -22,7 +22,7 @@ import psycopg
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata import logs
+from strata import aws, logs
 from strata.auth import create_tenant, delete_tenant
 from strata.config import get_settings
 from strata.db import get_database
@@ -103,9 +103,7 @@ def _bootstrap() -> bool:
 
 
 def _secrets():
-    import boto3
-
-    return boto3.client("secretsmanager")
+    return aws.client("secretsmanager")
 
 
 def _respond(event, status: str, reason: str, data: dict) -> None:
