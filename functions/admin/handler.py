@@ -2,6 +2,10 @@
 router) and /v1/audit, /v1/audit/verify (the `audit` router). Rarely called and never on an
 agent's hot path, so one function (one pool of warm containers) serves both."""
 
+from strata import coldstart
+
+coldstart.begin()  # the collector stays off until init is done: strata.coldstart
 from strata.api.lambda_handler import api_handler
 
 handler = api_handler("access", "audit")
+coldstart.end()

@@ -13,6 +13,10 @@ stack is imported by the first lookup the cache cannot answer.
 
 from __future__ import annotations
 
+from strata import coldstart
+
+coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
@@ -66,3 +70,6 @@ def handler(event: dict, context) -> dict:
     else:
         log.info("denied", extra={"reason": decision.reason, "cached": decision.cached})
     return decision.response()
+
+
+coldstart.end()

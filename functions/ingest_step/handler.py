@@ -7,6 +7,10 @@ the failed step's error *name* on the receipt (the state machine never passes th
 
 from __future__ import annotations
 
+from strata import coldstart
+
+coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+
 import uuid
 
 from aws_lambda_powertools import Metrics, Tracer
@@ -49,3 +53,6 @@ def handler(event, context):
     if step not in STEPS:
         raise ValueError(f"unknown ingest step {step!r}")
     return run_step(runtime(), step, ids)
+
+
+coldstart.end()

@@ -19,6 +19,10 @@ scheduler does not retry it; an error escaping the core does raise.
 
 from __future__ import annotations
 
+from strata import coldstart
+
+coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+
 import logging
 from datetime import UTC, datetime
 
@@ -116,3 +120,6 @@ def audit_prune(event, context):
         metrics.add_metric(name="AuditRowsPruned", unit=MetricUnit.Count,
                            value=sum(t.get("pruned", 0) for t in report["tenants"]))
     return _finish("audit_prune", report)
+
+
+coldstart.end()

@@ -6,6 +6,10 @@ database pool and the embedder stay warm in the container. With STRATA_INGEST_ST
 set, `remember` with messages starts one state machine execution per receipt.
 """
 
+from strata import coldstart
+
+coldstart.begin()  # the collector stays off until init is done: strata.coldstart
 from strata.api.lambda_handler import api_handler
 
 handler = api_handler("mcp", lifespan="on")
+coldstart.end()

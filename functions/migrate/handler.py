@@ -13,6 +13,10 @@ has details, never the key.
 
 from __future__ import annotations
 
+from strata import coldstart
+
+coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+
 import json
 import logging
 import time
@@ -125,3 +129,6 @@ def _respond(event, status: str, reason: str, data: dict) -> None:
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         log.info("cloudformation response sent", extra={"http_status": response.status})
+
+
+coldstart.end()

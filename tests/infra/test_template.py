@@ -757,6 +757,30 @@ def test_every_handler_is_traced_without_its_response(template):
     assert len(api) == 7 and len(other) >= 6, (api, other)
 
 
+def test_every_handler_inits_without_the_collector(template):
+    """Given each function's handler module
+    Then, after its docstring and ``from __future__`` imports, it imports strata.coldstart and
+    calls ``coldstart.begin()`` before any other statement, and ``coldstart.end()`` is its last
+    statement: all of init runs without the cyclic collector on Lambda (strata.coldstart)."""
+    seen = set()
+    for name, function in resources_of(template, "AWS::Serverless::Function").items():
+        path, _ = handler_source(template, function)
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        body = [n for n in body if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
+        where = path.relative_to(ROOT)
+        first, begin, last = body[0], body[1], body[-1]
+        assert isinstance(first, ast.ImportFrom) and first.module == "strata" and [
+            a.name for a in first.names] == ["coldstart"], f"{where}: does not start by importing coldstart"
+        for statement, call in ((begin, "begin"), (last, "end")):
+            assert (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                    and ast.unparse(statement.value.func) == f"coldstart.{call}"), (
+                f"{where}: line {statement.lineno} is not coldstart.{call}()")
+        seen.add(path)
+    assert len(seen) >= 10, seen
+
+
 def test_database_is_encrypted_protected_and_sized_by_parameters(template):
     [(_, cluster)] = resources_of(template, "AWS::RDS::DBCluster").items()
     props = cluster["Properties"]
