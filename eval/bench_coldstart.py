@@ -155,8 +155,9 @@ def search(body: Query):
 
 # Reported beside the target's baseline, not a target: the floor of a strata API function --
 # the bare GET app with the Powertools trio and the PostgreSQL driver (psycopg and its pool),
-# before any code of strata's. Measured at 1.28-1.45x bare_fastapi_mangum in three runs: the
-# 1.5x target leaves strata's own models, routes and settings about 0.1x.
+# before any code of strata's. Measured at 1.28-1.45x bare_fastapi_mangum (ratio of medians,
+# six runs); strata's API functions, whose init runs without the cyclic collector
+# (strata.coldstart), import in 0.88-1.06x it.
 BARE_DB_FUNCTION = api_function("import psycopg\nimport psycopg_pool", '''
 
 @app.get("/healthz")
