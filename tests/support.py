@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -54,3 +58,12 @@ def load_module(name: str, path: Path, *, register: bool = False) -> ModuleType:
         sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_python(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    """``code`` run by a fresh interpreter in the repository (``args`` its argv): the JSON
+    object its last line of output prints. Fails with the interpreter's stderr."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -3,19 +3,13 @@ models) and not pydantic-settings, each a measurable share of an API function's 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+import os
 
 import pytest
 
+from support import run_python
+
 ROUTERS = ["health", "memories", "access", "audit", "ingest", "review", "search"]
-
-
-def run(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_building_every_api_router_loads_neither_pydantic_v1_nor_pydantic_settings():
@@ -23,7 +17,7 @@ def test_building_every_api_router_loads_neither_pydantic_v1_nor_pydantic_settin
     When the app is built with every router but mcp (the mcp package brings its own)
     Then neither module is loaded (control: a bare FastAPI app with one typed route, in the
     same kind of interpreter, does load pydantic.v1 -- so the check can see it)."""
-    bare = run(
+    bare = run_python(
         "import json, sys\n"
         "from fastapi import FastAPI\nfrom pydantic import BaseModel\n"
         "class Body(BaseModel):\n    query: str\n"
@@ -32,7 +26,7 @@ def test_building_every_api_router_loads_neither_pydantic_v1_nor_pydantic_settin
         "print(json.dumps({'v1': 'pydantic.v1' in sys.modules}))")
     assert bare == {"v1": True}
 
-    ours = run(
+    ours = run_python(
         "import json, sys\n"
         "from strata.api.app import create_app\n"
         f"app = create_app(routers={ROUTERS!r})\n"
@@ -47,7 +41,7 @@ def test_a_v1_model_is_still_refused_once_pydantic_v1_is_loaded(where):
     """Given a strata app (its guard installed) and then pydantic.v1 imported
     When a route takes or returns a v1 model
     Then FastAPI refuses it as before (control: the same route with a v2 model is accepted)."""
-    outcome = run(
+    outcome = run_python(
         "import json\n"
         "from fastapi.exceptions import PydanticV1NotSupportedError\n"
         "from pydantic import BaseModel\n"
@@ -95,14 +89,8 @@ def test_botocore_loads_with_the_first_aws_client_and_is_traced_on_lambda(on_lam
     Then botocore's client machinery is not loaded by the import (Powertools imports only the
     bare package), and the first AWS client patches it for X-Ray (control: outside Lambda
     tracing is off, nothing is patched -- and the X-Ray recorder's sampling loads botocore)."""
-    import os
-
-    root = __import__("pathlib").Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k not in LAMBDA_ENV}
     env.update(LAMBDA_ENV if on_lambda else {k: LAMBDA_ENV[k] for k in (
         "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")})
-    proc = subprocess.run([sys.executable, "-c", FIRST_AWS_CLIENT], capture_output=True, text=True,
-                          timeout=120, cwd=root, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    outcome = json.loads(proc.stdout.strip().splitlines()[-1])
+    outcome = run_python(FIRST_AWS_CLIENT, env=env)
     assert outcome == {"botocore_at_import": not on_lambda, "patched": on_lambda, "wrapped": on_lambda}

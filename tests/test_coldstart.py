@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
+
+import support
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,20 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 # the requests to send after it ([method, path, key, body], as API Gateway events). Prints the
 # collections run during the import, the state after it, and each answer.
 PROBE = r'''
-import gc, importlib.util, json, sys
+import gc, json, sys
 path, before_import, tests, requests = sys.argv[1:5]
+sys.path.insert(0, tests)
+import support
 if before_import == "off":
     gc.disable()
 def collections():
     return sum(s["collections"] for s in gc.get_stats())
 start = collections()
-spec = importlib.util.spec_from_file_location("handler_under_test", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
+module = support.load_module("handler_under_test", path)
 during = collections() - start
 state = {"collections": during, "frozen": gc.get_freeze_count(), "enabled": gc.isenabled()}
-sys.path.insert(0, tests)
-import support
 from test_handlers import http_event
 state["answers"] = []
 for method, route, key, body in json.loads(requests):
@@ -51,11 +49,8 @@ def import_handler(function: str, requests: list, *, on_lambda: bool, collector:
     path = ROOT / "functions" / function / "handler.py"
     if on_lambda:
         env["LAMBDA_TASK_ROOT"] = str(path.parent)
-    out = subprocess.run([sys.executable, "-c", PROBE, str(path), collector, str(ROOT / "tests"),
-                          json.dumps(requests)],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return support.run_python(PROBE, str(path), collector, str(ROOT / "tests"), json.dumps(requests),
+                              env=env)
 
 
 def import_health(*, on_lambda: bool, collector: str = "on") -> dict:
