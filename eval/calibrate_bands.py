@@ -4,7 +4,7 @@ Scores labelled pairs (eval/data/band_pairs.jsonl: same statement, conflicting, 
 unrelated) and prints, as JSON, each label's similarity range and the band edges that
 separate them: reinforce at or above the lowest "same" score that no conflict reaches, and
 judge at or above the lowest conflict/refinement score. The edges in
-strata.ingest.gate.BANDS come from this script.
+strata.write.gate.BANDS come from this script.
 
 Usage: python eval/calibrate_bands.py [--embedder hash]
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from strata.config import Settings
-from strata.ingest.gate import bands
+from strata.write.gate import bands
 from strata.providers import get_embedder
 
 DATA = Path(__file__).parent / "data" / "band_pairs.jsonl"

@@ -64,7 +64,7 @@ def load(db, embedder, settings, corpus: dict[str, Any] | None = None) -> Golden
     """Write the corpus through the core; check every memory ended where the corpus says."""
     from strata.auth import Caller, authenticate, create_key, create_tenant
     from strata.ingest import service
-    from strata.ingest.conflict import RuleJudge
+    from strata.write.conflict import RuleJudge
     from strata.ingest.models import IngestRequest
     from strata.ingest.pipeline import IngestRuntime
     from strata.memories import forget

@@ -162,7 +162,7 @@ def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any]
     """Store one conversation in its own tenant; return its caller, the dia_ids each memory
     cites and the write outcomes."""
     from strata.auth import authenticate, create_tenant
-    from strata.ingest.conflict import RuleJudge
+    from strata.write.conflict import RuleJudge
     from strata.memories.models import CreateRequest, MemoryIn
     from strata.memories.store import create_memories
 

@@ -640,7 +640,7 @@ def test_normalize_value_folds_aliases(raw, value):
 
 
 def test_emitted_values_are_already_in_the_gates_normal_form():
-    from strata.ingest.gate import normalise_value
+    from strata.write.gate import normalise_value
 
     values = {c.value for text, *_ in PREFERENCES + [(t, None) for t, *_ in FACTS]
               for c in extract_message(text, NOW) if c.value}

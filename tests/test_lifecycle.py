@@ -22,7 +22,7 @@ from strata.config import Settings
 from strata.errors import VersionConflict
 from strata.lifecycle import decay, run_lifecycle
 from strata.memories import CreateRequest, MemoryPatch, create_memories, restore, update_memory
-from strata.memories.canonical import canonicalize, value_hash
+from strata.write.canonical import canonicalize, value_hash
 from strata.search import AccessLog, SearchRequest, search
 
 NOW = datetime.now(UTC).replace(microsecond=0)

@@ -83,7 +83,7 @@ class Settings(BaseModel):
     llm_fallback: Literal["rule", "fail"] = "rule"
 
     # Similarity bands for write resolution. None = the calibrated default for the embedder
-    # (see strata.ingest.gate.BANDS and eval/calibrate_bands.py).
+    # (see strata.write.gate.BANDS and eval/calibrate_bands.py).
     reinforce_threshold: float | None = Field(default=None, gt=0, le=1)
     conflict_threshold: float | None = Field(default=None, gt=0, le=1)
 

@@ -17,8 +17,8 @@ from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import Conflict, NotFound
-from strata.ingest.persist import retire
-from strata.memories.canonical import slot_value_hash
+from strata.write.apply import retire
+from strata.write.canonical import slot_value_hash
 from strata.memories.models import Memory
 from strata.memories.store import COLUMNS, encode_cursor, decode_cursor, evidence_entry, scope
 

@@ -25,7 +25,7 @@ into the tenant the export came from (restoring a backup) keeps the ids, as does
 ``keep_ids`` (for moving a tenant to another database). History rows are recognised by
 (memory, version, operation, changed_at); edges by (source, target, type).
 
-The write gate. Every imported memory passes the gate (``strata.ingest.gate.decide``)
+The write gate. Every imported memory passes the gate (``strata.write.gate.decide``)
 against what the destination already holds, not against its own export: a value the
 destination tombstoned as forgotten is never imported (not even as history), and an active
 or candidate memory whose value the destination retired in any way is blocked; an active
@@ -64,7 +64,7 @@ from strata.auth.access import Caller
 from strata.db import Database
 from strata.db.vector import Vector
 from strata.errors import Conflict, InvalidInput
-from strata.memories.canonical import canonicalize, value_hash
+from strata.write.canonical import canonicalize, value_hash
 from strata.memories.models import Kind, Status
 from strata.providers import Embedder
 
@@ -559,7 +559,7 @@ class Importer:
 
     def _memories(self, records: list[MemoryRecord]) -> None:
         from strata.config import get_settings
-        from strata.ingest import gate as gating
+        from strata.write import gate as gating
 
         tenant = self.tenant_id
         with self.db.connection() as conn:
@@ -703,7 +703,7 @@ class Importer:
     # -- history ---------------------------------------------------------------------------
 
     def _histories(self, records: list[HistoryRecord]) -> None:
-        from strata.memories.store import find_tombstones
+        from strata.write.tombstones import find_tombstones
 
         with self.db.transaction(cause="memory.import", actor=self.caller.actor) as cur:
             params = []

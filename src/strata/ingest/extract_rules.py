@@ -77,191 +77,16 @@ from datetime import UTC, datetime
 
 from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message
-from strata.memories.canonical import canonicalize
+from strata.write.canonical import canonicalize
 
 # ---------------------------------------------------------------------------------------
 # lexicon
 # ---------------------------------------------------------------------------------------
 
-# canonical term -> (category, aliases). Category names the slot: user.preferred_<category>.
-LEXICON: dict[str, tuple[str, tuple[str, ...]]] = {
-    # databases
-    "postgresql": ("database", ("postgres", "postgre", "pg", "psql", "pgsql")),
-    "mysql": ("database", ()),
-    "mariadb": ("database", ()),
-    "mongodb": ("database", ("mongo", "mongo db")),
-    "sqlite": ("database", ("sqlite3",)),
-    "redis": ("database", ()),
-    "dynamodb": ("database", ("dynamo", "dynamo db")),
-    "cassandra": ("database", ()),
-    "elasticsearch": ("database", ("elastic search",)),
-    "opensearch": ("database", ()),
-    "neo4j": ("database", ()),
-    "cockroachdb": ("database", ("cockroach db",)),
-    "duckdb": ("database", ()),
-    "clickhouse": ("database", ()),
-    "couchdb": ("database", ()),
-    "firestore": ("database", ()),
-    "oracle": ("database", ("oracle db", "oracle database")),
-    "sql server": ("database", ("mssql", "microsoft sql server")),
-    # editors
-    "vim": ("editor", ("vi",)),
-    "neovim": ("editor", ("nvim",)),
-    "emacs": ("editor", ()),
-    "vscode": ("editor", ("vs code", "visual studio code")),
-    "visual studio": ("editor", ()),
-    "sublime text": ("editor", ("sublime",)),
-    "intellij": ("editor", ("intellij idea",)),
-    "pycharm": ("editor", ()),
-    "nano": ("editor", ()),
-    "helix": ("editor", ()),
-    "zed": ("editor", ()),
-    "xcode": ("editor", ()),
-    "notepad++": ("editor", ()),
-    # programming languages
-    "python": ("language", ("py", "python3", "python 3")),
-    "rust": ("language", ()),
-    "go": ("language", ("golang",)),
-    "java": ("language", ()),
-    "typescript": ("language", ("ts",)),
-    "javascript": ("language", ("js", "ecmascript")),
-    "c": ("language", ()),
-    "c++": ("language", ("cpp",)),
-    "c#": ("language", ("csharp",)),
-    "ruby": ("language", ()),
-    "php": ("language", ()),
-    "kotlin": ("language", ()),
-    "swift": ("language", ()),
-    "scala": ("language", ()),
-    "haskell": ("language", ()),
-    "elixir": ("language", ()),
-    "erlang": ("language", ()),
-    "clojure": ("language", ()),
-    "perl": ("language", ()),
-    "julia": ("language", ()),
-    "lua": ("language", ()),
-    "dart": ("language", ()),
-    "zig": ("language", ()),
-    "ocaml": ("language", ()),
-    "r": ("language", ()),
-    # operating systems
-    "linux": ("os", ("gnu/linux",)),
-    "macos": ("os", ("mac", "osx", "os x", "mac os", "mac os x", "macbook")),
-    "windows": ("os", ("windows 10", "windows 11")),
-    "ubuntu": ("os", ()),
-    "debian": ("os", ()),
-    "fedora": ("os", ()),
-    "arch linux": ("os", ("arch",)),
-    "nixos": ("os", ()),
-    "freebsd": ("os", ()),
-    "ios": ("mobile_os", ("iphone",)),
-    "android": ("mobile_os", ()),
-    # clouds
-    "aws": ("cloud", ("amazon web services",)),
-    "gcp": ("cloud", ("google cloud", "google cloud platform")),
-    "azure": ("cloud", ("microsoft azure",)),
-    "digitalocean": ("cloud", ("digital ocean",)),
-    "heroku": ("cloud", ()),
-    # browsers and shells
-    "chrome": ("browser", ("google chrome",)),
-    "firefox": ("browser", ()),
-    "safari": ("browser", ()),
-    "edge": ("browser", ("microsoft edge",)),
-    "brave": ("browser", ()),
-    "bash": ("shell", ()),
-    "zsh": ("shell", ()),
-    "powershell": ("shell", ()),
-    # drinks
-    "coffee": ("drink", ()),
-    "tea": ("drink", ()),
-    "green tea": ("drink", ()),
-    "black tea": ("drink", ()),
-    "espresso": ("drink", ()),
-    "latte": ("drink", ()),
-    "cappuccino": ("drink", ()),
-    "matcha": ("drink", ()),
-    "hot chocolate": ("drink", ()),
-}
-
-ALIASES: dict[str, str] = {
-    alias: canonical
-    for canonical, (_, aliases) in LEXICON.items()
-    for alias in (canonical, *aliases)
-}
-CATEGORY: dict[str, str] = {canonical: category for canonical, (category, _) in LEXICON.items()}
-
-# Terms that are also ordinary words (or letters): they count only as the whole object, so
-# "I use Go" is a language but "vitamin C", "the edge case", "arch support" are not.
-AMBIGUOUS = frozenset(
-    "c r go pg py ts js vi mac arch edge brave swift rust java dart oracle sublime nano helix "
-    "zed safari elastic dynamo ruby julia".split()
+from strata.write.values import (  # noqa: E402  (the value vocabulary lives with the write path)
+    ALIASES, AMBIGUOUS, CATEGORY, CATEGORY_NOUNS, LEXICON, Term, _squash, fold_aliases, lexicon_terms,
+    negates, normalize_value, _ALIAS_RE, _ARTICLE, _EDGE, _NOUN_SPELLING, _SPACES,
 )
-
-# Nouns that name a lexicon category: "my favourite database is X" → user.preferred_database.
-CATEGORY_NOUNS = {
-    "database": "database", "db": "database", "datastore": "database",
-    "editor": "editor", "text editor": "editor", "code editor": "editor", "ide": "editor",
-    "language": "language", "programming language": "language",
-    "os": "os", "operating system": "os", "distro": "os", "linux distro": "os",
-    "cloud": "cloud", "cloud provider": "cloud",
-    "browser": "browser", "web browser": "browser", "shell": "shell",
-    "drink": "drink", "beverage": "drink", "hot drink": "drink",
-}
-_NOUN_SPELLING = {"color": "colour", "flavor": "flavour", "favourite": "favorite"}
-
-_ALIAS_RE = re.compile(
-    "|".join(
-        rf"(?<![\w+#/]){re.escape(a)}(?![\w+#/])" for a in sorted(ALIASES, key=len, reverse=True)
-    ),
-    re.I,
-)
-_ARTICLE = re.compile(r"^(?:a|an|the|my|our|some)\s+", re.I)
-_SPACES = re.compile(r"\s+")
-_EDGE = " \t\r\n.,;:!?\"'`()[]{}"
-
-
-def _squash(text: str) -> str:
-    return _SPACES.sub(" ", text).strip(_EDGE)
-
-
-def normalize_value(text: str | None) -> str | None:
-    """A slot value in its stored form: lowercase, articles dropped, an alias folded to its
-    canonical term when the whole value is one ("Postgres" → "postgresql")."""
-    if text is None:
-        return None
-    value = _squash(unicodedata.normalize("NFKC", text).lower())
-    value = _ARTICLE.sub("", value)
-    value = ALIASES.get(value, value)
-    return value or None
-
-
-@dataclass(frozen=True)
-class Term:
-    canonical: str
-    category: str
-    alias: str
-    start: int
-    end: int
-
-
-def lexicon_terms(text: str) -> list[Term]:
-    """Lexicon terms in ``text``, left to right. An ambiguous alias ("go", "c", "mac") counts
-    only when it is all of ``text`` (articles aside)."""
-    whole_text = _ARTICLE.sub("", _squash(text.lower()))
-    terms = []
-    for m in _ALIAS_RE.finditer(text):
-        alias = m.group().lower()
-        if alias in AMBIGUOUS and whole_text != alias:
-            continue
-        canonical = ALIASES[alias]
-        terms.append(Term(canonical, CATEGORY[canonical], alias, m.start(), m.end()))
-    return terms
-
-
-def fold_aliases(text: str) -> str:
-    """``text`` lowercased with every lexicon alias replaced by its canonical term."""
-    return _ALIAS_RE.sub(lambda m: ALIASES[m.group().lower()], text.lower())
-
 
 # ---------------------------------------------------------------------------------------
 # third-person rewriting
@@ -1166,33 +991,6 @@ def _event_ok(body: str) -> bool:
     if _SMALL_TALK_EVENT.match(body) or len(body.split()) < 3:
         return False
     return True
-
-
-# ---------------------------------------------------------------------------------------
-# for the conflict step
-# ---------------------------------------------------------------------------------------
-
-_NEGATION = re.compile(
-    r"\b(?:no\s+longer|any\s?more|any\s+longer|not|stopped|quit|gave\s+up|given\s+up|no\s+more)\b",
-    re.I,
-)
-
-
-def negates(candidate: Candidate, value: str | None) -> bool:
-    """Whether ``candidate`` is a negation (slot set, value None) of ``value``: the value,
-    aliases folded, is named in the candidate's content. A judge should let a negation
-    supersede only the slot holder it names — "I no longer use MongoDB" retires MongoDB and
-    leaves an active PostgreSQL alone."""
-    if candidate.value is not None or not candidate.slot or not value:
-        return False
-    if not _NEGATION.search(candidate.content):
-        return False
-    target = normalize_value(value)
-    if not target:
-        return False
-    folded = fold_aliases(candidate.content)
-    return re.search(rf"(?<![\w+#]){re.escape(target)}(?![\w+#])", folded) is not None
-
 
 __all__ = [
     "ALIASES", "CATEGORY", "LEXICON", "RuleExtractor", "extract_message", "fold_aliases",

@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.memories.models import Instant, Kind, Text, _content_ok
+from strata.memories.models import Instant, Text, _content_ok
+from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
 Role = Literal["user", "assistant", "system", "tool"]
 ReceiptStatus = Literal[
@@ -20,11 +21,6 @@ ReceiptStatus = Literal[
     "db_write_failed",
 ]
 TERMINAL = frozenset({"wrote", "meaningful_no_write", "llm_failed", "embed_failed", "db_write_failed"})
-Outcome = Literal[
-    "created", "reinforced", "merged", "superseded_existing", "stored_as_superseded", "blocked",
-    "candidate", "skipped",
-]
-Relation = Literal["supersedes", "refines", "coexists", "contradicts", "duplicate"]
 
 
 class Message(BaseModel):
@@ -47,17 +43,6 @@ class IngestRequest(BaseModel):
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
 
 
-class Candidate(BaseModel):
-    """One memory an extractor proposes. ``evidence`` holds message indexes (and ids)."""
-
-    content: Text = Field(min_length=1, max_length=4000)
-    kind: Kind = "fact"
-    slot: str | None = Field(default=None, max_length=200)
-    value: str | None = Field(default=None, max_length=500)
-    valid_from: datetime | None = None
-    confidence: float = Field(default=0.8, ge=0, le=1)
-    asserts_change: bool = False
-    evidence: list[int] = Field(default_factory=list)
 
 
 class Extraction(BaseModel):
@@ -66,14 +51,6 @@ class Extraction(BaseModel):
     memories: list[Candidate] = Field(default_factory=list)
 
 
-class Verdict(BaseModel):
-    """A judge's decision about a candidate and one existing memory it was shown."""
-
-    target_id: uuid.UUID
-    relation: Relation
-    confidence: float = Field(ge=0, le=1)
-    reason: str = Field(max_length=500)
-    decided_by: str = "rule"
 
 
 class StepPayload(BaseModel):
@@ -86,13 +63,6 @@ class StepPayload(BaseModel):
     status: str | None = None
 
 
-class ItemOutcome(BaseModel):
-    content_hash: str
-    outcome: Outcome
-    reason: str | None = None
-    memory_id: uuid.UUID | None = None
-    related_ids: list[uuid.UUID] = Field(default_factory=list)
-    version: int | None = None  # of memory_id, after this write
 
 
 class Receipt(BaseModel):
@@ -120,15 +90,5 @@ class Receipt(BaseModel):
             updated_at=row["updated_at"],
         )
 
-
-class Neighbour(BaseModel):
-    """An existing active memory a candidate is compared with (what a judge is shown)."""
-
-    id: uuid.UUID
-    content: str
-    kind: str
-    slot: str | None = None
-    value: str | None = None
-    valid_from: datetime
-    recorded_at: datetime
-    similarity: float
+__all__ = ["Candidate", "Extraction", "IngestRequest", "ItemOutcome", "Message", "Neighbour",
+           "Outcome", "Receipt", "Relation", "Role", "StepPayload", "TERMINAL", "Verdict"]

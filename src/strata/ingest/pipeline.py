@@ -25,9 +25,10 @@ from strata.audit import audited
 from strata.auth.access import Access, Caller, Level
 from strata.config import Settings
 from strata.db import Database
-from strata.ingest import gate as gating
-from strata.ingest import persist, receipts
-from strata.ingest.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
+from strata.write import gate as gating
+from strata.ingest import receipts
+from strata.write import apply as persist
+from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,
     Candidate,
@@ -36,7 +37,7 @@ from strata.ingest.models import (
     StepPayload,
     Verdict,
 )
-from strata.memories.canonical import canonicalize, value_hash
+from strata.write.canonical import canonicalize, value_hash
 from strata.providers import Embedder
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,10 @@ from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import Conflict, Gone, NotFound, Suppressed
-from strata.memories.canonical import canonicalize, slot_value_hash
+from strata.write.canonical import canonicalize, slot_value_hash
 from strata.memories.models import HistoryEntry, Memory
-from strata.memories.store import COLUMNS, evidence_entry, find_tombstone, scope
+from strata.memories.store import COLUMNS, evidence_entry, scope
+from strata.write.tombstones import find_tombstone
 from strata.providers import Embedder
 
 # What forget strips from history: everything that could carry the content. Hashes, ids,

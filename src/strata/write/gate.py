@@ -18,9 +18,10 @@ import psycopg
 
 from strata.config import Settings
 from strata.db.vector import Vector
-from strata.ingest.models import Neighbour
-from strata.memories.canonical import canonicalize, slot_value_hash, value_hash
-from strata.memories.store import find_tombstones
+from strata.write.canonical import slot_value_hash, value_hash
+from strata.write.models import Neighbour
+from strata.write.tombstones import find_tombstones
+from strata.write.values import normalise_value
 
 # (reinforce at or above, judge at or above) per embedder family, from eval/calibrate_bands.py.
 # A sentence model scores paraphrases far higher than feature hashing does, so one pair of
@@ -35,21 +36,6 @@ BANDS: dict[str, tuple[float, float]] = {
     "default": (0.92, 0.85),
 }
 NEIGHBOURS = 5
-
-# Aliases folded into a slot's value, so "Mongo" and "MongoDB" are one value.
-VALUE_ALIASES = {
-    "mongo": "mongodb", "postgres": "postgresql", "pg": "postgresql", "psql": "postgresql",
-    "js": "javascript", "ts": "typescript", "golang": "go", "k8s": "kubernetes",
-    "vs code": "vscode", "visual studio code": "vscode", "nvim": "neovim",
-}
-
-
-def normalise_value(value: str | None) -> str | None:
-    if value is None:
-        return None
-    v = canonicalize(value)
-    return VALUE_ALIASES.get(v, v) or None
-
 
 def bands(settings: Settings, model: str) -> tuple[float, float]:
     family = next((k for k in BANDS if model.startswith(k)), "default")

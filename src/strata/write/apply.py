@@ -17,10 +17,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
-from strata.ingest.conflict import is_older
-from strata.ingest.gate import GateDecision
-from strata.ingest.models import ItemOutcome, Neighbour, Verdict
-from strata.memories.canonical import slot_value_hash
+from strata.write.conflict import is_older
+from strata.write.gate import GateDecision
+from strata.write.models import ItemOutcome, Neighbour, Verdict
+from strata.write.canonical import slot_value_hash
 
 _INSERT = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,

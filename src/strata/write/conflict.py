@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from strata.ingest.gate import normalise_value
-from strata.ingest.models import Candidate, Neighbour, Verdict
-from strata.memories.canonical import canonicalize
+from strata.write.models import Candidate, Neighbour, Verdict
+from strata.write.values import negates, normalise_value
+from strata.write.canonical import canonicalize
 
 MIN_CONFIDENCE = 0.75
 
@@ -61,8 +61,6 @@ class RuleJudge:
             if candidate.slot and n.slot == candidate.slot:
                 if value is None:
                     # A negation ("I no longer use MongoDB") retires only the value it names.
-                    from strata.ingest.extract_rules import negates  # large rule tables: lazy
-
                     if negates(candidate, n.value):
                         verdicts.append(Verdict(
                             target_id=n.id, relation="supersedes", confidence=0.9,

@@ -9,10 +9,10 @@ import uuid
 
 import psycopg
 
-from strata.ingest import gate as gating
-from strata.ingest.conflict import NoJudge, RuleJudge, judge_candidate
-from strata.ingest.models import Candidate
-from strata.ingest.persist import Staged
+from strata.write import gate as gating
+from strata.write.conflict import NoJudge, RuleJudge, judge_candidate
+from strata.write.models import Candidate
+from strata.write.apply import Staged
 
 log = logging.getLogger(__name__)
 
