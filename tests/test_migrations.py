@@ -169,7 +169,25 @@ def test_a_valid_memory_row_is_accepted(migrated):
     assert insert_memory(url, tenant_id, valid=Raw("tstzrange(now() - interval '1 day', now())"),
                          embedding=Raw("array_fill(0.1, ARRAY[384])::vector"),
                          embedding_model="hash", tier="short_term",
-                         expires_at=Raw("now() + interval '1 day'"))["id"]
+                         expires_at=Raw("now() + interval '1 day'"),
+                         value_hash=Raw("sha256('second'::bytea)"))["id"]
+
+
+@pytest.mark.parametrize("second, index", [
+    ({}, "memories_active_value_key"),
+    ({"value_hash": Raw("sha256('other'::bytea)"), "slot": "user.editor"}, "memories_active_slot_key"),
+])
+def test_one_active_holder_is_guarded_by_the_schema(migrated, second, index):
+    """Given an active memory (with a slot), when a second active one with the same value
+    hash, or the same slot, is inserted in its path, then the unique index refuses it; the
+    same row as superseded, or in another path, is accepted (the controls)."""
+    url, tenant_id = migrated
+    insert_memory(url, tenant_id, slot="user.editor")
+    with pytest.raises(pg_errors.UniqueViolation) as exc:
+        insert_memory(url, tenant_id, **second)
+    assert exc.value.diag.constraint_name == index
+    assert insert_memory(url, tenant_id, **second, status="superseded")["id"]
+    assert insert_memory(url, tenant_id, **second, path="users.bob")["id"]
 
 
 @pytest.mark.parametrize("case", list(VIOLATIONS))

@@ -176,8 +176,10 @@ def test_round_trip_into_a_fresh_tenant_reproduces_the_store_without_embedding(
     assert sorted(r["type"] for r in after["relationships"]) == sorted(
         r["type"] for r in before["relationships"])
     assert {"SUPERSEDES", "CONTRADICTS"} <= {r["type"] for r in after["relationships"]}
+    # the PATCH of the named memory retired the value it corrected: one more superseded
     assert sorted(r["reason"] for r in after["tombstones"]) == ["forgotten", "rejected",
-                                                                "superseded", "superseded"]
+                                                                "superseded", "superseded",
+                                                                "superseded"]
     assert len(after["history"]) == len(before["history"]) > 0
     assert report["memories"]["inserted"] == len(before["memories"])
     # then everything, deeply

@@ -11,9 +11,11 @@ import json
 import logging
 import os
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from strata.cli_support import find_tenant, open_database, system_caller, table, when
 from strata.config import get_settings
 from strata.errors import StrataError
 
@@ -22,28 +24,6 @@ log = logging.getLogger("strata")
 
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, default=str))
-
-
-def _database():
-    """The process database, migrated (idempotent) so every command works on a fresh home."""
-    from strata.db import get_database
-    from strata.db.migrate import migrate
-
-    db = get_database()
-    migrate(db.url)
-    return db
-
-
-def _tenant(db, name_or_id: str):
-    from strata.auth import find_tenant
-
-    return find_tenant(db, name_or_id)
-
-
-def _system(db, tenant: str):
-    from strata.auth import Caller
-
-    return Caller.system(_tenant(db, tenant).id)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -69,7 +49,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"strata: {exc}", file=sys.stderr)
         return 2
-    db = _database()
+    db = open_database()
     with db.connection() as conn:
         try:
             check_schema(conn, settings)  # a dimension the database does not store
@@ -103,7 +83,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 def cmd_tenants_create(args: argparse.Namespace) -> int:
     from strata.auth import create_tenant
 
-    tenant, key = create_tenant(_database(), args.name)
+    tenant, key = create_tenant(open_database(), args.name)
     out = {"tenant_id": str(tenant.id), "name": tenant.name, "key": key.key}
     if args.json:
         _print_json(out)
@@ -115,8 +95,8 @@ def cmd_tenants_create(args: argparse.Namespace) -> int:
 def cmd_principals_create(args: argparse.Namespace) -> int:
     from strata.auth import create_principal
 
-    db = _database()
-    principal = create_principal(db, _system(db, args.tenant), args.name, args.kind)
+    db = open_database()
+    principal = create_principal(db, system_caller(db, args.tenant), args.name, args.kind)
     _print_json(principal.model_dump(mode="json"))
     return 0
 
@@ -124,8 +104,8 @@ def cmd_principals_create(args: argparse.Namespace) -> int:
 def cmd_grants_create(args: argparse.Namespace) -> int:
     from strata.auth import create_grant, find_principal
 
-    db = _database()
-    caller = _system(db, args.tenant)
+    db = open_database()
+    caller = system_caller(db, args.tenant)
     principal = find_principal(db, caller.tenant_id, args.principal)
     grant = create_grant(db, caller, principal.id, args.path, args.level)
     _print_json(grant.model_dump(mode="json"))
@@ -142,8 +122,8 @@ def _ceiling(value: str) -> dict[str, str]:
 def cmd_keys_create(args: argparse.Namespace) -> int:
     from strata.auth import create_key, find_principal
 
-    db = _database()
-    caller = _system(db, args.tenant)
+    db = open_database()
+    caller = system_caller(db, args.tenant)
     principal = find_principal(db, caller.tenant_id, args.principal)
     expires = datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
     key = create_key(
@@ -157,8 +137,46 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    from strata.auth import list_keys
+
+    db = open_database()
+    keys = list_keys(db, system_caller(db, args.tenant))
+    if args.json:
+        _print_json([k.model_dump(mode="json") for k in keys])
+        return 0
+    if not keys:
+        print("no keys")
+        return 0
+    table(["id", "principal", "parent", "prefix", "created", "expires", "revoked", "name"],
+          [(k.id, k.principal_id, k.parent_id or "-", k.prefix, when(k.created_at),
+            when(k.expires_at) or "-", when(k.revoked_at) or "-", k.name or "")
+           for k in keys], flex=7)
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from strata.auth import revoke_key
+
+    db = open_database()
+    key = revoke_key(db, system_caller(db, args.tenant), args.key_id)
+    if args.json:
+        _print_json(key.model_dump(mode="json"))
+    else:
+        print(f"key {key.id} revoked at {when(key.revoked_at)}: it and every key minted "
+              "through it now answer 401")
+    return 0
+
+
+def _key_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a key id (a UUID)") from None
+
+
 def _tenant_id(db, args: argparse.Namespace):
-    return _tenant(db, args.tenant).id if args.tenant else None
+    return find_tenant(db, args.tenant).id if args.tenant else None
 
 
 def _report(report: dict[str, Any]) -> int:
@@ -171,7 +189,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     from strata.audit import verify_tenant
     from strata.audit.maintenance import for_each_tenant
 
-    db = _database()
+    db = open_database()
     return _report(for_each_tenant(
         db, "audit_verify", lambda tid: verify_tenant(db, tid, full=args.full),
         tenant_id=_tenant_id(db, args)))
@@ -181,7 +199,7 @@ def cmd_audit_prune(args: argparse.Namespace) -> int:
     from strata.audit import prune
     from strata.audit.maintenance import for_each_tenant
 
-    db = _database()
+    db = open_database()
     days = args.retention_days or get_settings().audit_retention_days
     now = datetime.now(UTC)
     return _report(for_each_tenant(
@@ -195,7 +213,7 @@ def cmd_lifecycle_run(args: argparse.Namespace) -> int:
 
     from strata.progress import bar
 
-    db = _database()
+    db = open_database()
     with bar("lifecycle", unit="change") as changes:
         report = run_lifecycle(db, tenant_id=_tenant_id(db, args), dry_run=args.dry_run,
                                progress=changes.update)
@@ -228,8 +246,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(json.dumps({"error": {"code": "invalid_input", "message": str(exc)}}), file=sys.stderr)
         return 2
-    db = _database()
-    tenant_id = _tenant(db, args.tenant).id if args.tenant else None
+    db = open_database()
+    tenant_id = find_tenant(db, args.tenant).id if args.tenant else None
 
     from strata.progress import bar
 
@@ -321,6 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expires-in-days", type=float)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_keys_create)
+    p = keys.add_parser("list", help="every key of the tenant (never a secret), with the key "
+                        "each was minted through (parent; '-' for operator and bootstrap keys)")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_keys_list)
+    p = keys.add_parser("revoke", help="revoke a key: it, and every key minted through it, "
+                        "answers 401 from the next request")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("key_id", type=_key_id, help="the key's id (see `strata keys list`)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_keys_revoke)
 
     p = sub.add_parser(
         "reindex", help="re-embed stored vectors with the configured embedder (resumable); "

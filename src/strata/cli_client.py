@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import shutil
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+
+from strata.cli_support import find_tenant, open_database, table, table_lines, when
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -73,40 +74,6 @@ def _dump(value: Any) -> Any:
 
 def _print_json(value: Any) -> None:
     print(json.dumps(_dump(value), indent=2, default=str, ensure_ascii=False))
-
-
-def _width() -> int:
-    """The terminal's width; unlimited when piped (a script or grep wants the whole text)."""
-    if not sys.stdout.isatty():
-        return 1_000_000
-    return max(shutil.get_terminal_size((120, 24)).columns, 60)
-
-
-def _clip(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
-
-
-def _table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]], flex: int) -> list[str]:
-    """Columns sized to their content; column ``flex`` (the text) takes what is left of the
-    terminal width and is clipped to it. The header line, then one line per row."""
-    cells = [[" ".join(("" if v is None else str(v)).split()) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    fixed = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(headers) - 1)
-    widths[flex] = max(min(widths[flex], _width() - fixed), 24)
-    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
-    for r in cells:
-        r[flex] = _clip(r[flex], widths[flex])
-        lines.append("  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
-    return lines
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flex: int) -> None:
-    print("\n".join(_table_lines(headers, rows, flex)))
-
-
-def _when(value: datetime | None) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else ""
 
 
 def _error(args: argparse.Namespace, exc: Exception) -> int:
@@ -212,8 +179,8 @@ def cmd_remember(client, args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {k}" for k, n in sorted(receipt.counts.items()) if n) or "nothing"
     print(f"receipt {receipt.id}: {receipt.status} ({counts}) in {receipt.path}")
     if receipt.items:
-        _table(["outcome", "memory", "reason"],
-               [(i.outcome, i.memory_id or "", i.reason or "") for i in receipt.items], flex=2)
+        table(["outcome", "memory", "reason"],
+              [(i.outcome, i.memory_id or "", i.reason or "") for i in receipt.items], flex=2)
     elif receipt.status in ("queued", "running"):
         print(f"strata: still {receipt.status}; see it with the receipt id (GET /v1/ingest/{receipt.id})")
     return 0
@@ -255,7 +222,7 @@ def cmd_recall(client, args: argparse.Namespace) -> int:
         return 0
     rows = [(n, f"{r.score:.4f}" if not r.expanded else "+", r.kind, r.path, r.content, r.id)
             for n, r in enumerate(results, 1)]
-    lines = _table_lines(["#", "score", "kind", "path", "content", "id"], rows, flex=4)
+    lines = table_lines(["#", "score", "kind", "path", "content", "id"], rows, flex=4)
     print(lines[0])
     for line, r in zip(lines[1:], results, strict=True):
         print(line)
@@ -270,7 +237,7 @@ def cmd_recall(client, args: argparse.Namespace) -> int:
 
 
 def _show(m) -> None:
-    valid = f"{_when(m.valid_from)} → {_when(m.valid_to) or 'now'}"
+    valid = f"{when(m.valid_from)} → {when(m.valid_to) or 'now'}"
     fields = [
         ("id", m.id), ("path", m.path), ("name", m.name), ("status", m.status),
         ("kind", m.kind), ("content", m.content),
@@ -279,7 +246,7 @@ def _show(m) -> None:
         ("confidence", f"{m.confidence:.2f}"), ("pinned", "yes" if m.pinned else None),
         ("tier", m.tier), ("tags", ", ".join(m.tags) or None), ("origin", m.origin),
         ("reinforced", m.reinforcements or None), ("used", m.access_count or None),
-        ("recorded", _when(m.recorded_at)), ("updated", _when(m.updated_at)),
+        ("recorded", when(m.recorded_at)), ("updated", when(m.updated_at)),
     ]
     for k, v in fields:
         if v is not None and v != "":
@@ -303,8 +270,8 @@ def cmd_memories_list(client, args: argparse.Namespace) -> int:
     if not page.items:
         print("no memories")
         return 0
-    _table(["id", "status", "kind", "path", "content"],
-           [(m.id, m.status, m.kind, m.path, m.content) for m in page.items], flex=4)
+    table(["id", "status", "kind", "path", "content"],
+          [(m.id, m.status, m.kind, m.path, m.content) for m in page.items], flex=4)
     if page.next_cursor:
         print(f"more: --cursor {page.next_cursor}")
     return 0
@@ -319,10 +286,10 @@ def cmd_memories_history(client, args: argparse.Namespace) -> int:
     if not entries:
         print("no history: the memory has not changed since it was written")
         return 0
-    _table(["version", "operation", "changed", "cause", "status", "content"],
-           [(e.version, e.operation, _when(e.changed_at), e.cause or "",
-             e.snapshot.get("status", ""),
-             "(erased)" if e.erased else e.snapshot.get("content", "")) for e in entries], flex=5)
+    table(["version", "operation", "changed", "cause", "status", "content"],
+          [(e.version, e.operation, when(e.changed_at), e.cause or "",
+            e.snapshot.get("status", ""),
+            "(erased)" if e.erased else e.snapshot.get("content", "")) for e in entries], flex=5)
     return 0
 
 
@@ -375,9 +342,9 @@ def cmd_review_list(client, args: argparse.Namespace) -> int:
     if not page.items:
         print("nothing to review")
         return 0
-    _table(["id", "kind", "path", "contradicts", "content"],
-           [(m.id, m.kind, m.path, ", ".join(str(c.get("target_id")) for c in m.contradicts),
-             m.content) for m in page.items], flex=4)
+    table(["id", "kind", "path", "contradicts", "content"],
+          [(m.id, m.kind, m.path, ", ".join(str(c.get("target_id")) for c in m.contradicts),
+            m.content) for m in page.items], flex=4)
     if page.next_cursor:
         print(f"more: --cursor {page.next_cursor}")
     return 0
@@ -424,11 +391,10 @@ def _progress_bar(total: int | None, desc: str):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from strata.cli import _database, _tenant
     from strata.transfer import export
 
-    db = _database()
-    tenant = _tenant(db, args.tenant)
+    db = open_database()
+    tenant = find_tenant(db, args.tenant)
     try:
         out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
     except OSError as exc:
@@ -445,7 +411,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from strata.cli import _database
     from strata.config import get_settings
     from strata.providers.embedders import get_embedder
 
@@ -459,7 +424,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _operator_error(f"cannot read {args.file}: {exc.strerror}")
     try:
-        return _import(args, _database(), settings, embedder, source)
+        return _import(args, open_database(), settings, embedder, source)
     finally:
         if source is not sys.stdin:
             source.close()
@@ -468,7 +433,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace, db, settings, embedder, source) -> int:
     import itertools
 
-    from strata.cli import _tenant
     from strata.db.migrate import check_schema
     from strata.transfer import Importer
 
@@ -477,7 +441,7 @@ def _import(args: argparse.Namespace, db, settings, embedder, source) -> int:
             check_schema(conn, settings)
         except RuntimeError as exc:
             return _operator_error(exc, "schema")
-    tenant = _tenant(db, args.tenant)
+    tenant = find_tenant(db, args.tenant)
     try:
         first = source.readline()
         try:

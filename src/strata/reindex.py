@@ -37,6 +37,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
+from strata.write import embeddings
 from strata.db import Database
 from strata.errors import Conflict
 from strata.providers import Embedder
@@ -93,10 +94,6 @@ WHERE id > %(after)s AND embedding_model IS DISTINCT FROM %(model)s
 ORDER BY id LIMIT %(batch)s
 """
 
-_WRITE_MEMORY = """
-UPDATE memories SET embedding = %(embedding)s, embedding_model = %(model)s
-WHERE id = %(id)s AND content = %(content)s AND embedding_model IS DISTINCT FROM %(model)s
-"""
 
 # Merged candidates never had a vector of their own: the one they merged into carries it.
 _NEXT_CANDIDATES = """
@@ -119,12 +116,6 @@ WHERE id > %(after)s AND reason <> 'forgotten'
 ORDER BY id LIMIT %(batch)s
 """
 
-_REFILL_TOMBSTONES = """
-UPDATE tombstones t SET embedding = m.embedding
-FROM memories m
-WHERE t.id = ANY(%(ids)s) AND m.id = t.memory_id AND m.tenant_id = t.tenant_id
-  AND m.embedding_model = %(model)s AND t.embedding IS DISTINCT FROM m.embedding
-"""
 
 
 class Reindex:
@@ -181,7 +172,7 @@ class Reindex:
                 return
             else:
                 # Copies and staging of the previous model's vectors: refilled below.
-                cur.execute("UPDATE tombstones SET embedding = NULL WHERE embedding IS NOT NULL")
+                cur.execute(embeddings.CLEAR_TOMBSTONES)
                 cur.execute(
                     "UPDATE ingest_candidates SET embedding = NULL WHERE embedding IS NOT NULL"
                 )
@@ -213,7 +204,7 @@ class Reindex:
             vectors = self._embed([r["content"] for r in rows])
             params = [{"id": r["id"], "content": r["content"], "embedding": v,
                        "model": self.embedder.model} for r, v in zip(rows, vectors, strict=True)]
-            written = self._write(_WRITE_MEMORY, params, quiet_history=True)
+            written = self._write(embeddings.WRITE_MEMORY, params, quiet_history=True)
             self.report.memories["embedded"] += written
             self.report.memories["changed_during_run"] += len(rows) - written
             self.report.batches += 1
@@ -244,7 +235,7 @@ class Reindex:
                 ids = [r["id"] for r in cur.execute(_NEXT_TOMBSTONES, self._page(after=after))]
                 if not ids:
                     return
-                cur.execute(_REFILL_TOMBSTONES, {"ids": ids, "model": self.embedder.model})
+                cur.execute(embeddings.REFILL_TOMBSTONES, {"ids": ids, "model": self.embedder.model})
                 self.report.tombstones["refilled"] += cur.rowcount
             self.progress("tombstones", self.report.tombstones["refilled"])
             after = ids[-1]

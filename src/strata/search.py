@@ -117,6 +117,7 @@ from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.ingest import dates
+from strata.write.bookkeeping import TOUCH as _TOUCH
 from strata.memories.models import Instant, Kind, Meta, Tag, Text
 from strata.paths import validate_path
 from strata.providers import Embedder
@@ -486,24 +487,6 @@ def _result(r: dict[str, Any], req: SearchRequest, windows: list[dict[str, Any]]
 # Access bookkeeping, off the query path
 # --------------------------------------------------------------------------------------
 
-_TOUCH = """
-WITH d AS (
-    SELECT * FROM unnest(%(tenants)s::uuid[], %(ids)s::uuid[], %(counts)s::int[],
-                         %(ats)s::timestamptz[]) AS d(tenant_id, id, n, at)
-),
-locked AS (
-    -- Lock in id order and skip rows another transaction holds: bookkeeping never waits
-    -- on, or deadlocks with, a real write.
-    SELECT m.id FROM memories m JOIN d ON m.tenant_id = d.tenant_id AND m.id = d.id
-    ORDER BY m.id FOR NO KEY UPDATE OF m SKIP LOCKED
-)
-UPDATE memories m
-SET access_count = m.access_count + d.n,
-    last_accessed_at = GREATEST(m.last_accessed_at, d.at)
-FROM d
-WHERE m.id = d.id AND m.tenant_id = d.tenant_id AND m.id IN (SELECT id FROM locked)
-RETURNING m.id
-"""
 
 
 class AccessLog:

@@ -64,6 +64,7 @@ from strata.auth.access import Caller
 from strata.db import Database
 from strata.db.vector import Vector
 from strata.errors import Conflict, InvalidInput
+from strata.write import imports
 from strata.write.canonical import canonicalize, value_hash
 from strata.memories.models import Kind, Status
 from strata.providers import Embedder
@@ -125,6 +126,7 @@ class MemoryRecord(_Record):
     valid_from: datetime
     valid_to: datetime | None = None
     recorded_at: datetime
+    asserted_at: datetime | None = None
     embedding: str | None = None
     embedding_model: str | None = None
     version: int = Field(ge=1)
@@ -255,7 +257,7 @@ SELECT (SELECT count(*) FROM memories WHERE tenant_id = %(t)s) AS memory,
 """
 
 _EXPORT_MEMORIES = """
-SELECT id, path::text AS path, name, content, kind::text AS kind, slot, value,
+SELECT id, asserted_at, path::text AS path, name, content, kind::text AS kind, slot, value,
        status::text AS status, origin::text AS origin, importance, confidence, pinned,
        access_count, last_accessed_at, reinforcements, tier::text AS tier, expires_at,
        lower(valid) AS valid_from, upper(valid) AS valid_to, recorded_at, embedding,
@@ -377,58 +379,7 @@ WHERE EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s
               AND m.path = n.path::ltree AND m.name = n.name)
 """
 
-_INSERT_MEMORY = """
-INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-    value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
-    reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
-    evidence, meta, tags, created_at, updated_at)
-VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
-    %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
-    %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
-    %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, %(version)s,
-    %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s)
-ON CONFLICT (id) DO NOTHING
-"""
 
-_REINFORCE = """
-UPDATE memories SET reinforcements = reinforcements + 1, version = version + 1,
-       evidence = evidence || %(evidence)s, updated_at = now()
-WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
-RETURNING id
-"""
-
-_EDGE = """
-INSERT INTO memory_relationships (id, tenant_id, source_id, target_id, type, confidence,
-                                  reason, decided_by, created_at)
-VALUES (%(id)s, %(tenant)s, %(source)s, %(target)s, %(type)s, %(confidence)s, %(reason)s,
-        %(by)s, %(created_at)s)
-ON CONFLICT DO NOTHING
-"""
-
-_HISTORY = """
-INSERT INTO memory_history (tenant_id, memory_id, path, version, operation, row_data,
-                            operation_id, cause, actor, changed_at, erased)
-SELECT %(tenant)s::uuid, %(memory)s::uuid, %(path)s::ltree, %(version)s::int,
-       %(operation)s::text, %(row)s::jsonb, %(operation_id)s::uuid, %(cause)s::text,
-       %(actor)s::text, %(changed_at)s::timestamptz, %(erased)s::boolean
-WHERE NOT EXISTS (
-    SELECT 1 FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(memory)s
-      AND version = %(version)s AND operation = %(operation)s AND changed_at = %(changed_at)s)
-"""
-
-_TOMBSTONE = """
-INSERT INTO tombstones (id, tenant_id, path, slot, slot_value_hash, value_hash, reason,
-                        memory_id, replaced_by, embedding, until, created_at)
-VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, %(reason)s,
-        %(memory)s, %(replaced_by)s,
-        COALESCE(%(embedding)s::vector, CASE WHEN %(refill)s THEN (
-            SELECT m.embedding FROM memories m WHERE m.tenant_id = %(tenant)s
-               AND m.id = %(memory)s AND m.embedding_model = %(model)s) END),
-        %(until)s, %(created_at)s)
-ON CONFLICT (id) DO NOTHING
-"""
-
-_HELD = "imported value contradicts an active memory of the same slot: held for review"
 
 
 class Importer:
@@ -594,41 +545,26 @@ class Importer:
                     if (m.path, m.name) in taken:
                         self.state[m.id] = "name_taken"
                         self.report.memories["name_taken"] += 1
-                decisions = gating.decide(cur, tenant, [
-                    gating.GateInput(i, m.path, canonicalize(m.content), m.slot, m.value, False, v)
-                    for i, (m, v) in enumerate(gated)], thresholds)
-                reasons = self._tombstone_reasons(cur, decisions)
-                rows, edges, written = [], [], []
-                for (m, vec), d in zip(gated, decisions, strict=True):
-                    dest = self.dest_id(m.id)
-                    live = m.status in ("active", "candidate")
-                    status = m.status
-                    if d.action == "blocked" and (live or reasons.get(d.tombstone_id) == "forgotten"):
-                        self._blocked(m.id, d.tombstone_id, reasons.get(d.tombstone_id))
-                        continue
-                    if (d.action == "reinforce" and d.target_id not in self.ours
-                            and m.status == "active"):
-                        if self._reinforce(cur, m.id, d.target_id):
-                            continue
-                    if d.action == "judge" and m.status == "active":
-                        holders = [n["id"] for n in d.neighbours
-                                   if n.get("slot_match") and n["id"] not in self.ours]
-                        if holders:
-                            status = "candidate"
-                            edges += [(dest, h) for h in holders]
-                    rows.append(self._row(m, dest, status, vec))
-                    self.state[m.id] = "candidate" if status != m.status else "inserted"
-                    self.ours.add(dest)
-                    written.append(dest)
-                    self.report.memories["held_for_review" if status != m.status else "inserted"] += 1
-                if rows:
-                    cur.executemany(_INSERT_MEMORY, rows)
-                for source, target in edges:
-                    cur.execute(_EDGE, {
-                        "id": uuid.uuid5(source, f"held-for-review:{target}"), "tenant": tenant,
-                        "source": source, "target": target, "type": "CONTRADICTS",
-                        "confidence": 1.0, "reason": _HELD, "by": "import",
-                        "created_at": datetime.now(UTC)})
+                items = [imports.Incoming(
+                    row=self._row(m, self.dest_id(m.id), m.status, v), embedding=v,
+                    reinforce_evidence=[{"source": "import", "surface": "cli",
+                                         "from_id": str(m.id), "at": datetime.now(UTC).isoformat()}])
+                    for m, v in gated]
+                decisions = imports.write(cur, tenant, items, thresholds, self.ours)
+                written = []
+                for (m, _), d in zip(gated, decisions, strict=True):
+                    if d.action == "blocked":
+                        self._blocked(m.id, d.tombstone_id, d.reason)
+                    elif d.action == "reinforced":
+                        self.state[m.id] = "reinforced"
+                        self.merged_into[m.id] = d.memory_id
+                        self.report.memories["reinforced"] += 1
+                    else:
+                        held = d.action == "held"
+                        self.state[m.id] = "candidate" if held else "inserted"
+                        self.ours.add(d.memory_id)
+                        written.append(d.memory_id)
+                        self.report.memories["held_for_review" if held else "inserted"] += 1
             event.memory_ids = written
             event.count = len(written)
 
@@ -657,32 +593,12 @@ class Importer:
                                     "names": [m.name for m in named]}).fetchall()
         return {(r["path"], r["name"]) for r in rows}
 
-    @staticmethod
-    def _tombstone_reasons(cur, decisions) -> dict[uuid.UUID, str]:
-        ids = [d.tombstone_id for d in decisions if d.action == "blocked" and d.tombstone_id]
-        if not ids:
-            return {}
-        return {r["id"]: r["reason"] for r in cur.execute(
-            "SELECT id, reason::text AS reason FROM tombstones WHERE id = ANY(%s)", (ids,))}
-
     def _blocked(self, src: uuid.UUID, tombstone: uuid.UUID | None, reason: str | None) -> None:
         self.state[src] = "blocked"
         self.report.memories["blocked"] += 1
         if len(self.report.blocked) < 100:
             self.report.blocked.append({"id": str(src), "tombstone_id": str(tombstone),
                                         "reason": reason or "tombstoned"})
-
-    def _reinforce(self, cur, src: uuid.UUID, target: uuid.UUID) -> bool:
-        evidence = [{"source": "import", "surface": "cli", "from_id": str(src),
-                     "at": datetime.now(UTC).isoformat()}]
-        row = cur.execute(_REINFORCE, {"id": target, "tenant": self.tenant_id,
-                                       "evidence": Jsonb(evidence)}).fetchone()
-        if row is None:
-            return False
-        self.state[src] = "reinforced"
-        self.merged_into[src] = target
-        self.report.memories["reinforced"] += 1
-        return True
 
     def _row(self, m: MemoryRecord, dest: uuid.UUID, status: str, vec: Vector) -> dict[str, Any]:
         canonical = canonicalize(m.content)
@@ -695,6 +611,7 @@ class Importer:
             "last_accessed_at": m.last_accessed_at, "reinforcements": m.reinforcements,
             "tier": m.tier, "expires_at": m.expires_at,
             "valid": Range(m.valid_from, m.valid_to, "[)"), "recorded_at": m.recorded_at,
+            "asserted_at": m.asserted_at,
             "embedding": vec, "model": self.embedder.model, "version": m.version,
             "evidence": Jsonb(m.evidence), "meta": Jsonb(m.meta), "tags": m.tags,
             "created_at": m.created_at, "updated_at": m.updated_at,
@@ -726,8 +643,7 @@ class Importer:
                     })
             inserted = 0
             for p in params:  # in file order, so history ids keep each memory's order
-                cur.execute(_HISTORY, p)
-                inserted += cur.rowcount
+                inserted += imports.insert_history(cur, p)
             self.report.history["inserted"] += inserted
             self.report.history["existing"] += len(params) - inserted
 
@@ -754,7 +670,7 @@ class Importer:
             params.append({"id": self.dest_id(r.id), "tenant": self.tenant_id, "source": source,
                            "target": target, "type": r.rel, "confidence": r.confidence,
                            "reason": r.reason, "by": r.decided_by, "created_at": r.created_at})
-        self._insert_counted(_EDGE, params, self.report.relationships)
+        self._insert_counted(imports.insert_edge, params, self.report.relationships)
 
     def _tombstones(self, records: list[TombstoneRecord]) -> None:
         # The file's vectors are the destination's when every memory kept its vector.
@@ -776,17 +692,16 @@ class Importer:
                 "until": t.until,
                 "created_at": t.created_at,
             })
-        self._insert_counted(_TOMBSTONE, params, self.report.tombstones)
+        self._insert_counted(imports.insert_tombstone, params, self.report.tombstones)
 
-    def _insert_counted(self, statement: str, params: list[dict[str, Any]],
+    def _insert_counted(self, insert: Callable[..., int], params: list[dict[str, Any]],
                         counts: dict[str, int]) -> None:
         if not params:
             return
         with self.db.transaction(cause="memory.import", actor=self.caller.actor) as cur:
             inserted = 0
             for p in params:
-                cur.execute(statement, p)
-                inserted += cur.rowcount
+                inserted += insert(cur, p)
         counts["inserted"] += inserted
         counts["existing"] += len(params) - inserted
 

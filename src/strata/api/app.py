@@ -5,16 +5,20 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 
 from fastapi import FastAPI
 
 from strata import __version__
 from strata.api import errors
 from strata.config import Settings, get_settings
-from strata.db import Database, get_database
-from strata.providers import Embedder, get_embedder
+from strata.db import Database
+from strata.providers import Embedder
+
+# What a request runs against; shared with the MCP server, which imports nothing of strata.api
+# (this module mounts it), so it lives below both.
+from strata.serving import Runtime
+
+__all__ = ["ROUTERS", "Runtime", "create_app"]
 
 
 def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
@@ -50,44 +54,6 @@ def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
 _ask_about_pydantic_v1_only_once_it_is_loaded()
 
 ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search", "mcp")
-
-
-@dataclass
-class Runtime:
-    """What a request needs, resolved lazily so importing the app never touches the network."""
-
-    settings: Settings
-    _db: Database | None = None
-    _embedder: Embedder | None = None
-
-    @cached_property
-    def db(self) -> Database:
-        from strata.db.migrate import check_schema
-
-        db = self._db or get_database()
-        # Once per process, on first use: refuse a schema whose vector dimension is not the
-        # configured one (its message names `strata reindex`). Not cached on failure, so
-        # every request says why until the operator fixes it.
-        with db.connection() as conn:
-            check_schema(conn, self.settings)
-        return db
-
-    @cached_property
-    def embedder(self) -> Embedder:
-        return self._embedder or get_embedder(self.settings)
-
-    @cached_property
-    def ingest(self):
-        from strata.ingest.pipeline import IngestRuntime
-
-        return IngestRuntime(self.db, self.embedder, self.settings)
-
-    @cached_property
-    def launcher(self):
-        from strata.ingest.service import StepFunctionsLauncher, ThreadLauncher
-
-        arn = self.settings.ingest_state_machine_arn
-        return StepFunctionsLauncher(arn) if arn else ThreadLauncher()
 
 
 def create_app(

@@ -6,61 +6,27 @@ Bodies are always ``{"error": {"code", "message", "field"?}}``; nothing else, ne
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from strata.errors import StrataError
 from strata.providers.clients import ModelCallFailed
-from strata.errors import (
-    Conflict,
-    Forbidden,
-    Gone,
-    InvalidInput,
-    NotFound,
-    StrataError,
-    Suppressed,
-    Unauthenticated,
-    VersionConflict,
-    field_path,
-)
+
+# The contract itself (the body, each core error's status, a field's name) is shared with the
+# MCP server, which imports nothing of strata.api: it lives in strata.serving.
+from strata.serving import STATUS, error_answer, error_body, field_name
+
+__all__ = ["STATUS", "NeverLeak", "error_body", "field_name", "install"]
 
 log = logging.getLogger(__name__)
 
-STATUS: dict[type[StrataError], int] = {
-    InvalidInput: 422,
-    Unauthenticated: 401,
-    Forbidden: 403,
-    NotFound: 404,
-    Conflict: 409,
-    Suppressed: 409,
-    Gone: 410,
-    VersionConflict: 412,
-}
-
-
-def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
-    if field:
-        err["field"] = field
-    err.update({k: v for k, v in extra.items() if v is not None})
-    return {"error": err}
-
-
-def field_name(loc: Sequence[Any]) -> str | None:
-    """('body', 'memories', 3, 'content') -> 'memories[3].content'."""
-    return field_path(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)
-
 
 async def _strata_error(request: Request, exc: StrataError) -> JSONResponse:
-    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(
-        error_body(exc.code, exc.message, exc.field, **exc.details), status, headers=headers
-    )
+    status, body, headers = error_answer(exc)
+    return JSONResponse(body, status, headers=headers)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -53,7 +53,9 @@ class CeilingEntry(BaseModel):
 
 
 class KeyInfo(BaseModel):
-    """An API key as listed: never the secret."""
+    """An API key as listed: never the secret. ``parent_id`` is the key that minted it
+    through the API (its access never exceeds that key's); None when the operator (CLI) or
+    the tenant bootstrap minted it."""
 
     id: uuid.UUID
     principal_id: uuid.UUID
@@ -64,6 +66,7 @@ class KeyInfo(BaseModel):
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    parent_id: uuid.UUID | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "KeyInfo":
@@ -71,7 +74,7 @@ class KeyInfo(BaseModel):
             id=row["id"], principal_id=row["principal_id"], prefix=row["prefix"],
             name=row["name"], ceiling=row["ceiling"], default_path=row["default_path"],
             created_at=row["created_at"], expires_at=row["expires_at"],
-            revoked_at=row["revoked_at"],
+            revoked_at=row["revoked_at"], parent_id=row["parent_id"],
         )
 
 

@@ -73,7 +73,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message
@@ -474,6 +474,7 @@ class _Found:
 @dataclass
 class _Result(_Found):
     valid_from: datetime | None = None
+    valid_to: datetime | None = None  # a state the user says has ended
 
 
 _Handler = Callable[[re.Match[str], str], "_Found | None"]
@@ -745,6 +746,8 @@ _PETS_AND_FAMILY = (
 )
 _FAVOURITE = r"my\s+(?:all[- ]time\s+|absolute\s+)?favou?rite"
 _IN_PLACE = _fact("user.location", 0.85, _PLACE_CUT, check=_not_article)
+# "I lived in Munich in 2024": where the user lived, a state that has ended.
+_LIVED_IN = re.compile(r"^(?:i|we)\s+(?:lived|resided|was\s+living|were\s+living)\s+in\s+", re.I)
 _AT_ORG = _fact("user.employer", 0.85, _ORG_CUT, check=_not_article)
 
 _STATEMENTS: list[tuple[re.Pattern[str], _Handler]] = [
@@ -876,7 +879,7 @@ def extract_message(text: str, at: datetime, index: int = 0) -> list[Candidate]:
                 continue
             candidate = Candidate(
                 content=found.content[:4000], kind=found.kind, slot=found.slot,
-                value=found.value, valid_from=found.valid_from,
+                value=found.value, valid_from=found.valid_from, valid_to=found.valid_to,
                 confidence=round(min(max(found.confidence, 0.0), 1.0), 2),
                 asserts_change=found.change, evidence=[index],
             )
@@ -945,6 +948,14 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> _Result | None:
         return _Result(_with_context(lead, found.content), found.kind, found.slot, found.value,
                        found.confidence - penalty, found.change or change,
                        valid_from=date.when if date is not None else at)
+    ended = _LIVED_IN.match(body)
+    if ended is not None and date is not None and date.when < at:
+        m = re.match(r"(?P<v>.+)$", body[ended.end():])
+        found = _IN_PLACE(m, body) if m else None
+        if found is not None:
+            return _Result(_with_context(lead, f"{third_person(body)} {render(date)}"), "fact",
+                           found.slot, found.value, found.confidence - penalty, False,
+                           valid_from=date.when, valid_to=min(_span_end(date), at))
 
     if _HABIT.match(expanded):
         # A habit keeps its day words ("on Mondays"): they say when, not since when.
@@ -956,6 +967,18 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> _Result | None:
         return _Result(_with_context(lead, content), "event", confidence=0.75 - penalty,
                        change=change, valid_from=date.when)
     return None
+
+
+def _span_end(date: DateMatch) -> datetime:
+    """The end of the period a date names ("in 2024" ends at 2025-01-01)."""
+    when = date.when
+    if date.granularity == "year":
+        return when.replace(year=when.year + 1)
+    if date.granularity == "month":
+        return (when.replace(day=28) + timedelta(days=4)).replace(day=1)
+    if date.granularity == "week":
+        return when + timedelta(days=7)
+    return when + timedelta(days=1)
 
 
 def _with_context(lead: _Lead, content: str) -> str:

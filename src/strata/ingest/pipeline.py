@@ -129,10 +129,11 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             cur.executemany(
                 """
                 INSERT INTO ingest_candidates (receipt_id, idx, tenant_id, content, canonical,
-                    value_hash, kind, slot, value, valid_from, confidence, asserts_change, evidence)
+                    value_hash, kind, slot, value, valid_from, valid_to, confidence, asserts_change,
+                    evidence)
                 VALUES (%(receipt)s, %(idx)s, %(tenant)s, %(content)s, %(canonical)s, %(hash)s,
-                        %(kind)s, %(slot)s, %(value)s, %(valid_from)s, %(confidence)s,
-                        %(asserts_change)s, %(evidence)s)
+                        %(kind)s, %(slot)s, %(value)s, %(valid_from)s, %(valid_to)s,
+                        %(confidence)s, %(asserts_change)s, %(evidence)s)
                 """,
                 rows,
             )
@@ -149,7 +150,8 @@ def _stage(p: StepPayload, idx: int, c: Candidate, messages: list[Message], now:
         "receipt": p.receipt_id, "idx": idx, "tenant": p.tenant_id, "content": c.content,
         "canonical": canonical, "hash": value_hash(canonical), "kind": c.kind,
         "slot": c.slot, "value": gating.normalise_value(c.value),
-        "valid_from": c.valid_from or said_at or now, "confidence": c.confidence,
+        "valid_from": c.valid_from or said_at or now, "valid_to": c.valid_to,
+        "confidence": c.confidence,
         "asserts_change": c.asserts_change,
         "evidence": Jsonb([
             {"source": "ingest", "receipt_id": str(p.receipt_id), "message": i,
@@ -289,24 +291,25 @@ def persist_step(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             "SELECT set_config('strata.actor', %s, true)",
             (f"principal:{row['principal_id']}" if row["principal_id"] else "pipeline",),
         )
-        staged = []
-        for c in cur.execute(
-            "SELECT * FROM ingest_candidates WHERE receipt_id = %s ORDER BY idx", (p.receipt_id,)
-        ).fetchall():
-            item = persist.Staged(
+        staged = [
+            persist.Staged(
                 idx=c["idx"], path=row["path"], content=c["content"], canonical=c["canonical"],
                 value_hash=bytes(c["value_hash"]), kind=c["kind"], slot=c["slot"],
-                value=c["value"], valid_from=c["valid_from"], confidence=c["confidence"],
-                evidence=c["evidence"], embedding=c["embedding"], gate=c["gate"],
+                value=c["value"], valid_from=c["valid_from"], valid_to=c["valid_to"],
+                confidence=c["confidence"], evidence=c["evidence"], embedding=c["embedding"],
+                gate=c["gate"], asserts_change=c["asserts_change"],
+                asserted_at=_said_at(c["evidence"]) or row["created_at"],
                 verdicts=[Verdict.model_validate(v) for v in c["verdicts"]]
                 if c["verdicts"] is not None else None,
             )
-            if item.verdicts:
-                item.neighbours = {n.id: n for n in gating.load_neighbours(cur, p.tenant_id, c["gate"])}
-                item.verdicts = [v for v in item.verdicts if v.target_id in item.neighbours]
-            staged.append(item)
-        items = persist.apply(cur, tenant_id=p.tenant_id, items=staged,
-                              model=rt.embedder.model, recorded_at=datetime.now(row["created_at"].tzinfo))
+            for c in cur.execute(
+                "SELECT * FROM ingest_candidates WHERE receipt_id = %s ORDER BY idx",
+                (p.receipt_id,),
+            ).fetchall()
+        ]
+        items = persist.write(cur, tenant_id=p.tenant_id, items=staged, model=rt.embedder.model,
+                              recorded_at=datetime.now(row["created_at"].tzinfo),
+                              thresholds=gating.bands(rt.settings, rt.embedder.model))
         counts: dict[str, int] = {}
         for o in items:
             counts[o.outcome] = counts.get(o.outcome, 0) + 1
@@ -323,6 +326,12 @@ def persist_step(rt: IngestRuntime, p: StepPayload) -> StepPayload:
         event.memory_ids = [m for o in items for m in ([o.memory_id] if o.memory_id else [])]
         event.count = len(items)
     return _payload(p, status)
+
+
+def _said_at(evidence: list[dict[str, Any]]) -> datetime | None:
+    """When the statement was said: the latest time of the messages it cites."""
+    times = [datetime.fromisoformat(e["at"]) for e in evidence if e.get("at")]
+    return max(times, default=None)
 
 
 def pipeline_caller(row: dict[str, Any]) -> Caller:

@@ -21,7 +21,6 @@ from pydantic_core import to_jsonable_python
 
 from strata import memories as core
 from strata import review, search
-from strata.api.errors import error_body, field_name
 from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
 from strata.ingest import service
@@ -29,9 +28,10 @@ from strata.ingest.models import IngestRequest, Role
 from strata.memories.models import Kind
 from strata.paths import validate_path
 from strata.providers.clients import ModelCallFailed
+from strata.serving import error_body, error_body_for, field_name
 
 if TYPE_CHECKING:
-    from strata.api.app import Runtime
+    from strata.serving import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +171,8 @@ UPDATE_SCHEMA = _object({
     "path": _path("Move the memory to this path (needs write access there)."),
     "kind": _kind("New kind."),
     "slot": {"type": "string", "minLength": 1, "maxLength": 200, "description": "New slot."},
+    "value": {"type": "string", "minLength": 1, "maxLength": 500,
+              "description": "The slot's value (derived from the new content when omitted)."},
     "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1."},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1."},
     "pinned": {"type": "boolean",
@@ -410,7 +412,7 @@ def call(runtime: Runtime, caller: Caller | None, name: str,
         result = tool.run(runtime, caller, dict(arguments or {}))
         return to_jsonable_python(result), False
     except StrataError as exc:
-        return to_jsonable_python(error_body(exc.code, exc.message, exc.field, **exc.details)), True
+        return to_jsonable_python(error_body_for(exc)), True
     except ModelCallFailed as exc:
         return error_body("provider_unavailable", f"a model provider failed ({exc.reason})"), True
     except Exception:

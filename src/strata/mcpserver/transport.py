@@ -9,6 +9,10 @@ mount would answer ``POST /mcp`` with a redirect to ``/mcp/``).
 The bearer key is checked here, before the MCP layer: a missing or wrong key answers HTTP 401
 with the API's error body, as every ``/v1`` route does. The resolved caller (surface ``mcp``)
 rides the request scope to the tool call, which runs the core in a worker thread.
+
+This module imports nothing of :mod:`strata.api`: ``strata.api.app`` mounts it (:func:`mount`)
+on the app it builds, and what both need (the runtime, the caller's resolution, the error
+contract) is in :mod:`strata.serving`.
 """
 
 from __future__ import annotations
@@ -29,16 +33,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from strata import __version__
-from strata.api.deps import resolve_caller
-from strata.api.errors import STATUS, error_body
 from strata.auth import Caller
 from strata.errors import StrataError
 from strata.mcpserver import tools
+from strata.serving import Runtime, error_answer, error_body, resolve_caller
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-
-    from strata.api.app import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +126,8 @@ class McpEndpoint:
         try:
             caller = await anyio.to_thread.run_sync(self._authenticate, scope, authorization)
         except StrataError as exc:
-            status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
-            response = JSONResponse(
-                error_body(exc.code, exc.message, exc.field, **exc.details), status,
-                headers={"WWW-Authenticate": "Bearer"} if status == 401 else None,
-            )
+            status, body, headers = error_answer(exc)
+            response = JSONResponse(body, status, headers=headers)
             await response(scope, receive, send)
             return
         if self.manager is None:

@@ -9,59 +9,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-Kind = Literal[
-    "fact", "preference", "event", "instruction", "strategy",
-    "assumption", "failure", "reflection", "summary",
-]
-Status = Literal["candidate", "active", "superseded", "archived", "rejected"]
-OnConflict = Literal["error", "replace", "ignore"]
-
-MAX_CONTENT_BYTES = 32 * 1024
-
-
-def storable(value: Any) -> Any:
-    """PostgreSQL text and jsonb cannot hold NUL, unpaired surrogates (not UTF-8) or
-    NaN/Infinity (not JSON): refuse them here, where the field is known."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("text must not contain NUL characters")
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise ValueError("text must be valid Unicode (no unpaired surrogates)") from None
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError("numbers must be finite")
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            storable(k)
-            storable(v)
-    elif isinstance(value, list):
-        for v in value:
-            storable(v)
-    return value
-
-
-Text = Annotated[str, AfterValidator(storable)]
-Tag = Annotated[Text, Field(min_length=1, max_length=64)]
-Meta = Annotated[dict[str, Any], AfterValidator(storable)]
-
-
-def _utc_if_naive(value: datetime) -> datetime:
-    """A timestamp without an offset is UTC, so it compares with stored (aware) ones."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
-Instant = Annotated[datetime, AfterValidator(_utc_if_naive)]
-
-
-def _content_ok(value: str) -> str:
-    storable(value)
-    if not value.strip():
-        raise ValueError("content must not be empty")
-    if len(value.encode()) > MAX_CONTENT_BYTES:
-        raise ValueError(f"content is over {MAX_CONTENT_BYTES} bytes")
-    return value
+from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
+    MAX_CONTENT_BYTES, Instant, Kind, Meta, OnConflict, Status, Tag, Text, _content_ok, storable,
+)
 
 
 class MemoryIn(BaseModel):
@@ -102,6 +52,8 @@ class MemoryPatch(BaseModel):
     path: str | None = None
     kind: Kind | None = None
     slot: Text | None = Field(default=None, min_length=1, max_length=200)
+    # The slot's value; derived from the new content when the content changes without one.
+    value: Text | None = Field(default=None, min_length=1, max_length=500)
     importance: float | None = Field(default=None, ge=0, le=1)
     confidence: float | None = Field(default=None, ge=0, le=1)
     pinned: bool | None = None

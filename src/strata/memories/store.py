@@ -14,46 +14,25 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
-from psycopg.types.range import Range
 
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
-from strata.errors import Conflict, InvalidInput, NotFound, Suppressed, VersionConflict
+from strata.errors import Conflict, InvalidInput, NotFound, Suppressed
+from strata.write import apply as persist
+from strata.write import changes, locks
+from strata.write import gate as gating
 from strata.write.canonical import canonicalize, value_hash
-from strata.write.tombstones import find_tombstone
+from strata.write.rows import COLUMNS, evidence_entry, scope
+from strata.write.values import derive_value
 from strata.memories.models import CreateRequest, Memory, MemoryIn, MemoryPatch, WriteResult
 from strata.paths import validate_path
 from strata.providers import Embedder
-
-COLUMNS = """id, path::text AS path, name, content, kind::text AS kind, slot, value,
-    status::text AS status, origin::text AS origin, importance, confidence, pinned,
-    tier::text AS tier, expires_at, valid, recorded_at, version, access_count, last_accessed_at,
-    reinforcements, embedding_model, evidence, meta, tags, created_at, updated_at"""
 
 _SELECT_READABLE = f"""
 SELECT {COLUMNS} FROM memories
 WHERE tenant_id = %(tenant)s AND id = %(id)s AND path <@ %(readable)s::ltree[]
 """
-
-
-def scope(caller: Caller, **params: Any) -> dict[str, Any]:
-    return {
-        "tenant": caller.tenant_id,
-        "readable": caller.paths(Level.read),
-        "writable": caller.paths(Level.write),
-        **params,
-    }
-
-
-def evidence_entry(caller: Caller, source: str) -> dict[str, Any]:
-    return {
-        "source": source,
-        "surface": caller.surface,
-        "principal_id": str(caller.principal_id) if caller.principal_id else None,
-        "at": datetime.now(UTC).isoformat(),
-    }
 
 
 # --------------------------------------------------------------------------------------
@@ -90,131 +69,132 @@ def _prepare(caller: Caller, req: CreateRequest, embedder: Embedder) -> list[_Pr
     return prepared
 
 
-_REPLACE = """
-UPDATE memories
-SET content = %(content)s, canonical = %(canonical)s, value_hash = %(hash)s, kind = %(kind)s,
-    slot = %(slot)s, importance = COALESCE(%(importance)s, importance),
-    valid = CASE WHEN %(valid_from)s::timestamptz IS NULL THEN valid
-                 ELSE tstzrange(%(valid_from)s, NULL) END,
-    embedding = %(embedding)s, embedding_model = %(model)s, meta = %(meta)s, tags = %(tags)s,
-    evidence = evidence || %(evidence)s, version = version + 1, updated_at = now()
-WHERE id = %(id)s
-RETURNING id, version
-"""
-
-# Rows an incoming batch may land on, locked for the rest of the transaction.
-_NAMED = """
-SELECT m.id, m.path::text AS path, m.name, m.value_hash
-FROM memories m JOIN unnest(%(paths)s::ltree[], %(names)s::text[]) AS n(path, name)
-  ON m.tenant_id = %(tenant)s AND m.path = n.path AND m.name = n.name
-FOR UPDATE OF m
-"""
 def create_memories(
     db: Database, caller: Caller, req: CreateRequest, embedder: Embedder, judge=None,
     settings=None,
 ) -> list[WriteResult]:
     """Batch create: one result per input in input order, in one transaction.
 
-    Items pass through the same gate and conflict analysis as ingestion (without
-    extraction): tombstones block, a same-slot value supersedes, paraphrases reinforce. A bad
-    item (invalid, not writable, or a name clash under ``on_conflict=error``) rejects the
-    whole batch with its index named; a tombstoned value is ``blocked`` per item.
+    Items go through the write path as ingested statements do (without extraction):
+    tombstones block, a same-slot value supersedes, paraphrases reinforce, and items of the
+    batch are resolved in order against each other. A named item whose name exists in its
+    path is skipped (unchanged, or ``on_conflict=ignore``), refused (``error``) or becomes an
+    edit of that memory (``replace``) under the same rules as a PATCH, except that a refusal
+    is that item's ``blocked`` or ``skipped`` result. A bad item (invalid, not writable, a
+    name clash under ``error``) rejects the whole batch with its index named.
     """
+    from strata.config import get_settings
+
+    thresholds = gating.bands(settings or get_settings(), embedder.model)
     with audited(db, caller, "write", "memory.create") as event:
         prepared = _prepare(caller, req, embedder)
-        with db.transaction(cause="memory.create", actor=caller.actor) as cur:
-            results = _write_batch(cur, caller, prepared, req.on_conflict, embedder, judge,
-                                   settings)
+        results = locks.retrying(
+            db, lambda cur: _write_batch(cur, caller, prepared, req.on_conflict, embedder,
+                                         judge, thresholds),
+            cause="memory.create", actor=caller.actor)
         event.memory_ids = [r.id for r in results if r.id]
         event.count = len(results)
         return results
 
 
-# What an ingest outcome means for a direct write (the v1 create contract's statuses).
+# What an outcome of the write path means for a direct write (the v1 create contract).
 _STATUS = {
     "created": "inserted", "reinforced": "reinforced", "merged": "reinforced",
     "superseded_existing": "superseded_existing", "blocked": "blocked",
     "stored_as_superseded": "inserted", "candidate": "inserted", "skipped": "skipped",
 }
 
+# Rows an incoming batch may land on by name, locked for the rest of the transaction.
+_NAMED = f"""
+SELECT {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, m.value_hash, m.embedding
+FROM memories m
+JOIN unnest(%(paths)s::ltree[], %(names)s::text[]) AS n(path, name)
+  ON m.tenant_id = %(tenant)s AND m.path = n.path AND m.name = n.name
+FOR UPDATE OF m
+"""
+
 
 def _write_batch(
     cur: psycopg.Cursor, caller: Caller, prepared: list[_Prepared], on_conflict: str,
-    embedder: Embedder, judge, settings,
+    embedder: Embedder, judge, thresholds: tuple[float, float],
 ) -> list[WriteResult]:
-    from strata.config import get_settings
-    from strata.write import apply as persist
-    from strata.write import gate as gating
-    from strata.write.resolve import resolve
-
     tenant = caller.tenant_id
     named_items = [p for p in prepared if p.item.name is not None]
-    named: dict[tuple[str, str], tuple[uuid.UUID, bytes]] = {}
+    named: dict[tuple[str, str], dict[str, Any]] = {}
     if named_items:
         for r in cur.execute(_NAMED, {
             "tenant": tenant, "paths": [p.path for p in named_items],
             "names": [p.item.name for p in named_items],
         }).fetchall():
-            named[(r["path"], r["name"])] = (r["id"], bytes(r["value_hash"]))
+            named[(r["path"], r["name"])] = r
 
     evidence = [evidence_entry(caller, "api")]
     now = datetime.now(UTC)
     results: list[WriteResult | None] = [None] * len(prepared)
-    replaces: list[tuple[int, _Prepared, uuid.UUID]] = []
+    replaces: list[tuple[int, _Prepared, dict[str, Any]]] = []
     staged: list[persist.Staged] = []
-    first_of: dict[tuple, int] = {}
     for i, p in enumerate(prepared):
         item = p.item
         if item.name is not None and (p.path, item.name) in named:
-            existing_id, existing_hash = named[(p.path, item.name)]
-            if existing_hash == p.hash:
-                results[i] = WriteResult(id=existing_id, status="skipped", reason="unchanged")
+            existing = named[(p.path, item.name)]
+            if existing.get("staged"):
+                results[i] = WriteResult(id=None, status="skipped",
+                                         reason="name given twice in this request")
+            elif bytes(existing["value_hash"]) == p.hash:
+                results[i] = WriteResult(id=existing["id"], status="skipped", reason="unchanged")
             elif on_conflict == "ignore":
-                results[i] = WriteResult(id=existing_id, status="skipped", reason="name exists")
+                results[i] = WriteResult(id=existing["id"], status="skipped", reason="name exists")
             elif on_conflict == "error":
                 raise Conflict(
                     "a memory with this name exists in this path (on_conflict=error)",
                     field=f"memories[{i}].name",
                 )
             else:
-                replaces.append((i, p, existing_id))
+                replaces.append((i, p, existing))
             continue
-        value = gating.normalise_value(item.value or item.content) if item.slot else None
-        s = persist.Staged(
+        value = derive_value(item.slot, item.content, item.value)
+        staged.append(persist.Staged(
             idx=i, path=p.path, content=item.content, canonical=p.canonical, value_hash=p.hash,
             kind=item.kind, slot=item.slot, value=value,
             valid_from=item.valid_from or now, confidence=1.0, evidence=evidence,
             embedding=p.embedding, gate=None, verdicts=None, name=item.name,
             importance=item.importance, tags=list(dict.fromkeys(item.tags)), meta=item.meta,
-        )
-        key = (p.path, *gating.merge_key(s.slot, s.value, s.canonical))
-        if key in first_of and item.name is None:
-            s.gate = {"action": "merged", "into": first_of[key]}
-        else:
-            first_of.setdefault(key, i)
+        ))
         if item.name is not None:
-            named[(p.path, item.name)] = (uuid.UUID(int=0), p.hash)  # a later twin is skipped
-        staged.append(s)
+            named[(p.path, item.name)] = {"staged": True}  # a later twin is skipped
 
-    resolve(cur, tenant, staged, gating.bands(settings or get_settings(), embedder.model), judge)
-    outcomes = persist.apply(cur, tenant_id=tenant, items=staged, model=embedder.model,
-                             recorded_at=now)
+    outcomes = persist.write(cur, tenant_id=tenant, items=staged, model=embedder.model,
+                             recorded_at=now, thresholds=thresholds, judge=judge)
     for s, o in zip(staged, outcomes, strict=True):
         results[s.idx] = WriteResult(
             id=o.memory_id, status=_STATUS[o.outcome], reason=o.reason,
             tombstone_id=(s.gate or {}).get("tombstone_id") if o.outcome == "blocked" else None,
             version=o.version,
         )
-    for i, p, existing_id in replaces:
-        row = cur.execute(_REPLACE, {
-            "id": existing_id, "content": p.item.content, "canonical": p.canonical,
-            "hash": p.hash, "kind": p.item.kind, "slot": p.item.slot,
-            "importance": p.item.importance, "valid_from": p.item.valid_from,
-            "embedding": p.embedding, "model": embedder.model, "meta": Jsonb(p.item.meta),
-            "tags": list(dict.fromkeys(p.item.tags)), "evidence": Jsonb(evidence),
-        }).fetchone()
-        results[i] = WriteResult(id=row["id"], status="updated", version=row["version"])
+    for i, p, existing in replaces:
+        results[i] = _replace(cur, caller, p, existing, embedder, evidence, thresholds)
     return [r for r in results if r is not None]
+
+
+def _replace(cur, caller: Caller, p: _Prepared, existing: dict[str, Any], embedder: Embedder,
+             evidence, thresholds) -> WriteResult:
+    """``on_conflict=replace``: the named memory is edited, under the rules of a PATCH."""
+    item = p.item
+    target = changes.Target(
+        content=item.content, kind=item.kind, slot=item.slot, set_slot=True, value=item.value,
+        importance=item.importance, meta=item.meta, tags=list(dict.fromkeys(item.tags)),
+        valid_from=item.valid_from, embedding=p.embedding, model=embedder.model,
+        evidence=evidence,
+    )
+    try:
+        row = changes.revise(cur, caller, existing, target, thresholds=thresholds)
+    except Suppressed as exc:
+        return WriteResult(id=existing["id"], status="blocked",
+                           reason=f"tombstoned: {exc.reason} (tombstone {exc.tombstone_id})",
+                           tombstone_id=exc.tombstone_id)
+    except Conflict as exc:
+        return WriteResult(id=existing["id"], status="skipped", reason=str(exc))
+    return WriteResult(id=row["id"], status="updated", version=row["version"])
 
 
 # --------------------------------------------------------------------------------------
@@ -298,15 +278,6 @@ def list_memories(
 # --------------------------------------------------------------------------------------
 
 
-def lock_writable(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
-    """Lock a memory the caller may write: 404 when unreadable, 403 when read-only."""
-    row = cur.execute(_SELECT_READABLE + " FOR UPDATE", scope(caller, id=memory_id)).fetchone()
-    if row is None:
-        raise NotFound("memory", memory_id)
-    caller.require(row["path"], Level.write)
-    return row
-
-
 def update_memory(
     db: Database,
     caller: Caller,
@@ -315,8 +286,12 @@ def update_memory(
     embedder: Embedder,
     *,
     expected_version: int | None = None,
+    settings=None,
 ) -> Memory:
-    """Compare-and-set on ``version``; every change bumps it and leaves a history row."""
+    """Compare-and-set on ``version``, through the write path's rules for an edit (see
+    :mod:`strata.write.changes`): every change bumps the version and leaves a history row."""
+    from strata.config import get_settings
+
     expected = patch.expected_version if patch.expected_version is not None else expected_version
     with audited(db, caller, "write", "memory.update") as event:
         event.memory_ids = [memory_id]
@@ -324,70 +299,31 @@ def update_memory(
             raise InvalidInput(
                 "expected_version (or an If-Match header) is required", field="expected_version"
             )
-        changes = patch.model_dump(exclude_unset=True, exclude={"expected_version"})
+        changes_ = patch.model_dump(exclude_unset=True, exclude={"expected_version"})
         if patch.path is not None:
             validate_path(patch.path)
-            caller.require(patch.path, Level.write)
+        if patch.content is not None and not canonicalize(patch.content):
+            raise InvalidInput("content has no words", field="content")
         vector = embedder.embed([patch.content])[0] if patch.content is not None else None
-        with db.transaction(cause="memory.update", actor=caller.actor) as cur:
-            row = lock_writable(cur, caller, memory_id)
-            if row["version"] != expected:
-                raise VersionConflict(expected, row["version"])
-            canonical = canonicalize(patch.content) if patch.content is not None else None
-            if canonical == "":
-                raise InvalidInput("content has no words", field="content")
-            # The gate applies to the value the row will hold where it will live: a new
-            # content, or the current one moved into another path.
-            if canonical is not None or (patch.path is not None and patch.path != row["path"]):
-                tomb = find_tombstone(
-                    cur, caller.tenant_id, patch.path or row["path"],
-                    canonical if canonical is not None else canonicalize(row["content"]),
-                    patch.slot or row["slot"],
-                )
-                if tomb is not None:
-                    raise Suppressed(tomb["id"], tomb["reason"],
-                                     field="content" if canonical is not None else "path")
-            valid_from = changes.get("valid_from", row["valid"].lower)
-            valid_to = changes.get("valid_to", row["valid"].upper)
-            if valid_to is not None and valid_to <= valid_from:
-                raise InvalidInput("valid_to must be after valid_from", field="valid_to")
-            params = {
-                **{k: changes.get(k) for k in (
-                    "content", "path", "kind", "slot", "importance", "confidence", "pinned")},
-                "set_slot": "slot" in changes,
-                "tags": changes.get("tags"),
-                "meta": Jsonb(patch.meta) if patch.meta is not None else None,
-                "canonical": canonical,
-                "hash": value_hash(canonical) if canonical is not None else None,
-                "embedding": vector, "model": embedder.model if vector is not None else None,
-                "valid": Range(valid_from, valid_to, "[)"),
-                **scope(caller, id=memory_id, expected=expected),
-            }
-            updated = cur.execute(
-                f"""
-                UPDATE memories SET
-                    content = COALESCE(%(content)s, content),
-                    canonical = COALESCE(%(canonical)s, canonical),
-                    value_hash = COALESCE(%(hash)s, value_hash),
-                    embedding = COALESCE(%(embedding)s, embedding),
-                    embedding_model = COALESCE(%(model)s, embedding_model),
-                    path = COALESCE(%(path)s::ltree, path),
-                    kind = COALESCE(%(kind)s::memory_kind, kind),
-                    slot = CASE WHEN %(set_slot)s THEN %(slot)s ELSE slot END,
-                    importance = COALESCE(%(importance)s, importance),
-                    confidence = COALESCE(%(confidence)s, confidence),
-                    pinned = COALESCE(%(pinned)s, pinned),
-                    tags = COALESCE(%(tags)s::text[], tags),
-                    meta = COALESCE(%(meta)s, meta),
-                    valid = %(valid)s,
-                    version = version + 1, updated_at = now()
-                WHERE tenant_id = %(tenant)s AND id = %(id)s AND version = %(expected)s
-                  AND path <@ %(writable)s::ltree[]
-                RETURNING {COLUMNS}
-                """,
-                params,
-            ).fetchone()
-        return Memory.from_row(updated)
+        target = changes.Target(
+            content=patch.content, path=patch.path, kind=patch.kind, slot=patch.slot,
+            set_slot="slot" in changes_, value=patch.value, importance=patch.importance,
+            confidence=patch.confidence, pinned=patch.pinned, tags=patch.tags, meta=patch.meta,
+            valid_from=patch.valid_from, valid_to=patch.valid_to,
+            set_valid_to="valid_to" in changes_, embedding=vector,
+            model=embedder.model if vector is not None else None,
+            evidence=[evidence_entry(caller, "api.update")] if patch.content is not None else None,
+            expected_version=expected,
+        )
+        thresholds = gating.bands(settings or get_settings(), embedder.model)
+
+        def edit(cur: psycopg.Cursor) -> dict[str, Any]:
+            return changes.revise(cur, caller, changes.lock_visible(cur, caller, memory_id),
+                                  target, thresholds=thresholds)
+
+        row = locks.retrying(db, edit, cause="memory.update", actor=caller.actor)
+        event.memory_ids += row.pop("retired_ids", [])
+        return Memory.from_row(row)
 
 
 def delete_memory(db: Database, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
@@ -395,11 +331,6 @@ def delete_memory(db: Database, caller: Caller, memory_id: uuid.UUID) -> dict[st
     with audited(db, caller, "delete", "memory.delete") as event:
         event.memory_ids = [memory_id]
         with db.transaction(cause="memory.delete", actor=caller.actor) as cur:
-            row = lock_writable(cur, caller, memory_id)
-            cur.execute(
-                "DELETE FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
-                " AND path <@ %(writable)s::ltree[]",
-                scope(caller, id=memory_id),
-            )
+            row = changes.delete(cur, caller, memory_id)
         event.count = 1
         return {"id": memory_id, "deleted": True, "version": row["version"]}

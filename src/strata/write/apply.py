@@ -1,42 +1,65 @@
-"""Persist: the pipeline's only writer of memories, in one transaction.
+"""New statements into the store: the one place that decides and writes them.
 
-Inserts new memories, supersedes what they replace (status, closed ``valid``, SUPERSEDES edge
-with its reason and who decided, tombstone of the retired value), reinforces paraphrases,
-holds changes-back as candidates with a CONTRADICTS edge, and writes the receipt's per-item
-outcomes. The audit entry is appended after commit (surface ``pipeline``).
+``write`` takes proposed memories (from the ingest pipeline, the direct API, import) and,
+inside the caller's transaction:
+
+1. locks every (path, value) and (path, slot) the batch touches (:mod:`.locks`), so
+   concurrent writers of one value or one slot decide one after the other;
+2. folds items of the batch that are the same memory (same slot + value, or same canonical
+   text) into the first of them;
+3. resolves the rest in waves: an item whose value, slot or name an earlier item of the batch
+   also touches waits for a later wave, so it is decided against what that earlier item left
+   (500 values of one slot in one batch leave one active holder and 499 superseded);
+4. per wave, decides with the gate (tombstones, duplicates, slot holders, neighbours) reading
+   the store as it is now, judges the neighbours (slot rules always; model verdicts carried
+   from the pipeline's conflict step for the neighbours that step was shown, the rule judge
+   for any that appeared since), and writes the outcome: insert, reinforce, supersede (status,
+   closed validity, SUPERSEDES edge, tombstone), hold as candidate (CONTRADICTS edge), or
+   block.
+
+The age guard orders statements by when they were *said* (``asserted_at``: message time or
+request time); valid time only breaks ties between statements of one moment, and says where
+the superseded value's validity ends.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
-from strata.write.conflict import is_older
+from strata.write import gate as gating
+from strata.write import locks
+from strata.write.conflict import NoJudge, RuleJudge, judge_candidate
 from strata.write.gate import GateDecision
-from strata.write.models import ItemOutcome, Neighbour, Verdict
-from strata.write.canonical import slot_value_hash
+from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
+from strata.write.tombstones import insert_tombstone
+
+log = logging.getLogger(__name__)
 
 _INSERT = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
                       value, status, origin, confidence, importance, valid, embedding,
-                      embedding_model, evidence, meta, tags)
+                      embedding_model, evidence, meta, tags, asserted_at)
 VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
-        %(kind)s, %(slot)s, %(value)s, %(status)s, 'user_stated', %(confidence)s,
+        %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
         COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
-        %(meta)s, %(tags)s)
+        %(meta)s, %(tags)s, %(asserted_at)s)
 """
 
 _REINFORCE = """
 UPDATE memories SET reinforcements = reinforcements + 1, version = version + 1,
        evidence = evidence || %(evidence)s, updated_at = now(),
        importance = GREATEST(importance, COALESCE(%(importance)s, importance)),
-       tags = ARRAY(SELECT DISTINCT unnest(tags || %(tags)s::text[]))
+       tags = ARRAY(SELECT DISTINCT unnest(tags || %(tags)s::text[])),
+       name = COALESCE(name, %(name)s)
 WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
 RETURNING id, version
 """
@@ -55,17 +78,10 @@ VALUES (%(tenant)s, %(source)s, %(target)s, %(type)s, %(confidence)s, %(reason)s
 ON CONFLICT (source_id, target_id, type) DO NOTHING
 """
 
-_TOMBSTONE = """
-INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash, reason, memory_id,
-                        replaced_by, embedding)
-VALUES (%(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, 'superseded', %(memory)s,
-        %(replaced_by)s, %(embedding)s)
-"""
-
 
 @dataclass
 class Staged:
-    """One candidate as the persist step sees it (from the staging table)."""
+    """One proposed memory as the write path sees it."""
 
     idx: int
     path: str
@@ -79,43 +95,167 @@ class Staged:
     confidence: float
     evidence: list[dict[str, Any]]
     embedding: Any
+    # The pipeline's gate decision from its gate step ("merged" into an earlier item, or the
+    # neighbours its conflict step was shown); ``write`` replaces it with its own.
     gate: dict[str, Any] | None
+    # Verdicts a model gave in the pipeline's conflict step (None: judge here).
     verdicts: list[Verdict] | None
     neighbours: dict[uuid.UUID, Neighbour] = field(default_factory=dict)
+    asserted_at: datetime | None = None  # when it was said; None: the request's time
+    valid_to: datetime | None = None  # set when the statement is about a state that ended
+    asserts_change: bool = False
     # Direct create carries these; extraction leaves the defaults.
     name: str | None = None
     importance: float | None = None
     tags: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: str = "user_stated"
 
     @property
-    def reinforce_params(self) -> dict[str, Any]:
-        return {"evidence": Jsonb(self.evidence), "importance": self.importance, "tags": self.tags}
+    def merged_into(self) -> int | None:
+        return self.gate.get("into") if self.gate and self.gate.get("action") == "merged" else None
+
+    def keys(self, tenant_id: uuid.UUID) -> set[tuple[str, ...]]:
+        keys = {locks.value_key(tenant_id, self.path, self.value_hash)}
+        if self.slot:
+            keys.add(locks.slot_key(tenant_id, self.path, self.slot))
+        if self.name:
+            keys.add(locks.name_key(tenant_id, self.path, self.name))
+        return keys
+
+    @property
+    def candidate(self) -> Candidate:
+        return Candidate(content=self.content, kind=self.kind, slot=self.slot, value=self.value,
+                         valid_from=self.valid_from, confidence=self.confidence,
+                         asserts_change=self.asserts_change)
 
 
-def apply(
+def write(
     cur: psycopg.Cursor, *, tenant_id: uuid.UUID, items: list[Staged], model: str,
-    recorded_at: datetime,
+    recorded_at: datetime, thresholds: tuple[float, float], judge=None,
 ) -> list[ItemOutcome]:
-    """Write every staged candidate's outcome; return the receipt items in input order."""
+    """Decide and write every item; return one outcome per item, in input order."""
+    locks.hold(cur, {k for item in items for k in item.keys(tenant_id)})
+    # A statement without a time of its own was said when its request is decided: after the
+    # locks, so concurrent writers of one slot are ordered as they are serialised.
+    said = datetime.now(UTC)
+    for item in items:
+        item.asserted_at = item.asserted_at or said
+    _fold_twins(items)
     writer = _Writer(cur, tenant_id, model, recorded_at)
-    # Pipelined: plain inserts go out together; a statement whose result is read syncs.
-    with cur.connection.pipeline():
-        merged = []
-        for item in items:
-            if item.gate and item.gate.get("action") == "merged":
-                merged.append(item)
-            else:
+    live = [i for i in items if i.merged_into is None]
+    for wave in _waves(live, tenant_id):
+        _decide(cur, tenant_id, wave, thresholds, judge)
+        with cur.connection.pipeline():
+            for item in wave:
                 writer.write(item)
-        for item in merged:  # after their twins, so the twin's memory exists
+    for item in items:
+        if item.merged_into is not None:  # after their twins, so the twin's memory exists
             writer.merge(item)
     return [writer.outcomes[i.idx] for i in items]
+
+
+def _fold_twins(items: list[Staged]) -> None:
+    """An item that says what an earlier item of the batch says (same slot + value, or the
+    same canonical text, in one path) is that item's memory: it reinforces it."""
+    first: dict[tuple, int] = {}
+    for item in items:
+        if item.merged_into is not None:
+            continue
+        key = (item.path, *gating.merge_key(item.slot, item.value, item.canonical))
+        if key in first and item.name is None:
+            item.gate = {"action": "merged", "into": first[key]}
+        else:
+            first.setdefault(key, item.idx)
+
+
+def _waves(items: list[Staged], tenant_id: uuid.UUID) -> list[list[Staged]]:
+    """Consecutive groups in which no two items share a value, slot or name key; an item
+    that shares one with an earlier item (even a deferred one) goes to a later group, so
+    items that touch one key are decided in input order."""
+    waves: list[list[Staged]] = []
+    pending = items
+    while pending:
+        wave, deferred, taken, blocked = [], [], set(), set()
+        for item in pending:
+            keys = item.keys(tenant_id)
+            if keys & (taken | blocked):
+                deferred.append(item)
+                blocked |= keys
+            else:
+                wave.append(item)
+                taken |= keys
+        waves.append(wave)
+        pending = deferred
+    return waves
+
+
+_GATE_NEIGHBOURS = "neighbours"
+
+
+def _decide(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Staged],
+    thresholds: tuple[float, float], judge,
+) -> None:
+    """Fill each item's gate decision (read now, under the locks) and its verdicts."""
+    prior = [{uuid.UUID(str(n["id"])) for n in (i.gate or {}).get(_GATE_NEIGHBOURS, [])}
+             for i in items]
+    inputs = [gating.GateInput(i.idx, i.path, i.canonical, i.slot, i.value, i.asserts_change,
+                               i.embedding) for i in items]
+    for item, decision in zip(items, gating.decide(cur, tenant_id, inputs, thresholds),
+                              strict=True):
+        item.gate = decision.to_json()
+    judged = [(item, seen) for item, seen in zip(items, prior, strict=True)
+              if item.gate["action"] == "judge"]
+    shown_all = gating.load_neighbours_many(cur, tenant_id, [i.gate for i, _ in judged])
+    for (item, seen), shown in zip(judged, shown_all, strict=True):
+        item.neighbours = {n.id: n for n in shown}
+        item.verdicts = _verdicts(item, shown, seen, judge)
+
+
+def _verdicts(item: Staged, shown: list[Neighbour], seen: set[uuid.UUID], judge) -> list[Verdict]:
+    """Slot rules always; a model's verdicts from the pipeline's conflict step for the
+    neighbours it was shown, the rule judge for the rest (no model call in a transaction);
+    a direct write's judge for all of them."""
+    candidate = item.candidate
+    if item.verdicts is not None:
+        carried = [v for v in item.verdicts if v.target_id in seen]
+        by_slot = {n.id for n in shown if item.slot and n.slot == item.slot}
+        fresh = [n for n in shown if n.id not in seen or n.id in by_slot]
+        ruled = judge_candidate(RuleJudge(), candidate, fresh)
+        ruled_ids = {v.target_id for v in ruled}
+        return ruled + [v for v in carried if v.target_id not in ruled_ids
+                        and v.target_id not in by_slot and v.target_id in item.neighbours]
+    try:
+        return judge_candidate(judge or RuleJudge(), candidate, shown)
+    except Exception:  # conflict analysis failing never loses the memory
+        log.warning("conflict analysis failed on a direct write")
+        return judge_candidate(NoJudge(), candidate, shown)
+
+
+def said_before(item: Staged, recorded_at: datetime, target: Neighbour) -> bool:
+    """Whether ``item`` was said before ``target``: assertion time decides; valid time, then
+    recording time, break a tie between statements of one moment."""
+    said, theirs = item.asserted_at or recorded_at, target.asserted_at or target.recorded_at
+    if said != theirs:
+        return said < theirs
+    if item.valid_from != target.valid_from:
+        return item.valid_from < target.valid_from
+    return recorded_at < target.recorded_at
+
+
+def _closed(start: datetime, until: datetime | None) -> Range:
+    """A validity range ending at ``until``, never before (or at) its own start."""
+    if until is not None and until <= start:
+        until = start + timedelta(microseconds=1)
+    return Range(start, until, "[)")
 
 
 class _Writer:
     def __init__(self, cur: psycopg.Cursor, tenant_id: uuid.UUID, model: str,
                  recorded_at: datetime) -> None:
         self.cur = cur
+        self.tenant_id = tenant_id
         self.base = {"tenant": tenant_id}
         self.model = model
         self.recorded_at = recorded_at
@@ -130,17 +270,16 @@ class _Writer:
             **self.base, "id": new_id, "path": item.path, "name": item.name,
             "content": item.content, "canonical": item.canonical, "hash": item.value_hash,
             "kind": item.kind, "slot": item.slot, "value": item.value, "status": status,
-            "confidence": item.confidence, "importance": item.importance,
-            "valid": Range(item.valid_from, valid_until, "[)"), "embedding": item.embedding,
-            "model": self.model, "evidence": Jsonb(item.evidence), "meta": Jsonb(item.meta),
-            "tags": item.tags,
+            "origin": item.origin, "confidence": item.confidence, "importance": item.importance,
+            "valid": _closed(item.valid_from, valid_until or item.valid_to),
+            "embedding": item.embedding, "model": self.model, "evidence": Jsonb(item.evidence),
+            "meta": Jsonb(item.meta), "tags": item.tags, "asserted_at": item.asserted_at,
         })
         self.memory_of[item.idx] = new_id
         return new_id
 
     def edge(self, source, target, type_: str, confidence: float, reason, by: str) -> None:
-        self.cur.execute(_EDGE, {**self.base, "source": source, "target": target, "type": type_,
-                                 "confidence": confidence, "reason": reason, "by": by})
+        add_edge(self.cur, self.tenant_id, source, target, type_, confidence, reason, by)
 
     def outcome(self, item: Staged, kind: str, reason=None, memory=None, related=(),
                 version=None) -> None:
@@ -152,8 +291,10 @@ class _Writer:
         )
 
     def reinforce(self, item: Staged, target: uuid.UUID) -> dict[str, Any] | None:
-        return self.cur.execute(
-            _REINFORCE, {**self.base, "id": target, **item.reinforce_params}).fetchone()
+        return self.cur.execute(_REINFORCE, {
+            **self.base, "id": target, "evidence": Jsonb(item.evidence),
+            "importance": item.importance, "tags": item.tags, "name": item.name,
+        }).fetchone()
 
     # -- decisions -------------------------------------------------------------------
 
@@ -173,7 +314,7 @@ class _Writer:
             self.resolve(item)
 
     def merge(self, item: Staged) -> None:
-        into = item.gate["into"]
+        into = item.merged_into
         target = self.memory_of.get(into)
         row = self.reinforce(item, target) if target is not None else None
         self.outcome(item, "merged", f"same memory as item {into} of this request", target,
@@ -181,7 +322,7 @@ class _Writer:
 
     def reinforce_or_insert(self, item: Staged, target: uuid.UUID, reason) -> None:
         row = self.reinforce(item, target)
-        if row is None:  # the target stopped being active since the gate looked: store as new
+        if row is None:  # cannot happen under the locks; kept as the safe answer
             memory = self.insert(item, "active")
             self.outcome(item, "created", "reinforcement target no longer active", memory)
             return
@@ -189,25 +330,31 @@ class _Writer:
         self.outcome(item, "reinforced", reason, row["id"], [row["id"]], version=row["version"])
 
     def resolve(self, item: Staged) -> None:
-        """A new memory, related to its neighbours by the verdicts (if the judge ran)."""
+        """A new memory, related to its neighbours by the verdicts (if any)."""
         verdicts = item.verdicts or []
         duplicate = next((v for v in verdicts if v.relation == "duplicate"), None)
         if duplicate is not None:
             self.reinforce_or_insert(item, duplicate.target_id, duplicate.reason)
             return
         supersedes = [v for v in verdicts if v.relation == "supersedes"]
-        newer = [v for v in supersedes
-                 if is_older(item.valid_from, self.recorded_at, item.neighbours[v.target_id])]
-        if newer:
-            # Age guard: an older statement never supersedes a newer one. It is kept, as
-            # already superseded, with its valid time closed where the newer one begins.
-            v = newer[0]
-            memory = self.insert(item, "superseded",
-                                 valid_until=item.neighbours[v.target_id].valid_from)
-            self.edge(v.target_id, memory, "SUPERSEDES", v.confidence,
-                      "newer statement already holds (age guard)", v.decided_by)
-            self.outcome(item, "stored_as_superseded", "older than the memory it would replace",
-                         memory, [v.target_id])
+        older = [v for v in supersedes
+                 if said_before(item, self.recorded_at, item.neighbours[v.target_id])]
+        ended = item.valid_to is not None and item.valid_to <= item.asserted_at
+        if older or (supersedes and ended):
+            # Age guard: a statement said before the one that holds, or one about a state
+            # that has already ended ("I lived in Munich in 2024"), never supersedes it. It
+            # is kept, as already superseded: its validity ends where the holder's begins, or
+            # where the statement says it ended.
+            v = (older or supersedes)[0]
+            holder = item.neighbours[v.target_id]
+            until = item.valid_to if ended and not older else holder.valid_from
+            memory = self.insert(item, "superseded", valid_until=until)
+            reason = ("newer statement already holds (age guard)" if older
+                      else "states a value that already ended")
+            self.edge(v.target_id, memory, "SUPERSEDES", v.confidence, reason, v.decided_by)
+            self.outcome(item, "stored_as_superseded",
+                         "older than the memory it would replace" if older
+                         else "describes a state that has already ended", memory, [v.target_id])
             return
         contradicted = [v for v in verdicts if v.relation == "contradicts"]
         if contradicted:
@@ -218,8 +365,13 @@ class _Writer:
                          memory, [v.target_id for v in contradicted])
             return
 
-        memory = self.insert(item, "active")
-        retired = [v.target_id for v in supersedes if self.supersede(memory, item, v)]
+        # Retire first: the schema allows one active holder of a slot (migration 0009).
+        provisional = uuid.uuid4()
+        retired = [v.target_id for v in supersedes
+                   if retire(self.cur, self.tenant_id, v.target_id, provisional,
+                             until=item.valid_from, confidence=v.confidence, reason=v.reason,
+                             decided_by=v.decided_by)]
+        memory = self.insert_as(item, provisional, "active")
         linked = [v for v in verdicts if v.relation in ("refines", "coexists")]
         for v in linked:
             self.edge(memory, v.target_id, v.relation.upper(), v.confidence, v.reason,
@@ -229,28 +381,54 @@ class _Writer:
         else:
             self.outcome(item, "created", None, memory, [v.target_id for v in linked])
 
-    def supersede(self, memory: uuid.UUID, item: Staged, v: Verdict) -> bool:
-        return retire(self.cur, self.base["tenant"], v.target_id, memory, until=item.valid_from,
-                      confidence=v.confidence, reason=v.reason, decided_by=v.decided_by)
+    def insert_as(self, item: Staged, memory_id: uuid.UUID, status: str) -> uuid.UUID:
+        self.cur.execute(_INSERT, {
+            **self.base, "id": memory_id, "path": item.path, "name": item.name,
+            "content": item.content, "canonical": item.canonical, "hash": item.value_hash,
+            "kind": item.kind, "slot": item.slot, "value": item.value, "status": status,
+            "origin": item.origin, "confidence": item.confidence, "importance": item.importance,
+            "valid": _closed(item.valid_from, item.valid_to), "embedding": item.embedding,
+            "model": self.model, "evidence": Jsonb(item.evidence), "meta": Jsonb(item.meta),
+            "tags": item.tags, "asserted_at": item.asserted_at,
+        })
+        self.memory_of[item.idx] = memory_id
+        return memory_id
+
+
+def add_edge(cur: psycopg.Cursor, tenant_id: uuid.UUID, source: uuid.UUID, target: uuid.UUID,
+             type_: str, confidence: float, reason: str | None, by: str) -> None:
+    cur.execute(_EDGE, {"tenant": tenant_id, "source": source, "target": target, "type": type_,
+                        "confidence": confidence, "reason": reason, "by": by})
 
 
 def retire(
     cur: psycopg.Cursor, tenant_id: uuid.UUID, old_id: uuid.UUID, new_id: uuid.UUID, *,
     until: datetime, confidence: float, reason: str | None, decided_by: str,
 ) -> bool:
-    """Supersede ``old_id`` in favour of ``new_id``: status, valid time closed at ``until``, a
-    SUPERSEDES edge with the reason and who decided, and a tombstone of the retired value
-    (with its embedding, so a re-extraction in other words is caught too). False when the
-    old memory is no longer active."""
-    base = {"tenant": tenant_id}
-    old = cur.execute(_SUPERSEDE, {**base, "id": old_id, "until": until}).fetchone()
+    """Supersede ``old_id`` in favour of ``new_id``: status, valid time closed at ``until``
+    (never before its own start), a SUPERSEDES edge with the reason and who decided, and a
+    tombstone of the retired value (with its embedding, so a re-extraction in other words is
+    caught too). False when the old memory is no longer active."""
+    old = cur.execute(_SUPERSEDE, {"tenant": tenant_id, "id": old_id, "until": until}).fetchone()
     if old is None:
         return False
-    cur.execute(_EDGE, {**base, "source": new_id, "target": old_id, "type": "SUPERSEDES",
-                        "confidence": confidence, "reason": reason, "by": decided_by})
-    cur.execute(_TOMBSTONE, {
-        **base, "path": old["path"], "slot": old["slot"],
-        "slot_hash": slot_value_hash(old["value"]), "hash": bytes(old["value_hash"]),
-        "memory": old_id, "replaced_by": new_id, "embedding": old["embedding"],
-    })
+    add_edge(cur, tenant_id, new_id, old_id, "SUPERSEDES", confidence, reason, decided_by)
+    insert_tombstone(cur, tenant_id, path=old["path"], slot=old["slot"], value=old["value"],
+                     value_hash=bytes(old["value_hash"]), reason="superseded", memory_id=old_id,
+                     replaced_by=new_id, embedding=old["embedding"])
     return True
+
+
+def superseded_holders(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str, slot: str | None,
+    value_hash: bytes, exclude: uuid.UUID,
+) -> Sequence[dict[str, Any]]:
+    """The active memories an edit of ``exclude`` into (path, slot, value) must retire or
+    refuse: holders of the slot and copies of the value."""
+    return cur.execute(
+        "SELECT id, value_hash, slot, value FROM memories"
+        " WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'"
+        "   AND id <> %(id)s AND (value_hash = %(hash)s OR (%(slot)s::text IS NOT NULL"
+        "   AND slot = %(slot)s)) FOR UPDATE",
+        {"tenant": tenant_id, "path": path, "slot": slot, "hash": value_hash, "id": exclude},
+    ).fetchall()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Protocol
 
 from strata.write.models import Candidate, Neighbour, Verdict
@@ -100,13 +99,6 @@ def admissible(verdicts: Sequence[Verdict], shown: Sequence[Neighbour]) -> list[
     """Drop what does not count: low confidence, or an id the judge was not shown."""
     ids = {n.id for n in shown}
     return [v for v in verdicts if v.confidence >= MIN_CONFIDENCE and v.target_id in ids]
-
-
-def is_older(candidate_from: datetime, candidate_recorded: datetime, target: Neighbour) -> bool:
-    """Valid time decides; recorded time breaks a tie."""
-    if candidate_from != target.valid_from:
-        return candidate_from < target.valid_from
-    return candidate_recorded < target.recorded_at
 
 
 def judge_candidate(judge: ConflictJudge, candidate: Candidate, shown: list[Neighbour]) -> list[Verdict]:

@@ -211,7 +211,8 @@ def _decide_one(
 
 
 _NEIGHBOUR_ROWS = """
-SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at
+SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at,
+       COALESCE(asserted_at, recorded_at) AS asserted_at
 FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
 """
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from strata.memories.models import Kind, Text
+from strata.fields import Kind, Text
 
 Outcome = Literal[
     "created", "reinforced", "merged", "superseded_existing", "stored_as_superseded", "blocked",
@@ -26,6 +26,8 @@ class Candidate(BaseModel):
     slot: str | None = Field(default=None, max_length=200)
     value: str | None = Field(default=None, max_length=500)
     valid_from: datetime | None = None
+    # Set when the statement is about a state that has ended ("I lived in Munich in 2024").
+    valid_to: datetime | None = None
     confidence: float = Field(default=0.8, ge=0, le=1)
     asserts_change: bool = False
     evidence: list[int] = Field(default_factory=list)
@@ -61,3 +63,4 @@ class Neighbour(BaseModel):
     valid_from: datetime
     recorded_at: datetime
     similarity: float
+    asserted_at: datetime | None = None  # when it was said (None: recorded_at)

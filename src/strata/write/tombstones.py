@@ -49,3 +49,40 @@ def find_tombstone(
 ) -> dict[str, Any] | None:
     """The tombstone (if any) that retires this value in this scope."""
     return find_tombstones(cur, tenant_id, [(path, canonical, slot, value)]).get(0)
+
+
+_INSERT = """
+INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash, reason, memory_id,
+                        replaced_by, embedding)
+VALUES (%(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, %(reason)s, %(memory)s,
+        %(replaced_by)s, %(embedding)s)
+RETURNING id
+"""
+
+
+def insert_tombstone(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, slot: str | None,
+    value: str | None, value_hash: bytes, reason: str, memory_id: uuid.UUID | None,
+    replaced_by: uuid.UUID | None = None, embedding: Any = None,
+) -> uuid.UUID:
+    """Retire a value in ``path``'s subtree. A forgotten value keeps no embedding."""
+    return cur.execute(_INSERT, {
+        "tenant": tenant_id, "path": path, "slot": slot,
+        "slot_hash": slot_value_hash(value) if slot else None, "hash": bytes(value_hash),
+        "reason": reason, "memory": memory_id, "replaced_by": replaced_by,
+        "embedding": None if reason == "forgotten" else embedding,
+    }).fetchone()["id"]
+
+
+def lift(cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, value_hash: bytes,
+         slot: str | None, value: str | None) -> None:
+    """A person re-asserted a superseded value (promote, an explicit edit, restore): the
+    superseded tombstones of it in scope stop blocking. Rejected and forgotten ones stay."""
+    cur.execute(
+        "UPDATE tombstones SET until = now()"
+        " WHERE tenant_id = %(tenant)s AND reason = 'superseded'"
+        "   AND (until IS NULL OR until > now()) AND %(path)s::ltree <@ path"
+        "   AND (value_hash = %(hash)s OR (slot = %(slot)s AND slot_value_hash = %(slot_hash)s))",
+        {"tenant": tenant_id, "path": path, "hash": bytes(value_hash), "slot": slot,
+         "slot_hash": slot_value_hash(value) if slot else None},
+    )

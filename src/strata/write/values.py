@@ -230,3 +230,27 @@ def normalise_value(value: str | None) -> str | None:
         return None
     v = canonicalize(value)
     return VALUE_ALIASES.get(v, v) or None
+
+
+def derive_value(slot: str | None, content: str, given: str | None = None,
+                 previous: str | None = None) -> str | None:
+    """The value a slotted memory holds: the one given; else the one lexicon term of the
+    slot's category its content names ("Bob prefers Emacs" → ``emacs`` for
+    ``user.preferred_editor``); else the previous value while the content still names it;
+    else the content itself, normalised. Every write path entry point derives it here, so an
+    edit of the content cannot leave a stale value behind."""
+    if not slot:
+        return None
+    if given:
+        return normalise_value(given)
+    category = slot.removeprefix("user.preferred_") if slot.startswith("user.preferred_") else None
+    if category in set(CATEGORY.values()):
+        named = {t.canonical for t in lexicon_terms(content) if t.category == category}
+        if len(named) == 1:
+            return named.pop()
+    if previous:
+        folded = fold_aliases(content)
+        target = normalize_value(previous)
+        if target and re.search(rf"(?<![\w+#]){re.escape(target)}(?![\w+#])", folded):
+            return normalise_value(previous)
+    return normalise_value(content)

@@ -1,0 +1,501 @@
+"""Changes to memories that already exist: edit (PATCH, named replace, MCP update), move,
+restore, review decisions, delete and forget.
+
+Every one of them goes through the same rules as a new statement:
+
+- **Authorisation on every place a change touches.** The memory is found by id in the
+  tenant first and then judged at its *current* path: a caller that cannot read it there
+  gets ``NotFound`` from every change, exactly as for an id that does not exist; one that
+  can read but not write gets ``Forbidden``. A change that moves it, or brings back a state
+  that lived elsewhere, needs write access there too.
+- **Tombstones.** The value a memory will hold where it will live is checked against
+  tombstones in scope (slot + value, value hash, and the embedding of superseded or
+  rejected values). A forgotten or rejected value stays out; a superseded one may be
+  brought back only by an explicit act of a person (an edit, a restore, a promotion), which
+  lifts that tombstone.
+- **One active holder.** An edit that makes a memory hold a value another active memory of
+  the path holds is refused (``Conflict``); one that makes it hold a slot another active
+  memory holds supersedes that holder (SUPERSEDES edge, tombstone), like a new statement.
+- **A corrected value stays corrected.** An edit that changes an active memory's value
+  tombstones the value it replaces, so a later repetition of it is blocked.
+- **Serialisation.** The (path, value) and (path, slot) a change will hold are locked
+  (:mod:`.locks`) before anything is decided.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg.types.range import Range
+
+from strata.auth.access import Caller, Level
+from strata.errors import Conflict, Gone, InvalidInput, NotFound, Suppressed, VersionConflict
+from strata.write import locks
+from strata.write.apply import add_edge, retire
+from strata.write.canonical import canonicalize, slot_value_hash, value_hash
+from strata.write.rows import COLUMNS, evidence_entry, scope
+from strata.write.tombstones import find_tombstone, insert_tombstone, lift
+from strata.write.values import derive_value
+
+# What forget strips from history: everything that could carry the content. Hashes, ids,
+# path, kind and timestamps stay, so the record of *that* something was erased survives.
+ERASED_FIELDS = ("content", "canonical", "value", "evidence", "meta", "tags", "name")
+
+_BY_ID = f"SELECT {COLUMNS}, value_hash, embedding FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
+
+_SIMILAR_RETIRED = """
+SELECT t.id, t.reason::text AS reason, 1 - (t.embedding <=> %(vec)s) AS similarity
+FROM tombstones t
+WHERE t.tenant_id = %(tenant)s AND %(path)s::ltree <@ t.path
+  AND t.reason = 'rejected' AND t.embedding IS NOT NULL
+  AND (t.until IS NULL OR t.until > now()) AND t.memory_id IS DISTINCT FROM %(id)s
+ORDER BY t.embedding <=> %(vec)s
+LIMIT 1
+"""
+
+
+def lock_visible(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
+                 level: Level = Level.write) -> dict[str, Any]:
+    """The live memory, locked, judged at its current path: ``NotFound`` when the caller
+    cannot read it there (the same answer as for no such memory), ``Forbidden`` when it can
+    read but ``level`` is more than it holds there."""
+    row = cur.execute(_BY_ID + " FOR UPDATE", scope(caller, id=memory_id)).fetchone()
+    if row is None or not caller.can(row["path"], Level.read):
+        raise NotFound("memory", memory_id)
+    caller.require(row["path"], level)
+    return row
+
+
+def find_visible(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any] | None:
+    """The live memory if it exists (None if it does not); ``NotFound`` if it exists where
+    the caller cannot read it."""
+    row = cur.execute(_BY_ID, scope(caller, id=memory_id)).fetchone()
+    if row is not None and not caller.can(row["path"], Level.read):
+        raise NotFound("memory", memory_id)
+    return row
+
+
+# --------------------------------------------------------------------------------------
+# Edit: the target state of a memory, checked and written
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """What an edit asks a memory to become; None leaves a field as it is."""
+
+    content: str | None = None
+    path: str | None = None
+    kind: str | None = None
+    slot: str | None = None
+    set_slot: bool = False  # slot given (possibly None: clear it)
+    value: str | None = None
+    status: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    pinned: bool | None = None
+    tags: list[str] | None = None
+    meta: dict[str, Any] | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    set_valid_to: bool = False
+    name: str | None = None
+    set_name: bool = False
+    embedding: Any = None
+    model: str | None = None
+    evidence: list[dict[str, Any]] | None = None
+    expected_version: int | None = None
+
+
+_UPDATE = f"""
+UPDATE memories SET
+    content = %(content)s, canonical = %(canonical)s, value_hash = %(hash)s,
+    embedding = COALESCE(%(embedding)s, embedding),
+    embedding_model = COALESCE(%(model)s, embedding_model),
+    path = %(path)s::ltree, name = %(name)s, kind = %(kind)s::memory_kind, slot = %(slot)s,
+    value = %(value)s, status = %(status)s::memory_status,
+    importance = COALESCE(%(importance)s, importance),
+    confidence = COALESCE(%(confidence)s, confidence),
+    pinned = COALESCE(%(pinned)s, pinned),
+    tags = COALESCE(%(tags)s::text[], tags),
+    meta = COALESCE(%(meta)s, meta),
+    valid = %(valid)s,
+    evidence = evidence || %(evidence)s,
+    asserted_at = CASE WHEN %(reasserted)s THEN now() ELSE asserted_at END,
+    version = version + 1, updated_at = now()
+WHERE tenant_id = %(tenant)s AND id = %(id)s
+RETURNING {COLUMNS}
+"""
+
+
+def revise(
+    cur: psycopg.Cursor, caller: Caller, row: dict[str, Any], target: Target, *,
+    thresholds: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """Make the locked ``row`` (from :func:`lock_visible`) what ``target`` says, under every
+    rule of the write path; return the new row. Raises before writing anything when a rule
+    refuses (``Suppressed``, ``Conflict``, ``VersionConflict``, ``InvalidInput``)."""
+    if target.expected_version is not None and row["version"] != target.expected_version:
+        raise VersionConflict(target.expected_version, row["version"])
+    path = target.path if target.path is not None else row["path"]
+    if path != row["path"]:
+        caller.require(path, Level.write)
+    content = target.content if target.content is not None else row["content"]
+    canonical = canonicalize(content)
+    if not canonical:
+        raise InvalidInput("content has no words", field="content")
+    slot = target.slot if target.set_slot else row["slot"]
+    value = row["value"]
+    if target.value is not None or target.content is not None or slot != row["slot"]:
+        value = derive_value(slot, content, target.value,
+                             previous=row["value"] if slot == row["slot"] else None)
+    status = target.status or row["status"]
+    new_hash = value_hash(canonical)
+    valid_from = target.valid_from or row["valid"].lower
+    valid_to = target.valid_to if target.set_valid_to else row["valid"].upper
+    if valid_to is not None and valid_to <= valid_from:
+        raise InvalidInput("valid_to must be after valid_from", field="valid_to")
+
+    old_hash = bytes(row["value_hash"])
+    value_changed = new_hash != old_hash and (
+        slot is None or slot != row["slot"] or value != row["value"])
+    holds_more = (value_changed or path != row["path"] or slot != row["slot"]
+                  or value != row["value"] or status != row["status"]
+                  or new_hash != old_hash)
+    field = "content" if target.content is not None else ("path" if path != row["path"] else "id")
+    if status in ("active", "candidate") and holds_more:
+        keys = {locks.value_key(caller.tenant_id, path, new_hash)}
+        if slot:
+            keys.add(locks.slot_key(caller.tenant_id, path, slot))
+        locks.hold(cur, keys)
+        _check_tombstones(cur, caller, row["id"], path, canonical, slot, value,
+                          target.embedding if target.embedding is not None else row["embedding"],
+                          thresholds, field=field)
+    retired: list[uuid.UUID] = []
+    if status == "active" and holds_more:
+        for other in cur.execute(
+            "SELECT id, value_hash, slot, value FROM memories"
+            " WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'"
+            "   AND id <> %(id)s AND (value_hash = %(hash)s"
+            "        OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s))"
+            " ORDER BY id FOR UPDATE",
+            {"tenant": caller.tenant_id, "path": path, "slot": slot, "hash": new_hash,
+             "id": row["id"]},
+        ).fetchall():
+            if bytes(other["value_hash"]) == new_hash or (
+                    slot and other["slot"] == slot and other["value"] == value):
+                raise Conflict(f"active memory {other['id']} in this path already holds this value",
+                               field=field)
+        for other in cur.execute(
+            "SELECT id FROM memories WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree"
+            " AND status = 'active' AND id <> %(id)s AND %(slot)s::text IS NOT NULL"
+            " AND slot = %(slot)s ORDER BY id",
+            {"tenant": caller.tenant_id, "path": path, "slot": slot, "id": row["id"]},
+        ).fetchall():
+            if retire(cur, caller.tenant_id, other["id"], row["id"], until=valid_from,
+                      confidence=1.0, reason=f"superseded by an edit of memory {row['id']}",
+                      decided_by=caller.actor):
+                retired.append(other["id"])
+    if row["status"] == "active" and value_changed:
+        # A correction: the value replaced stays retired where it lived.
+        insert_tombstone(cur, caller.tenant_id, path=row["path"], slot=row["slot"],
+                         value=row["value"], value_hash=old_hash, reason="superseded",
+                         memory_id=row["id"], replaced_by=row["id"], embedding=row["embedding"])
+    updated = cur.execute(_UPDATE, {
+        "tenant": caller.tenant_id, "id": row["id"], "content": content, "canonical": canonical,
+        "hash": new_hash, "embedding": target.embedding, "model": target.model, "path": path,
+        "name": target.name if target.set_name else row["name"],
+        "kind": target.kind or row["kind"], "slot": slot, "value": value, "status": status,
+        "importance": target.importance, "confidence": target.confidence,
+        "pinned": target.pinned, "tags": target.tags,
+        "meta": Jsonb(target.meta) if target.meta is not None else None,
+        "valid": Range(valid_from, valid_to, "[)"), "evidence": Jsonb(target.evidence or []),
+        "reasserted": value_changed or status != row["status"],
+    }).fetchone()
+    updated["retired_ids"] = retired
+    return updated
+
+
+def _check_tombstones(
+    cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, path: str, canonical: str,
+    slot: str | None, value: str | None, embedding: Any, thresholds, *, field: str,
+) -> None:
+    """An explicit act may bring a superseded value back (its tombstones are lifted); a
+    forgotten or rejected one stays out, by hash, by slot + value, or (rejected) by
+    meaning."""
+    tomb = find_tombstone(cur, caller.tenant_id, path, canonical, slot, value)
+    if tomb is not None and tomb["reason"] != "superseded":
+        raise Suppressed(tomb["id"], tomb["reason"], field=field)
+    if embedding is not None and thresholds is not None:
+        similar = cur.execute(_SIMILAR_RETIRED, {
+            "tenant": caller.tenant_id, "path": path, "vec": embedding, "id": memory_id,
+        }).fetchone()
+        if similar is not None and similar["similarity"] >= thresholds[0]:
+            raise Suppressed(similar["id"], similar["reason"], field=field)
+    if tomb is not None:
+        lift(cur, caller.tenant_id, path=path, value_hash=value_hash(canonical), slot=slot,
+             value=value)
+
+
+# --------------------------------------------------------------------------------------
+# Review
+# --------------------------------------------------------------------------------------
+
+
+def lock_candidate(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
+    row = lock_visible(cur, caller, memory_id)
+    if row["status"] != "candidate":
+        raise Conflict(f"memory is {row['status']}, not a candidate for review", field="id")
+    return row
+
+
+def promote(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
+            thresholds: tuple[float, float] | None = None) -> tuple[dict[str, Any], list[uuid.UUID]]:
+    """The change is real: the candidate becomes active under the rules of an edit (a
+    forgotten or rejected value is refused; the superseded value it brings back is lifted;
+    the slot's holder is superseded), and what it contradicts is superseded too."""
+    cand = lock_candidate(cur, caller, memory_id)
+    contradicted = [r["target_id"] for r in cur.execute(
+        "SELECT r.target_id, m.path::text AS path FROM memory_relationships r JOIN memories m"
+        " ON m.id = r.target_id AND m.tenant_id = r.tenant_id"
+        " WHERE r.tenant_id = %(tenant)s AND r.source_id = %(id)s AND r.type = 'CONTRADICTS'"
+        "   AND m.status = 'active' AND m.path <@ %(writable)s::ltree[] ORDER BY r.target_id",
+        scope(caller, id=memory_id),
+    ).fetchall()]
+    # Contradicted memories first: one of them may hold the slot the candidate takes.
+    retired = [t for t in contradicted
+               if retire(cur, caller.tenant_id, t, memory_id, until=cand["valid"].lower,
+                         confidence=1.0, reason="promoted on review", decided_by=caller.actor)]
+    row = revise(cur, caller, cand, Target(
+        status="active", evidence=[evidence_entry(caller, "review.promote")]),
+        thresholds=thresholds)
+    return row, retired + row.pop("retired_ids")
+
+
+def reject(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, *,
+           suppress: bool) -> dict[str, Any]:
+    """Not true: rejected, its validity closed. With ``suppress`` its value is tombstoned, so
+    it is blocked wherever it comes back in this scope."""
+    cand = lock_candidate(cur, caller, memory_id)
+    row = cur.execute(
+        "UPDATE memories SET status = 'rejected', version = version + 1, updated_at = now(),"
+        " valid = tstzrange(lower(valid), GREATEST(lower(valid) + interval '1 microsecond', now()))"
+        f" WHERE id = %s RETURNING {COLUMNS}",
+        (memory_id,),
+    ).fetchone()
+    if suppress:
+        insert_tombstone(cur, caller.tenant_id, path=cand["path"], slot=cand["slot"],
+                         value=cand["value"], value_hash=bytes(cand["value_hash"]),
+                         reason="rejected", memory_id=memory_id, embedding=cand["embedding"])
+    return row
+
+
+def merge(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
+          into: uuid.UUID) -> dict[str, Any]:
+    """The candidate says what an existing memory says: its evidence joins that memory, and
+    the candidate is rejected with a DUPLICATE_OF edge."""
+    lock_candidate(cur, caller, memory_id)
+    target = cur.execute(_BY_ID + " FOR UPDATE", scope(caller, id=into)).fetchone()
+    if target is None or target["status"] != "active" or not caller.can(target["path"], Level.read):
+        raise NotFound("memory", into, field="into")
+    caller.require(target["path"], Level.write, field="into")
+    row = cur.execute(
+        "UPDATE memories t SET evidence = t.evidence || c.evidence || %s,"
+        " reinforcements = t.reinforcements + 1, version = t.version + 1, updated_at = now()"
+        f" FROM memories c WHERE t.id = %s AND c.id = %s RETURNING {', '.join('t.' + c.strip() for c in COLUMNS.split(','))}",
+        (Jsonb([evidence_entry(caller, "review.merge")]), into, memory_id),
+    ).fetchone()
+    cur.execute("UPDATE memories SET status = 'rejected', version = version + 1,"
+                " updated_at = now() WHERE id = %s", (memory_id,))
+    add_edge(cur, caller.tenant_id, memory_id, into, "DUPLICATE_OF", 1.0, "merged on review",
+             caller.actor)
+    return row
+
+
+# --------------------------------------------------------------------------------------
+# Delete, forget, restore
+# --------------------------------------------------------------------------------------
+
+
+def delete(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
+    """Remove the row; the history trigger keeps its last state, so restore brings it back."""
+    row = lock_visible(cur, caller, memory_id)
+    cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
+                (caller.tenant_id, memory_id))
+    return row
+
+
+def _last_state(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any] | None:
+    """A deleted memory's last state (its delete snapshot), locked."""
+    return cur.execute(
+        "SELECT path::text AS path, erased, row_data, version FROM memory_history"
+        " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s ORDER BY id DESC LIMIT 1"
+        " FOR UPDATE",
+        scope(caller, id=memory_id),
+    ).fetchone()
+
+
+def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[uuid.UUID]:
+    """Erasure: the row goes, its history keeps only hashes, and every value it ever held is
+    tombstoned at the path it lives at (hashes only, no embedding), so it cannot be created
+    again there. A deleted memory is judged, and tombstoned, where it last lived. Forgetting
+    twice answers the same as once."""
+    live = cur.execute(_BY_ID + " FOR UPDATE", scope(caller, id=memory_id)).fetchone()
+    if live is not None:
+        path, erased = live["path"], False
+    else:
+        last = _last_state(cur, caller, memory_id)
+        if last is None:
+            raise NotFound("memory", memory_id)
+        path, erased = last["path"], last["erased"]
+    if not caller.can(path, Level.read):
+        raise NotFound("memory", memory_id)
+    caller.require(path, Level.write)
+    if erased:
+        return [t["id"] for t in cur.execute(
+            "SELECT id FROM tombstones WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
+            " AND reason = 'forgotten' ORDER BY created_at, id",
+            scope(caller, id=memory_id),
+        ).fetchall()]
+    values = cur.execute(
+        """
+        SELECT value_hash, slot, value FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s
+        UNION
+        SELECT decode(substr(row_data->>'value_hash', 3), 'hex'),
+               row_data->>'slot', row_data->>'value'
+        FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(id)s
+        """,
+        scope(caller, id=memory_id),
+    ).fetchall()
+    tombstones = [
+        insert_tombstone(cur, caller.tenant_id, path=path, slot=v["slot"], value=v["value"],
+                         value_hash=bytes(v["value_hash"]), reason="forgotten",
+                         memory_id=memory_id)
+        for v in values
+    ]
+    cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
+                (caller.tenant_id, memory_id))
+    # Edges keep their type and who decided, but a reason may quote the erased content.
+    cur.execute(
+        "UPDATE memory_relationships SET reason = NULL"
+        " WHERE tenant_id = %(tenant)s AND (source_id = %(id)s OR target_id = %(id)s)",
+        scope(caller, id=memory_id),
+    )
+    cur.execute(
+        "UPDATE memory_history SET erased = true, row_data = row_data - %(fields)s::text[]"
+        " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
+        {"fields": list(ERASED_FIELDS), "tenant": caller.tenant_id, "id": memory_id},
+    )
+    return tombstones
+
+
+_RESTORE_INSERT = f"""
+INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
+    value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
+    reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
+    evidence, meta, tags, created_at, updated_at, asserted_at)
+SELECT r.id, r.tenant_id, r.path, r.name, r.content, r.canonical, r.value_hash, r.kind, r.slot,
+    r.value, r.status, r.origin, r.importance, r.confidence, r.pinned, r.access_count,
+    r.last_accessed_at, r.reinforcements, r.tier, r.expires_at, r.valid, r.recorded_at,
+    %(embedding)s, %(model)s, %(version)s, r.evidence || %(evidence)s, r.meta, r.tags,
+    r.created_at, now(), r.asserted_at
+FROM jsonb_populate_record(NULL::memories, %(row)s) r
+RETURNING {COLUMNS}
+"""
+
+
+def restore(
+    cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, *, version: int | None,
+    embed, model: str, thresholds: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """Bring a deleted memory back with its id, or roll a live one back to ``version``,
+    under the rules of an edit (a forgotten or rejected value does not come back; an active
+    copy of the value in the path refuses; the slot's holder is superseded)."""
+    live = find_visible(cur, caller, memory_id)
+    if live is not None:
+        if version is None:
+            raise Conflict("the memory exists: name the version to restore", field="version")
+        live = lock_visible(cur, caller, memory_id)
+        wanted = "version = %(version)s"
+    else:
+        last = _last_state(cur, caller, memory_id)
+        if last is None or not caller.can(last["path"], Level.read):
+            raise NotFound("memory", memory_id)
+        wanted = "version = %(version)s" if version is not None else "operation = 'delete'"
+    snap = cur.execute(
+        "SELECT row_data, erased, version FROM memory_history"
+        " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
+        f" AND path <@ %(readable)s::ltree[] AND {wanted} ORDER BY id DESC LIMIT 1",
+        scope(caller, id=memory_id, version=version),
+    ).fetchone()
+    if snap is None:
+        raise NotFound("version", memory_id, field="version")
+    if snap["erased"]:
+        raise Gone("this memory was forgotten: its content is erased")
+    data = snap["row_data"]
+    caller.require(data["path"], Level.write, field="version")
+    evidence = [evidence_entry(caller, "restore")]
+    vector = embed(data["content"])
+    if live is not None:
+        bounds = cur.execute("SELECT lower(%(v)s::tstzrange) AS lo, upper(%(v)s::tstzrange) AS hi",
+                             {"v": data["valid"]}).fetchone()
+        target = Target(
+            content=data["content"], path=data["path"], kind=data["kind"], slot=data.get("slot"),
+            set_slot=True, value=data.get("value"), status=data["status"],
+            importance=data["importance"], confidence=data["confidence"], pinned=data["pinned"],
+            tags=data.get("tags"), meta=data.get("meta"), name=data.get("name"), set_name=True,
+            valid_from=bounds["lo"], valid_to=bounds["hi"], set_valid_to=True,
+            embedding=vector, model=model, evidence=evidence,
+        )
+        row = revise(cur, caller, live, target, thresholds=thresholds)
+        row.pop("retired_ids", None)
+        return row
+    if data["status"] in ("active", "candidate"):
+        canonical = canonicalize(data["content"])
+        keys = {locks.value_key(caller.tenant_id, data["path"], value_hash(canonical))}
+        if data.get("slot"):
+            keys.add(locks.slot_key(caller.tenant_id, data["path"], data["slot"]))
+        locks.hold(cur, keys)
+        _check_tombstones(cur, caller, memory_id, data["path"], canonical, data.get("slot"),
+                          data.get("value"), vector, thresholds, field="version")
+        if data["status"] == "active":
+            _make_room(cur, caller, memory_id, data, value_hash(canonical))
+    # Above every version the memory ever had (not just the restored one), so a writer
+    # still holding an old version cannot compare-and-set against it.
+    next_version = cur.execute(
+        "SELECT max(version) + 1 AS v FROM memory_history"
+        " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
+        scope(caller, id=memory_id),
+    ).fetchone()["v"]
+    return cur.execute(_RESTORE_INSERT, {
+        "row": Jsonb(data), "embedding": vector, "model": model, "version": next_version,
+        "evidence": Jsonb(evidence),
+    }).fetchone()
+
+
+def _make_room(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, data: dict[str, Any],
+               new_hash: bytes) -> None:
+    """Before a deleted active memory comes back: refuse when the path holds its value,
+    retire the holder of its slot."""
+    slot = data.get("slot")
+    for other in cur.execute(
+        "SELECT id, value_hash, slot, value FROM memories WHERE tenant_id = %(tenant)s"
+        " AND path = %(path)s::ltree AND status = 'active' AND (value_hash = %(hash)s"
+        " OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s)) ORDER BY id FOR UPDATE",
+        {"tenant": caller.tenant_id, "path": data["path"], "hash": new_hash, "slot": slot},
+    ).fetchall():
+        if bytes(other["value_hash"]) == new_hash or other["value"] == data.get("value"):
+            raise Conflict(f"active memory {other['id']} in this path already holds this value",
+                           field="version")
+        retire(cur, caller.tenant_id, other["id"], memory_id, until=datetime.now().astimezone(),
+               confidence=1.0, reason=f"superseded by restoring memory {memory_id}",
+               decided_by=caller.actor)
+
+
+__all__ = ["ERASED_FIELDS", "Target", "delete", "find_visible", "forget", "lock_candidate",
+           "lock_visible", "merge", "promote", "reject", "restore", "revise", "slot_value_hash"]

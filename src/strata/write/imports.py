@@ -1,0 +1,188 @@
+"""Import: memories, history, edges and tombstones from an export, under the write path's
+rules. The file's records are the source's truth, so they keep their status, ids (derived)
+and times; what the destination already holds decides the rest:
+
+- an active or candidate memory whose value is tombstoned here is blocked, and so is any
+  memory whose value was forgotten here;
+- an active memory whose value is already active in its path reinforces that memory;
+- an active memory whose slot another active memory holds in its path is held for review
+  (candidate, CONTRADICTS edge), never made a second active holder.
+
+Records of one batch that touch one value or slot are decided one after another (waves, as
+in :mod:`.apply`), under the same advisory locks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from strata.write import gate as gating
+from strata.write import locks
+
+_INSERT_MEMORY = """
+INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
+    value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
+    reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
+    evidence, meta, tags, created_at, updated_at, asserted_at)
+VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+    %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
+    %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
+    %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, %(version)s,
+    %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s)
+ON CONFLICT (id) DO NOTHING
+"""
+
+_REINFORCE = """
+UPDATE memories SET reinforcements = reinforcements + 1, version = version + 1,
+       evidence = evidence || %(evidence)s, updated_at = now()
+WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
+RETURNING id
+"""
+
+_EDGE = """
+INSERT INTO memory_relationships (id, tenant_id, source_id, target_id, type, confidence,
+                                  reason, decided_by, created_at)
+VALUES (%(id)s, %(tenant)s, %(source)s, %(target)s, %(type)s, %(confidence)s, %(reason)s,
+        %(by)s, %(created_at)s)
+ON CONFLICT DO NOTHING
+"""
+
+_HISTORY = """
+INSERT INTO memory_history (tenant_id, memory_id, path, version, operation, row_data,
+                            operation_id, cause, actor, changed_at, erased)
+SELECT %(tenant)s::uuid, %(memory)s::uuid, %(path)s::ltree, %(version)s::int,
+       %(operation)s::text, %(row)s::jsonb, %(operation_id)s::uuid, %(cause)s::text,
+       %(actor)s::text, %(changed_at)s::timestamptz, %(erased)s::boolean
+WHERE NOT EXISTS (
+    SELECT 1 FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(memory)s
+      AND version = %(version)s AND operation = %(operation)s AND changed_at = %(changed_at)s)
+"""
+
+_TOMBSTONE = """
+INSERT INTO tombstones (id, tenant_id, path, slot, slot_value_hash, value_hash, reason,
+                        memory_id, replaced_by, embedding, until, created_at)
+VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, %(reason)s,
+        %(memory)s, %(replaced_by)s,
+        COALESCE(%(embedding)s::vector, CASE WHEN %(refill)s THEN (
+            SELECT m.embedding FROM memories m WHERE m.tenant_id = %(tenant)s
+               AND m.id = %(memory)s AND m.embedding_model = %(model)s) END),
+        %(until)s, %(created_at)s)
+ON CONFLICT (id) DO NOTHING
+"""
+
+_HELD = "imported value contradicts an active memory of the same slot: held for review"
+
+
+@dataclass
+class Incoming:
+    """One memory record, as the row it would insert (see ``_INSERT_MEMORY``)."""
+
+    row: dict[str, Any]
+    embedding: Any
+    reinforce_evidence: list[dict[str, Any]] = field(default_factory=list)
+
+    def keys(self, tenant_id: uuid.UUID) -> set[tuple[str, ...]]:
+        r = self.row
+        keys = {locks.value_key(tenant_id, r["path"], r["hash"])}
+        if r["slot"]:
+            keys.add(locks.slot_key(tenant_id, r["path"], r["slot"]))
+        return keys
+
+
+@dataclass
+class Decision:
+    action: str  # inserted | held | reinforced | blocked
+    memory_id: uuid.UUID | None = None
+    tombstone_id: uuid.UUID | None = None
+    reason: str | None = None
+
+
+def write(cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Incoming],
+          thresholds: tuple[float, float], ours: set[uuid.UUID]) -> list[Decision]:
+    """Decide and write every record; one decision per record, in order. ``ours`` holds
+    the destination ids of the file's memories written so far (they are the file's own
+    records, not something the destination already held)."""
+    locks.hold(cur, {k for i in items for k in i.keys(tenant_id)})
+    out: dict[int, Decision] = {}
+    pending = list(enumerate(items))
+    while pending:
+        wave, deferred, taken, blocked = [], [], set(), set()
+        for n, item in pending:
+            keys = item.keys(tenant_id)
+            if keys & (taken | blocked):
+                deferred.append((n, item))
+                blocked |= keys
+            else:
+                wave.append((n, item))
+                taken |= keys
+        for (n, _), d in zip(wave, _wave(cur, tenant_id, [i for _, i in wave], thresholds, ours),
+                             strict=True):
+            out[n] = d
+        pending = deferred
+    return [out[n] for n in range(len(items))]
+
+
+def _wave(cur, tenant_id, items: list[Incoming], thresholds, ours) -> list[Decision]:
+    decisions = gating.decide(cur, tenant_id, [
+        gating.GateInput(i, it.row["path"], it.row["canonical"], it.row["slot"], it.row["value"],
+                         False, it.embedding)
+        for i, it in enumerate(items)], thresholds)
+    reasons = _tombstone_reasons(cur, decisions)
+    out, rows, edges = [], [], []
+    for item, d in zip(items, decisions, strict=True):
+        row = item.row
+        live = row["status"] in ("active", "candidate")
+        if d.action == "blocked" and (live or reasons.get(d.tombstone_id) == "forgotten"):
+            out.append(Decision("blocked", tombstone_id=d.tombstone_id,
+                                reason=reasons.get(d.tombstone_id)))
+            continue
+        if d.action == "reinforce" and row["status"] == "active":
+            target = cur.execute(_REINFORCE, {"id": d.target_id, "tenant": tenant_id,
+                                              "evidence": Jsonb(item.reinforce_evidence)}).fetchone()
+            if target is not None:
+                out.append(Decision("reinforced", memory_id=target["id"]))
+                continue
+        status = row["status"]
+        if d.action == "judge" and status == "active":
+            holders = [n["id"] for n in d.neighbours if n.get("slot_match")]
+            if holders:
+                status = "candidate"
+                edges += [(row["id"], h) for h in holders]
+        rows.append({**row, "status": status})
+        out.append(Decision("held" if status != row["status"] else "inserted",
+                            memory_id=row["id"]))
+    if rows:
+        cur.executemany(_INSERT_MEMORY, rows)
+    for source, target in edges:
+        insert_edge(cur, {
+            "id": uuid.uuid5(source, f"held-for-review:{target}"), "tenant": tenant_id,
+            "source": source, "target": target, "type": "CONTRADICTS", "confidence": 1.0,
+            "reason": _HELD, "by": "import", "created_at": datetime.now(UTC)})
+    return out
+
+
+def _tombstone_reasons(cur, decisions) -> dict[uuid.UUID, str]:
+    ids = [d.tombstone_id for d in decisions if d.action == "blocked" and d.tombstone_id]
+    if not ids:
+        return {}
+    return {r["id"]: r["reason"] for r in cur.execute(
+        "SELECT id, reason::text AS reason FROM tombstones WHERE id = ANY(%s)", (ids,))}
+
+
+def insert_history(cur: psycopg.Cursor, params: dict[str, Any]) -> int:
+    """One history row of the file (skipped when it is there already); rows inserted."""
+    return cur.execute(_HISTORY, params).rowcount
+
+
+def insert_edge(cur: psycopg.Cursor, params: dict[str, Any]) -> int:
+    return cur.execute(_EDGE, params).rowcount
+
+
+def insert_tombstone(cur: psycopg.Cursor, params: dict[str, Any]) -> int:
+    return cur.execute(_TOMBSTONE, params).rowcount
