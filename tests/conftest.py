@@ -172,3 +172,18 @@ def _no_ambient_strata_env(monkeypatch):
     for name in list(os.environ):
         if name.startswith("STRATA_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def operator(db, monkeypatch):
+    """Operator commands on the test's database (the process database is cached)."""
+    from strata.config import get_settings
+    from strata.db import get_database
+
+    monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
+    get_settings.cache_clear()
+    get_database.cache_clear()
+    yield
+    get_database().close()
+    get_database.cache_clear()
+    get_settings.cache_clear()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,3 +68,49 @@ def run_python(code: str, *args: str, env: dict[str, str] | None = None) -> dict
                           timeout=120, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- HTTP helpers shared by the memory, access and write-path tests ----------------------
+
+
+def create(client, headers, *items: dict, on_conflict: str | None = None):
+    body: dict[str, Any] = {"memories": list(items)}
+    if on_conflict is not None:
+        body["on_conflict"] = on_conflict
+    return client.post("/v1/memories", headers=headers, json=body)
+
+
+def create_ok(client, headers, *items: dict, on_conflict: str | None = None) -> list[dict]:
+    r = create(client, headers, *items, on_conflict=on_conflict)
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert len(results) == len(items), results
+    return results
+
+
+def write(client, key: str, content: str, path: str | None = None):
+    item: dict[str, Any] = {"content": content}
+    if path is not None:
+        item["path"] = path
+    return client.post("/v1/memories", headers=bearer(key), json={"memories": [item]})
+
+
+def write_ok(client, key: str, content: str, path: str | None = None) -> str:
+    r = write(client, key, content, path)
+    assert r.status_code == 200, r.text
+    [res] = r.json()["results"]
+    assert res["status"] == "inserted", res
+    return res["id"]
+
+
+def read(client, key: str, memory_id: str):
+    return client.get(f"/v1/memories/{memory_id}", headers=bearer(key))
+
+
+def effective(db, key_id: str) -> set[tuple[str, str]]:
+    """The key's effective access as the SQL function computes it."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT path::text AS path, level::text AS level FROM effective_access(%s)", (key_id,)
+        ).fetchall()
+    return {(r["path"], r["level"]) for r in rows}

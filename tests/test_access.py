@@ -18,7 +18,7 @@ import pytest
 
 from strata.auth import Caller, authenticate, create_key
 from strata.errors import Unauthenticated
-from support import assert_error, bearer
+from support import assert_error, bearer, effective, read, write, write_ok
 
 
 # --------------------------------------------------------------------------------------
@@ -26,38 +26,10 @@ from support import assert_error, bearer
 # --------------------------------------------------------------------------------------
 
 
-def write(client, key: str, content: str, path: str | None = None):
-    item: dict[str, Any] = {"content": content}
-    if path is not None:
-        item["path"] = path
-    return client.post("/v1/memories", headers=bearer(key), json={"memories": [item]})
-
-
-def write_ok(client, key: str, content: str, path: str | None = None) -> str:
-    r = write(client, key, content, path)
-    assert r.status_code == 200, r.text
-    [res] = r.json()["results"]
-    assert res["status"] == "inserted", res
-    return res["id"]
-
-
-def read(client, key: str, memory_id: str):
-    return client.get(f"/v1/memories/{memory_id}", headers=bearer(key))
-
-
 def listed_ids(client, key: str, url: str = "/v1/memories") -> set[str]:
     r = client.get(url, headers=bearer(key))
     assert r.status_code == 200, r.text
     return {m["id"] for m in r.json()["items"]}
-
-
-def effective(db, key_id: str) -> set[tuple[str, str]]:
-    """The key's effective access as the SQL function computes it."""
-    with db.connection() as conn:
-        rows = conn.execute(
-            "SELECT path::text AS path, level::text AS level FROM effective_access(%s)", (key_id,)
-        ).fetchall()
-    return {(r["path"], r["level"]) for r in rows}
 
 
 @dataclass

@@ -203,20 +203,6 @@ def test_the_installed_command_never_shows_a_traceback(tmp_path):
 # --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def operator(db, monkeypatch):
-    """Operator commands on the test's database (the process database is cached)."""
-    from strata.db import get_database
-
-    monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
-    get_settings.cache_clear()
-    get_database.cache_clear()
-    yield
-    get_database().close()
-    get_database.cache_clear()
-    get_settings.cache_clear()
-
-
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

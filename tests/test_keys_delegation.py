@@ -29,7 +29,7 @@ from strata.auth import Caller, create_grant, create_principal, create_tenant
 from strata.auth.keys import insert_key
 from strata.auth.models import CeilingEntry
 from strata.config import get_settings
-from support import assert_error, bearer
+from support import assert_error, bearer, effective, read, write, write_ok
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "strata"
 
@@ -37,23 +37,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "strata"
 # --------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------
-
-
-def write(client, key: str, content: str, path: str):
-    return client.post("/v1/memories", headers=bearer(key),
-                       json={"memories": [{"content": content, "path": path}]})
-
-
-def write_ok(client, key: str, content: str, path: str) -> str:
-    r = write(client, key, content, path)
-    assert r.status_code == 200, r.text
-    [res] = r.json()["results"]
-    assert res["status"] == "inserted", res
-    return res["id"]
-
-
-def read(client, key: str, memory_id: str):
-    return client.get(f"/v1/memories/{memory_id}", headers=bearer(key))
 
 
 def mint(client, by: str, principal_id: str, **body: Any) -> dict:
@@ -66,14 +49,6 @@ def listed(client, key: str) -> dict[str, dict]:
     r = client.get("/v1/keys", headers=bearer(key))
     assert r.status_code == 200, r.text
     return {k["id"]: k for k in r.json()["items"]}
-
-
-def effective(db, key_id: str) -> set[tuple[str, str]]:
-    with db.connection() as conn:
-        rows = conn.execute(
-            "SELECT path::text AS path, level::text AS level FROM effective_access(%s)", (key_id,)
-        ).fetchall()
-    return {(r["path"], r["level"]) for r in rows}
 
 
 def key_count(db) -> int:
@@ -550,20 +525,6 @@ def test_the_property_is_not_vacuous(db):
 # --------------------------------------------------------------------------------------
 # Operator CLI: strata keys list | revoke
 # --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def operator(db, monkeypatch):
-    """Operator commands on the test's database (the process database is cached)."""
-    from strata.db import get_database
-
-    monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
-    get_settings.cache_clear()
-    get_database.cache_clear()
-    yield
-    get_database().close()
-    get_database.cache_clear()
-    get_settings.cache_clear()
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from strata.errors import VersionConflict
 from strata.memories import MemoryPatch, update_memory
-from support import assert_error
+from support import assert_error, create, create_ok
 
 ALICE = "users.alice"
 
@@ -29,21 +29,6 @@ ALICE = "users.alice"
 
 def item(content: str, path: str = ALICE, **extra: Any) -> dict[str, Any]:
     return {"content": content, "path": path, **extra}
-
-
-def create(client, headers, *items: dict, on_conflict: str | None = None):
-    body: dict[str, Any] = {"memories": list(items)}
-    if on_conflict is not None:
-        body["on_conflict"] = on_conflict
-    return client.post("/v1/memories", headers=headers, json=body)
-
-
-def create_ok(client, headers, *items: dict, on_conflict: str | None = None) -> list[dict]:
-    r = create(client, headers, *items, on_conflict=on_conflict)
-    assert r.status_code == 200, r.text
-    results = r.json()["results"]
-    assert len(results) == len(items), results
-    return results
 
 
 def new_id(client, headers, content: str, path: str = ALICE, **extra: Any) -> str:

@@ -412,3 +412,42 @@ def test_history_trigger_records_cause_actor_and_operation_id(db):
     assert rows[2]["row_data"]["content"] == "I prefer MySQL"
     assert "embedding" not in rows[0]["row_data"] and "fts" not in rows[0]["row_data"]
     assert rows[0]["row_data"]["id"] == str(mid)
+
+
+def test_0009_repairs_races_of_earlier_writers_before_guarding(empty_db_url, settings):
+    """Given a store migrated to 0008 in which racing writers left two active copies of one
+    value and two active holders of one slot in a path (and one holder elsewhere), when the
+    remaining migrations run, then one of each stays active (the copy stated last), the
+    others are superseded with a SUPERSEDES edge from the one kept and a history row caused
+    by the migration, and the memory in the other path is untouched (the control)."""
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_migrations ("
+                     " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        for name, sql in migration_files():
+            if name >= "0009":
+                break
+            with conn.transaction():
+                conn.execute(render(sql, settings))
+                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+    tenant = query(empty_db_url, "INSERT INTO tenants (name) VALUES ('acme') RETURNING id")[0]["id"]
+    early = Raw("now() - interval '2 days'")
+    old_copy = insert_memory(empty_db_url, tenant, recorded_at=early)["id"]
+    new_copy = insert_memory(empty_db_url, tenant)["id"]
+    old_holder = insert_memory(empty_db_url, tenant, value_hash=Raw("sha256('vim'::bytea)"),
+                               slot="user.editor", valid=Raw("tstzrange(now() - interval '3 days', NULL)"))["id"]
+    new_holder = insert_memory(empty_db_url, tenant, value_hash=Raw("sha256('emacs'::bytea)"),
+                               slot="user.editor")["id"]
+    elsewhere = insert_memory(empty_db_url, tenant, path="users.bob")["id"]
+
+    assert "0009_one_active_holder.sql" in migrate(empty_db_url, settings)
+
+    status = {r["id"]: r["status"] for r in query(empty_db_url, "SELECT id, status::text FROM memories")}
+    assert status == {old_copy: "superseded", new_copy: "active", old_holder: "superseded",
+                      new_holder: "active", elsewhere: "active"}
+    edges = {(r["source_id"], r["target_id"]) for r in query(
+        empty_db_url, "SELECT source_id, target_id FROM memory_relationships WHERE type = 'SUPERSEDES'")}
+    assert edges == {(new_copy, old_copy), (new_holder, old_holder)}
+    causes = {r["memory_id"]: r["cause"] for r in query(
+        empty_db_url, "SELECT memory_id, cause FROM memory_history")}
+    assert causes == {old_copy: "migration.0009_one_active_holder",
+                      old_holder: "migration.0009_one_active_holder"}

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from support import assert_error, bearer
+from support import assert_error, bearer, create, create_ok
 
 ALICE = "users.alice"
 BOB = "users.bob"
@@ -32,21 +32,6 @@ BOB = "users.bob"
 # --------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------
-
-
-def create(client, headers, *items: dict, on_conflict: str | None = None):
-    body: dict[str, Any] = {"memories": list(items)}
-    if on_conflict is not None:
-        body["on_conflict"] = on_conflict
-    return client.post("/v1/memories", headers=headers, json=body)
-
-
-def create_ok(client, headers, *items: dict, on_conflict: str | None = None) -> list[dict]:
-    r = create(client, headers, *items, on_conflict=on_conflict)
-    assert r.status_code == 200, r.text
-    results = r.json()["results"]
-    assert len(results) == len(items), results
-    return results
 
 
 def new_id(client, headers, content: str, path: str = ALICE, **extra: Any) -> str:

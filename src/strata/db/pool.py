@@ -162,6 +162,12 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[StrataError], str, str | None]] = {
     "principals_tenant_name_key": (Conflict, "a principal with this name exists", "name"),
     "grants_principal_path_key": (Conflict, "this principal already has a grant on this path", "path"),
     "memories_name_key": (Conflict, "a memory with this name exists in this path", "name"),
+    # The write path's backstop (migration 0009): reached only when a concurrent writer won
+    # a race the locks should have prevented; strata.write.locks.retrying runs it again.
+    "memories_active_value_key": (
+        Conflict, "another active memory in this path holds this value: retry", "content"),
+    "memories_active_slot_key": (
+        Conflict, "another active memory in this path holds this slot: retry", "slot"),
     "memories_content_check": (InvalidInput, "content must not be empty", "content"),
     "memories_valid_check": (InvalidInput, "valid_to must be after valid_from", "valid_to"),
     "memories_meta_check": (InvalidInput, "meta must be an object", "meta"),

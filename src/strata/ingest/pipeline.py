@@ -28,6 +28,7 @@ from strata.db import Database
 from strata.write import gate as gating
 from strata.ingest import receipts
 from strata.write import apply as persist
+from strata.write import locks
 from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,
@@ -283,49 +284,64 @@ def conflict(rt: IngestRuntime, p: StepPayload) -> StepPayload:
 
 def persist_step(rt: IngestRuntime, p: StepPayload) -> StepPayload:
     started = time.perf_counter()
-    with rt.db.transaction(cause="ingest.persist") as cur:
-        row = receipts.lock(cur, p.receipt_id)
-        if _done(row, "persist"):
-            return _payload(p, row["status"])
-        cur.execute(
-            "SELECT set_config('strata.actor', %s, true)",
-            (f"principal:{row['principal_id']}" if row["principal_id"] else "pipeline",),
-        )
-        staged = [
-            persist.Staged(
-                idx=c["idx"], path=row["path"], content=c["content"], canonical=c["canonical"],
-                value_hash=bytes(c["value_hash"]), kind=c["kind"], slot=c["slot"],
-                value=c["value"], valid_from=c["valid_from"], valid_to=c["valid_to"],
-                confidence=c["confidence"], evidence=c["evidence"], embedding=c["embedding"],
-                gate=c["gate"], asserts_change=c["asserts_change"],
-                asserted_at=_said_at(c["evidence"]) or row["created_at"],
-                verdicts=[Verdict.model_validate(v) for v in c["verdicts"]]
-                if c["verdicts"] is not None else None,
-            )
-            for c in cur.execute(
-                "SELECT * FROM ingest_candidates WHERE receipt_id = %s ORDER BY idx",
-                (p.receipt_id,),
-            ).fetchall()
-        ]
-        items = persist.write(cur, tenant_id=p.tenant_id, items=staged, model=rt.embedder.model,
-                              recorded_at=datetime.now(row["created_at"].tzinfo),
-                              thresholds=gating.bands(rt.settings, rt.embedder.model))
-        counts: dict[str, int] = {}
-        for o in items:
-            counts[o.outcome] = counts.get(o.outcome, 0) + 1
-        wrote = any(o.outcome not in ("blocked", "skipped") for o in items)
-        status = "wrote" if wrote else "meaningful_no_write"
-        cur.execute("DELETE FROM ingest_candidates WHERE receipt_id = %s", (p.receipt_id,))
-        receipts.finish_step(
-            cur, p.receipt_id, "persist", status=status,
-            items=[o.model_dump(mode="json") for o in items], counts=counts, messages=None,
-            timing_ms=(time.perf_counter() - started) * 1000,
-        )
+    done = locks.retrying(rt.db, lambda cur: _persist(rt, p, cur, started),
+                          cause="ingest.persist", actor=None)
+    if done is None:  # a previous run finished it
+        return _payload(p, _status(rt, p))
+    row, items, status = done
     caller = pipeline_caller(row)
     with audited(rt.db, caller, "write", "ingest.persist") as event:
         event.memory_ids = [m for o in items for m in ([o.memory_id] if o.memory_id else [])]
         event.count = len(items)
     return _payload(p, status)
+
+
+def _status(rt: IngestRuntime, p: StepPayload) -> str:
+    with rt.db.transaction(cause="ingest.persist") as cur:
+        return receipts.lock(cur, p.receipt_id)["status"]
+
+
+def _persist(rt: IngestRuntime, p: StepPayload, cur, started: float):
+    """The persist transaction: the staged candidates through the write path, the receipt's
+    outcomes. Runs again from the start when a concurrent writer forced an abort."""
+    row = receipts.lock(cur, p.receipt_id)
+    if _done(row, "persist"):
+        return None
+    cur.execute(
+        "SELECT set_config('strata.actor', %s, true)",
+        (f"principal:{row['principal_id']}" if row["principal_id"] else "pipeline",),
+    )
+    staged = [
+        persist.Staged(
+            idx=c["idx"], path=row["path"], content=c["content"], canonical=c["canonical"],
+            value_hash=bytes(c["value_hash"]), kind=c["kind"], slot=c["slot"],
+            value=c["value"], valid_from=c["valid_from"], valid_to=c["valid_to"],
+            confidence=c["confidence"], evidence=c["evidence"], embedding=c["embedding"],
+            gate=c["gate"], asserts_change=c["asserts_change"],
+            asserted_at=_said_at(c["evidence"]) or row["created_at"],
+            verdicts=[Verdict.model_validate(v) for v in c["verdicts"]]
+            if c["verdicts"] is not None else None,
+        )
+        for c in cur.execute(
+            "SELECT * FROM ingest_candidates WHERE receipt_id = %s ORDER BY idx",
+            (p.receipt_id,),
+        ).fetchall()
+    ]
+    items = persist.write(cur, tenant_id=p.tenant_id, items=staged, model=rt.embedder.model,
+                          recorded_at=datetime.now(row["created_at"].tzinfo),
+                          thresholds=gating.bands(rt.settings, rt.embedder.model))
+    counts: dict[str, int] = {}
+    for o in items:
+        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    wrote = any(o.outcome not in ("blocked", "skipped") for o in items)
+    status = "wrote" if wrote else "meaningful_no_write"
+    cur.execute("DELETE FROM ingest_candidates WHERE receipt_id = %s", (p.receipt_id,))
+    receipts.finish_step(
+        cur, p.receipt_id, "persist", status=status,
+        items=[o.model_dump(mode="json") for o in items], counts=counts, messages=None,
+        timing_ms=(time.perf_counter() - started) * 1000,
+    )
+    return row, items, status
 
 
 def _said_at(evidence: list[dict[str, Any]]) -> datetime | None:

@@ -27,12 +27,13 @@ def history(db: Database, caller: Caller, memory_id: uuid.UUID) -> list[HistoryE
         event.memory_ids = [memory_id]
         with db.connection() as conn:
             where = conn.execute(
-                "SELECT path::text AS path FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
-                " UNION ALL (SELECT path::text FROM memory_history WHERE tenant_id = %(tenant)s"
-                " AND memory_id = %(id)s ORDER BY id DESC LIMIT 1)",
+                "SELECT COALESCE("
+                " (SELECT path::text FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s),"
+                " (SELECT path::text FROM memory_history WHERE tenant_id = %(tenant)s"
+                "  AND memory_id = %(id)s ORDER BY id DESC LIMIT 1)) AS path",
                 scope(caller, id=memory_id),
             ).fetchone()
-            if where is None or not caller.can(where["path"], Level.read):
+            if where["path"] is None or not caller.can(where["path"], Level.read):
                 raise NotFound("memory", memory_id)
             rows = conn.execute(
                 """

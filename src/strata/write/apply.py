@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -43,6 +43,7 @@ from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
 from strata.write.tombstones import insert_tombstone
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _INSERT = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
@@ -144,7 +145,7 @@ def write(
     _fold_twins(items)
     writer = _Writer(cur, tenant_id, model, recorded_at)
     live = [i for i in items if i.merged_into is None]
-    for wave in _waves(live, tenant_id):
+    for wave in waves(live, lambda item: item.keys(tenant_id)):
         _decide(cur, tenant_id, wave, thresholds, judge)
         with cur.connection.pipeline():
             for item in wave:
@@ -169,25 +170,25 @@ def _fold_twins(items: list[Staged]) -> None:
             first.setdefault(key, item.idx)
 
 
-def _waves(items: list[Staged], tenant_id: uuid.UUID) -> list[list[Staged]]:
+def waves(items: Sequence[T], keys_of: Callable[[T], set[tuple[str, ...]]]) -> list[list[T]]:
     """Consecutive groups in which no two items share a value, slot or name key; an item
     that shares one with an earlier item (even a deferred one) goes to a later group, so
     items that touch one key are decided in input order."""
-    waves: list[list[Staged]] = []
-    pending = items
+    out: list[list[T]] = []
+    pending = list(items)
     while pending:
         wave, deferred, taken, blocked = [], [], set(), set()
         for item in pending:
-            keys = item.keys(tenant_id)
+            keys = keys_of(item)
             if keys & (taken | blocked):
                 deferred.append(item)
                 blocked |= keys
             else:
                 wave.append(item)
                 taken |= keys
-        waves.append(wave)
+        out.append(wave)
         pending = deferred
-    return waves
+    return out
 
 
 _GATE_NEIGHBOURS = "neighbours"

@@ -24,6 +24,7 @@ from psycopg.types.json import Jsonb
 
 from strata.write import gate as gating
 from strata.write import locks
+from strata.write.apply import waves
 
 _INSERT_MEMORY = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
@@ -110,21 +111,9 @@ def write(cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Incoming],
     records, not something the destination already held)."""
     locks.hold(cur, {k for i in items for k in i.keys(tenant_id)})
     out: dict[int, Decision] = {}
-    pending = list(enumerate(items))
-    while pending:
-        wave, deferred, taken, blocked = [], [], set(), set()
-        for n, item in pending:
-            keys = item.keys(tenant_id)
-            if keys & (taken | blocked):
-                deferred.append((n, item))
-                blocked |= keys
-            else:
-                wave.append((n, item))
-                taken |= keys
-        for (n, _), d in zip(wave, _wave(cur, tenant_id, [i for _, i in wave], thresholds, ours),
-                             strict=True):
-            out[n] = d
-        pending = deferred
+    for wave in waves(list(enumerate(items)), lambda pair: pair[1].keys(tenant_id)):
+        decided = _wave(cur, tenant_id, [i for _, i in wave], thresholds, ours)
+        out.update((n, d) for (n, _), d in zip(wave, decided, strict=True))
     return [out[n] for n in range(len(items))]
 
 
