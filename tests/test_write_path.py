@@ -185,28 +185,33 @@ def _active_slot(db, tenant_id, path: str, slot: str) -> list[tuple[str, str]]:
 
 
 def test_review_promote_cannot_resurrect_a_forgotten_value(client, tenant, db):
-    """Given a candidate "gone back to MongoDB" whose superseded MongoDB memory was then
-         forgotten (so a fresh "I prefer MongoDB" is blocked as forgotten)
-    When the candidate is promoted
-    Then 409 suppressed, PostgreSQL stays the one active database preference and no active
-         memory holds MongoDB; the same scenario without the forget (another path) promotes
-         with 200 and the candidate becomes the active holder (control)."""
+    """Given a candidate "gone back to MongoDB" held for review
+    When the superseded MongoDB memory is forgotten
+    Then the candidate, which holds the forgotten value in its scope, is erased with it
+         (``also_forgotten``), a fresh "I prefer MongoDB" is blocked as forgotten, promoting
+         the candidate answers 404 like any unknown memory, PostgreSQL stays the one active
+         database preference and no active or candidate memory holds MongoDB; the same
+         scenario without the forget (another path) promotes with 200 and the candidate
+         becomes the active holder (control)."""
     h = tenant.headers
     path = "users.alice"
     mongo, pg, cid = _change_back_candidate(client, h, path)
-    forget_ok(client, h, mongo)
+    r = client.post(f"/v1/memories/{mongo}/forget", headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["also_forgotten"] == [cid], r.text
     again = say(client, h, "I prefer MongoDB", at=T0 + timedelta(weeks=7), path=path)
     assert outcomes(again) == ["blocked"], again
     assert "forgotten" in again["items"][0]["reason"], again
 
     r = client.post(f"/v1/review/{cid}/promote", headers=h)
-    assert_error(r, 409, "suppressed")
+    assert_error(r, 404, "not_found")
     assert _active_slot(db, tenant.tenant_id, path, "user.preferred_database") == [
         (pg, "postgresql")]
     held = [m for m in memory_rows(db, tenant.tenant_id, path)
-            if m["status"] == "active" and (m["value"] == "mongodb" or "mongo" in m["canonical"])]
+            if m["status"] in ("active", "candidate")
+            and (m["value"] == "mongodb" or "mongo" in m["canonical"])]
     assert held == []
-    assert get_ok(client, h, cid)["status"] != "active"
+    assert forgotten_held(db, tenant.tenant_id) == []
 
     # Control: no forget, the change back is promoted.
     ctl = "users.carol"
@@ -651,8 +656,9 @@ def test_a_forgotten_value_never_comes_back_through_any_entry_point(client, db, 
     When a variant of it (case, whitespace, punctuation, alias) is written there through a
          plain create, a named replace, a PATCH of another memory, a review promote, or a
          restore of an earlier version that held it
-    Then the write is refused (`blocked` in a create result, 409 suppressed otherwise), and
-         no active memory and no new or changed candidate holds a value a forgotten tombstone
+    Then the write is refused (`blocked` in a create result, 409 suppressed for an edit or a
+         restore; the candidate a promote would need was erased by the forget: 404), and no
+         active or candidate memory holds a value a forgotten tombstone
          retires in its scope (by slot + value or by value_hash); the setup's other writes
          (the named memory, the patched memory, the restored memory's current version) land
          as control."""
@@ -684,10 +690,10 @@ def test_a_forgotten_value_never_comes_back_through_any_entry_point(client, db, 
         refused = (r.status_code == 409 and r.json()["error"]["code"] == "suppressed"), r.text
         kept = lambda: get_ok(client, h, target)["content"]  # noqa: E731
     elif entry == "promote":
+        # The forget erased the candidate that held the value: nothing is left to promote.
         cid = _attempt_promote(client, h, path, v)
-        before = {(m["id"], m["version"]) for m in forgotten_held(db, t.tenant_id)}
         r = client.post(f"/v1/review/{cid}/promote", headers=h)
-        refused = (r.status_code == 409 and r.json()["error"]["code"] == "suppressed"), r.text
+        refused = (r.status_code == 404 and r.json()["error"]["code"] == "not_found"), r.text
     else:  # restore: version 1 held the variant in a sub-path, the value is forgotten above it
         sub = f"{path}.notes"
         rid = new_id(client, h, v["content"], sub, **{k: v[k] for k in ("slot", "value", "kind")
@@ -704,10 +710,24 @@ def test_a_forgotten_value_never_comes_back_through_any_entry_point(client, db, 
     if kept is not None:
         assert kept() == "Favourite database: undecided", (entry, v)
     held = forgotten_held(db, t.tenant_id)
-    assert [m for m in held if m["status"] == "active"] == [], (entry, v, held)
-    if entry == "promote":
-        # The change back was held for review before the forget: it may stay a candidate,
-        # unchanged, but nothing may come of it.
-        assert {(m["id"], m["version"]) for m in held} <= before, (entry, v, held)
-    else:
-        assert held == [], (entry, v, held)
+    assert held == [], (entry, v, held)
+
+
+def test_forget_erases_every_live_copy_of_the_value_in_its_scope(client, tenant, db):
+    """Given "The gate code is 7781" in users.carol and the same value in users.carol.home
+    (inside the forgotten path's scope) and in users.dave (outside it), when the first is
+    forgotten, then the copy inside the scope is forgotten with it (``also_forgotten``), so no
+    live memory holds a forgotten value in a tombstone's scope; the copy outside stays (the
+    control), and the value cannot be created again inside."""
+    h = tenant.headers
+    first = create_ok(client, h, {"content": "The gate code is 7781", "path": "users.carol"})[0]["id"]
+    inside = create_ok(client, h, {"content": "The gate code is 7781.", "path": "users.carol.home"})[0]["id"]
+    outside = create_ok(client, h, {"content": "the gate code is 7781", "path": "users.dave"})[0]["id"]
+    r = client.post(f"/v1/memories/{first}/forget", headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["also_forgotten"] == [inside]
+    assert client.get(f"/v1/memories/{inside}", headers=h).status_code == 404
+    assert client.get(f"/v1/memories/{outside}", headers=h).status_code == 200
+    assert forgotten_held(db, tenant.tenant_id) == []
+    [again] = create_ok(client, h, {"content": "The gate code is 7781", "path": "users.carol.home"})
+    assert again["status"] == "blocked"

@@ -315,6 +315,8 @@ def cmd_memories_forget(client, args: argparse.Namespace) -> int:
     else:
         print(f"forgotten {out.id}: erased, and its values tombstoned "
               f"({len(out.tombstone_ids)} tombstone{'s' if len(out.tombstone_ids) != 1 else ''})")
+        for other in out.also_forgotten:
+            print(f"forgotten {other} too: it held the same value")
     return 0
 
 

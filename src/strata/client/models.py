@@ -69,6 +69,8 @@ class Forgotten(BaseModel):
     id: uuid.UUID
     forgotten: bool
     tombstone_ids: list[uuid.UUID]
+    # Other memories that held a forgotten value in its scope, erased with it.
+    also_forgotten: list[uuid.UUID] = []
 
 
 class Health(BaseModel):

@@ -76,9 +76,10 @@ def forget(db: Database, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]
     with audited(db, caller, "delete", "memory.forget") as event:
         event.memory_ids = [memory_id]
         with db.transaction(cause="memory.forget", actor=caller.actor) as cur:
-            tombstones = changes.forget(cur, caller, memory_id)
-        event.count = 1
-        return {"id": memory_id, "forgotten": True, "tombstone_ids": tombstones}
+            erased = changes.forget(cur, caller, memory_id)
+        event.memory_ids += erased["also_forgotten"]
+        event.count = 1 + len(erased["also_forgotten"])
+        return {"id": memory_id, "forgotten": True, **erased}
 
 
 def related(db: Database, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:

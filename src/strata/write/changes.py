@@ -34,7 +34,9 @@ from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
 from strata.auth.access import Caller, Level
-from strata.errors import Conflict, Gone, InvalidInput, NotFound, Suppressed, VersionConflict
+from strata.errors import (
+    Conflict, Forbidden, Gone, InvalidInput, NotFound, Suppressed, VersionConflict,
+)
 from strata.write import locks
 from strata.write.apply import add_edge, retire
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
@@ -292,6 +294,16 @@ def reject(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, *,
         insert_tombstone(cur, caller.tenant_id, path=cand["path"], slot=cand["slot"],
                          value=cand["value"], value_hash=bytes(cand["value_hash"]),
                          reason="rejected", memory_id=memory_id, embedding=cand["embedding"])
+        # What else holds the suppressed value in its scope is not true either.
+        for other in live_holders(cur, caller.tenant_id, cand["path"], [cand], exclude={memory_id}):
+            if not caller.can(other["path"], Level.write):
+                raise Forbidden("a memory holding this value lies where this key cannot write",
+                                field="id")
+            cur.execute(
+                "UPDATE memories SET status = 'rejected', version = version + 1,"
+                " updated_at = now(), valid = tstzrange(lower(valid),"
+                " GREATEST(lower(valid) + interval '1 microsecond', now())) WHERE id = %s",
+                (other["id"],))
     return row
 
 
@@ -340,11 +352,13 @@ def _last_state(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> di
     ).fetchone()
 
 
-def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[uuid.UUID]:
+def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
     """Erasure: the row goes, its history keeps only hashes, and every value it ever held is
     tombstoned at the path it lives at (hashes only, no embedding), so it cannot be created
-    again there. A deleted memory is judged, and tombstoned, where it last lived. Forgetting
-    twice answers the same as once."""
+    again there. A deleted memory is judged, and tombstoned, where it last lived. Another
+    active or candidate memory holding a forgotten value inside that scope holds what was
+    just erased: it is forgotten with it (``also_forgotten``), or, where the caller cannot
+    write it, nothing is (``Forbidden``). Forgetting twice answers the same as once."""
     live = cur.execute(_BY_ID + " FOR UPDATE", scope(caller, id=memory_id)).fetchone()
     if live is not None:
         path, erased = live["path"], False
@@ -357,11 +371,38 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[uu
         raise NotFound("memory", memory_id)
     caller.require(path, Level.write)
     if erased:
-        return [t["id"] for t in cur.execute(
+        return {"tombstone_ids": [t["id"] for t in cur.execute(
             "SELECT id FROM tombstones WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
             " AND reason = 'forgotten' ORDER BY created_at, id",
             scope(caller, id=memory_id),
-        ).fetchall()]
+        ).fetchall()], "also_forgotten": []}
+    tombstones: list[uuid.UUID] = []
+    also: list[uuid.UUID] = []
+    todo, done = [(memory_id, path)], set()
+    while todo:
+        one, where = todo.pop(0)
+        if one in done:
+            continue
+        done.add(one)
+        values = _erase(cur, caller, one)
+        tombstones += [
+            insert_tombstone(cur, caller.tenant_id, path=where, slot=v["slot"], value=v["value"],
+                             value_hash=bytes(v["value_hash"]), reason="forgotten",
+                             memory_id=one)
+            for v in values
+        ]
+        for other in live_holders(cur, caller.tenant_id, where, values, exclude=done):
+            if not caller.can(other["path"], Level.write):
+                raise Forbidden("a memory holding this value lies where this key cannot write",
+                                field="id")
+            also.append(other["id"])
+            todo.append((other["id"], other["path"]))
+    return {"tombstone_ids": tombstones, "also_forgotten": also}
+
+
+def _erase(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:
+    """Delete the row and scrub its history and edges of content; return every value it
+    ever held (hashes, slot, value) for the tombstones."""
     values = cur.execute(
         """
         SELECT value_hash, slot, value FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s
@@ -372,12 +413,6 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[uu
         """,
         scope(caller, id=memory_id),
     ).fetchall()
-    tombstones = [
-        insert_tombstone(cur, caller.tenant_id, path=path, slot=v["slot"], value=v["value"],
-                         value_hash=bytes(v["value_hash"]), reason="forgotten",
-                         memory_id=memory_id)
-        for v in values
-    ]
     cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
                 (caller.tenant_id, memory_id))
     # Edges keep their type and who decided, but a reason may quote the erased content.
@@ -391,7 +426,29 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[uu
         " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
         {"fields": list(ERASED_FIELDS), "tenant": caller.tenant_id, "id": memory_id},
     )
-    return tombstones
+    return values
+
+
+def live_holders(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
+                 values: list[dict[str, Any]], *, exclude) -> list[dict[str, Any]]:
+    """Active and candidate memories in ``path``'s subtree holding one of ``values`` (by
+    value hash, or by slot + value): what a tombstone there would leave holding a retired
+    value."""
+    if not values:
+        return []
+    rows = cur.execute(
+        "SELECT id, path::text AS path, slot, value, value_hash FROM memories"
+        " WHERE tenant_id = %(tenant)s AND path <@ %(path)s::ltree"
+        "   AND status IN ('active', 'candidate')"
+        "   AND (value_hash = ANY(%(hashes)s) OR slot = ANY(%(slots)s)) ORDER BY id FOR UPDATE",
+        {"tenant": tenant_id, "path": path, "hashes": [bytes(v["value_hash"]) for v in values],
+         "slots": [v["slot"] for v in values if v["slot"]]},
+    ).fetchall()
+    hashes = {bytes(v["value_hash"]) for v in values}
+    slot_values = {(v["slot"], slot_value_hash(v["value"])) for v in values if v["slot"]}
+    return [r for r in rows if r["id"] not in exclude and (
+        bytes(r["value_hash"]) in hashes
+        or (r["slot"] and (r["slot"], slot_value_hash(r["value"])) in slot_values))]
 
 
 _RESTORE_INSERT = f"""
