@@ -20,7 +20,8 @@ import pytest
 from strata import audit
 from strata.config import Settings
 from strata.errors import VersionConflict
-from strata.lifecycle import decay, run_lifecycle
+from strata import decay
+from strata.lifecycle import run_lifecycle
 from strata.memories import CreateRequest, MemoryPatch, create_memories, restore, update_memory
 from strata.write.canonical import canonicalize, value_hash
 from strata.search import AccessLog, SearchRequest, search

@@ -1,18 +1,8 @@
-"""Lifecycle: memory strength (decay) and the scheduled job that promotes, expires, archives
-and sweeps (see :mod:`strata.lifecycle.run`).
+"""Lifecycle: the scheduled job that promotes, expires, archives and sweeps (see
+:mod:`strata.lifecycle.run`); memory strength is :mod:`strata.decay`, a pure leaf module,
+since the archival rule in :mod:`strata.write.lifecycle` uses it too."""
 
-The job is imported on first use: its statements live in the write path
-(:mod:`strata.write.lifecycle`), which needs :mod:`.decay` from this package.
-"""
-
-from strata.lifecycle.decay import strength
+from strata.decay import strength
+from strata.lifecycle.run import LifecycleRun, run_lifecycle
 
 __all__ = ["LifecycleRun", "run_lifecycle", "strength"]
-
-
-def __getattr__(name: str):
-    if name in ("LifecycleRun", "run_lifecycle"):
-        from strata.lifecycle import run
-
-        return getattr(run, name)
-    raise AttributeError(f"module 'strata.lifecycle' has no attribute {name!r}")

@@ -14,7 +14,7 @@ transaction):
     Candidates waiting for review longer than the setting become ``rejected``, without a
     tombstone: nobody decided the value is false, so it may come back.
 ``archived``
-    Active memories older than the minimum age whose strength (:mod:`.decay`) fell below the
+    Active memories older than the minimum age whose strength (:mod:`strata.decay`) fell below the
     threshold, unless pinned or important (>= ``KEEP_IMPORTANCE``). Archived memories leave
     search (it reads ``active``) and stay restorable by version.
 ``tombstones_expired``
@@ -52,7 +52,7 @@ from strata.audit.maintenance import KeepGoing, floored, for_each_tenant
 from strata.auth import Caller
 from strata.config import Settings, get_settings
 from strata.db import Database
-from strata.lifecycle import decay
+from strata import decay
 from strata.write.lifecycle import (
     _HISTORY, _HISTORY_DRY, _TOMBSTONES, _TOMBSTONES_DRY, EXPIRE_BY_DELETE, KEEP_IMPORTANCE,
     MEMORY_STEPS, Step, _page, _statement,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strata.lifecycle import decay
+from strata import decay
 
 KEEP_IMPORTANCE = 0.8  # never archived at or above this importance
 
