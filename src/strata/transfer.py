@@ -356,8 +356,10 @@ class ImportReport:
         ("inserted", "existing", "skipped"), 0))
     relationships: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("inserted", "existing", "skipped"), 0))
+    # skipped: a forgotten or rejected value a live memory of the destination holds in the
+    # tombstone's scope (the source's verdict does not erase the destination's own memory).
     tombstones: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("inserted", "existing"), 0))
+        ("inserted", "existing", "skipped"), 0))
     blocked: list[dict[str, str]] = field(default_factory=list)  # ids only, first 100
     complete: bool = False
 
@@ -629,6 +631,11 @@ class Importer:
                 if state in ("blocked", "name_taken", "reinforced"):
                     self.report.history["skipped"] += len(rec.entries)
                     continue
+                if state == "existing":
+                    # The destination's memory keeps its own row and its own history: the
+                    # file's (another timeline, or the same rows again) does not fit it.
+                    self.report.history["existing"] += len(rec.entries)
+                    continue
                 if state is None and self._forgotten_here(cur, find_tombstones, rec):
                     self.report.history["skipped"] += len(rec.entries)
                     continue
@@ -699,11 +706,15 @@ class Importer:
         if not params:
             return
         with self.db.transaction(cause="memory.import", actor=self.caller.actor) as cur:
-            inserted = 0
+            inserted = skipped = 0
             for p in params:
-                inserted += insert(cur, p)
+                n = insert(cur, p)
+                inserted += max(n, 0)
+                skipped += n < 0
         counts["inserted"] += inserted
-        counts["existing"] += len(params) - inserted
+        counts["existing"] += len(params) - inserted - skipped
+        if skipped:
+            counts["skipped"] += skipped
 
 
 def import_lines(

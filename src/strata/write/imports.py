@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 from strata.write import gate as gating
 from strata.write import locks
 from strata.write.apply import waves
+from strata.write.canonical import slot_value_hash
 
 _INSERT_MEMORY = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
@@ -34,7 +35,10 @@ INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash,
 VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
     %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
     %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
-    %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, %(version)s,
+    %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, GREATEST(%(version)s, (
+        -- a memory this store deleted comes back above every version it had here
+        SELECT max(h.version) + 1 FROM memory_history h
+        WHERE h.tenant_id = %(tenant)s AND h.memory_id = %(id)s)),
     %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s)
 ON CONFLICT (id) DO NOTHING
 """
@@ -174,4 +178,21 @@ def insert_edge(cur: psycopg.Cursor, params: dict[str, Any]) -> int:
 
 
 def insert_tombstone(cur: psycopg.Cursor, params: dict[str, Any]) -> int:
+    """1 inserted, 0 there already, -1 skipped: a forgotten or rejected value that a live
+    memory of this store holds in the tombstone's scope (importing the source's verdict
+    would leave that memory holding a retired value, or erase it by import)."""
+    if params["reason"] in ("forgotten", "rejected") and _held_live(cur, params):
+        return -1
     return cur.execute(_TOMBSTONE, params).rowcount
+
+
+def _held_live(cur: psycopg.Cursor, t: dict[str, Any]) -> bool:
+    rows = cur.execute(
+        "SELECT value_hash, slot, value FROM memories WHERE tenant_id = %(tenant)s"
+        " AND path <@ %(path)s::ltree AND status IN ('active', 'candidate')"
+        " AND (value_hash = %(hash)s OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s))",
+        t,
+    ).fetchall()
+    return any(bytes(r["value_hash"]) == t["hash"]
+               or (t["slot"] and t["slot_hash"] and slot_value_hash(r["value"]) == t["slot_hash"])
+               for r in rows)
