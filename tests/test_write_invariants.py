@@ -84,10 +84,7 @@ from strata.audit import verify_tenant
 from strata.auth import create_tenant
 from strata.errors import Conflict, InvalidInput
 
-try:  # the write package owns canonicalisation; before it, strata.memories did
-    from strata.write.canonical import canonicalize, slot_value_hash, value_hash
-except ImportError:  # pragma: no cover - older layout
-    from strata.memories.canonical import canonicalize, slot_value_hash, value_hash
+from strata.write.canonical import canonicalize, slot_value_hash, value_hash
 
 from support import bearer
 
