@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from strata.cli import main
-from strata.config import get_settings
 
 
 PATH = "users.alice"

@@ -28,7 +28,6 @@ from hypothesis import HealthCheck, event, given, settings as hsettings, strateg
 from strata.auth import Caller, create_grant, create_principal, create_tenant
 from strata.auth.keys import insert_key
 from strata.auth.models import CeilingEntry
-from strata.config import get_settings
 from support import assert_error, bearer, effective, read, write, write_ok
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "strata"

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from support import assert_error, bearer, create, create_ok
+from support import assert_error, bearer, create_ok
 
 ALICE = "users.alice"
 BOB = "users.bob"

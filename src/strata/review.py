@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from strata.audit import audited
-from strata.auth.access import Caller, Level
+from strata.auth.access import Caller
 from strata.db import Database
 from strata.memories.models import Memory
 from strata.memories.store import decode_cursor, encode_cursor

@@ -78,14 +78,11 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message
 from strata.write.canonical import canonicalize
-
-# ---------------------------------------------------------------------------------------
-# lexicon
-# ---------------------------------------------------------------------------------------
-
-from strata.write.values import (  # noqa: E402  (the value vocabulary lives with the write path)
-    ALIASES, AMBIGUOUS, CATEGORY, CATEGORY_NOUNS, LEXICON, Term, _squash, fold_aliases, lexicon_terms,
-    negates, normalize_value, _ALIAS_RE, _ARTICLE, _EDGE, _NOUN_SPELLING, _SPACES,
+# The value vocabulary (lexicon, aliases, value normalisation, negation) is the write path's:
+# the extractor, the gate and the conflict judge share one copy.
+from strata.write.values import (
+    _ALIAS_RE, _EDGE, _NOUN_SPELLING, ALIASES, CATEGORY, CATEGORY_NOUNS, LEXICON, _squash,
+    fold_aliases, lexicon_terms, negates, normalize_value,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -1014,6 +1011,7 @@ def _event_ok(body: str) -> bool:
     if _SMALL_TALK_EVENT.match(body) or len(body.split()) < 3:
         return False
     return True
+
 
 __all__ = [
     "ALIASES", "CATEGORY", "LEXICON", "RuleExtractor", "extract_message", "fold_aliases",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import uuid
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
     MAX_CONTENT_BYTES, Instant, Kind, Meta, OnConflict, Status, Tag, Text, _content_ok, storable,

@@ -418,18 +418,3 @@ def retire(
                      value_hash=bytes(old["value_hash"]), reason="superseded", memory_id=old_id,
                      replaced_by=new_id, embedding=old["embedding"])
     return True
-
-
-def superseded_holders(
-    cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str, slot: str | None,
-    value_hash: bytes, exclude: uuid.UUID,
-) -> Sequence[dict[str, Any]]:
-    """The active memories an edit of ``exclude`` into (path, slot, value) must retire or
-    refuse: holders of the slot and copies of the value."""
-    return cur.execute(
-        "SELECT id, value_hash, slot, value FROM memories"
-        " WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'"
-        "   AND id <> %(id)s AND (value_hash = %(hash)s OR (%(slot)s::text IS NOT NULL"
-        "   AND slot = %(slot)s)) FOR UPDATE",
-        {"tenant": tenant_id, "path": path, "slot": slot, "hash": value_hash, "id": exclude},
-    ).fetchall()

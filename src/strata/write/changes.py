@@ -554,5 +554,5 @@ def _make_room(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, data: 
                decided_by=caller.actor)
 
 
-__all__ = ["ERASED_FIELDS", "Target", "delete", "find_visible", "forget", "lock_candidate",
-           "lock_visible", "merge", "promote", "reject", "restore", "revise", "slot_value_hash"]
+__all__ = ["ERASED_FIELDS", "Target", "delete", "find_visible", "forget", "live_holders",
+           "lock_candidate", "lock_visible", "merge", "promote", "reject", "restore", "revise"]
