@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -175,34 +175,21 @@ def revise(
         if slot:
             keys.add(locks.slot_key(caller.tenant_id, path, slot))
         locks.hold(cur, keys)
-        _check_tombstones(cur, caller, row["id"], path, canonical, slot, value,
-                          target.embedding if target.embedding is not None else row["embedding"],
-                          thresholds, field=field)
-    retired: list[uuid.UUID] = []
-    if status == "active" and holds_more:
-        for other in cur.execute(
-            "SELECT id, value_hash, slot, value FROM memories"
-            " WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'"
-            "   AND id <> %(id)s AND (value_hash = %(hash)s"
-            "        OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s))"
-            " ORDER BY id FOR UPDATE",
-            {"tenant": caller.tenant_id, "path": path, "slot": slot, "hash": new_hash,
-             "id": row["id"]},
-        ).fetchall():
-            if bytes(other["value_hash"]) == new_hash or (
-                    slot and other["slot"] == slot and other["value"] == value):
-                raise Conflict(f"active memory {other['id']} in this path already holds this value",
-                               field=field)
-        for other in cur.execute(
-            "SELECT id FROM memories WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree"
-            " AND status = 'active' AND id <> %(id)s AND %(slot)s::text IS NOT NULL"
-            " AND slot = %(slot)s ORDER BY id",
-            {"tenant": caller.tenant_id, "path": path, "slot": slot, "id": row["id"]},
-        ).fetchall():
-            if retire(cur, caller.tenant_id, other["id"], row["id"], until=valid_from,
-                      confidence=1.0, reason=f"superseded by an edit of memory {row['id']}",
-                      decided_by=caller.actor):
-                retired.append(other["id"])
+        reasserts = _check_tombstones(
+            cur, caller, row["id"], path, canonical, slot, value,
+            target.embedding if target.embedding is not None else row["embedding"],
+            thresholds, field=field)
+    else:
+        reasserts = False
+    holders = (_place(cur, caller, row["id"], path, slot, value, new_hash, field=field)
+               if status == "active" and holds_more else [])
+    # Every refusal is behind us: from here on the edit writes.
+    if reasserts:
+        lift(cur, caller.tenant_id, path=path, value_hash=new_hash, slot=slot, value=value)
+    retired = [h for h in holders
+               if retire(cur, caller.tenant_id, h, row["id"], until=valid_from, confidence=1.0,
+                         reason=f"superseded by an edit of memory {row['id']}",
+                         decided_by=caller.actor)]
     if row["status"] == "active" and value_changed:
         # A correction: the value replaced stays retired where it lived.
         insert_tombstone(cur, caller.tenant_id, path=row["path"], slot=row["slot"],
@@ -226,10 +213,10 @@ def revise(
 def _check_tombstones(
     cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, path: str, canonical: str,
     slot: str | None, value: str | None, embedding: Any, thresholds, *, field: str,
-) -> None:
-    """An explicit act may bring a superseded value back (its tombstones are lifted); a
-    forgotten or rejected one stays out, by hash, by slot + value, or (rejected) by
-    meaning."""
+) -> bool:
+    """A forgotten or rejected value stays out, by hash, by slot + value, or (rejected) by
+    meaning: ``Suppressed``. An explicit act may bring a superseded value back: True when
+    it does, and the caller lifts those tombstones once nothing else refuses the edit."""
     tomb = find_tombstone(cur, caller.tenant_id, path, canonical, slot, value)
     if tomb is not None and tomb["reason"] != "superseded":
         raise Suppressed(tomb["id"], tomb["reason"], field=field)
@@ -239,9 +226,7 @@ def _check_tombstones(
         }).fetchone()
         if similar is not None and similar["similarity"] >= thresholds[0]:
             raise Suppressed(similar["id"], similar["reason"], field=field)
-    if tomb is not None:
-        lift(cur, caller.tenant_id, path=path, value_hash=value_hash(canonical), slot=slot,
-             value=value)
+    return tomb is not None
 
 
 # --------------------------------------------------------------------------------------
@@ -518,10 +503,19 @@ def restore(
         if data.get("slot"):
             keys.add(locks.slot_key(caller.tenant_id, data["path"], data["slot"]))
         locks.hold(cur, keys)
-        _check_tombstones(cur, caller, memory_id, data["path"], canonical, data.get("slot"),
-                          data.get("value"), vector, thresholds, field="version")
-        if data["status"] == "active":
-            _make_room(cur, caller, memory_id, data, value_hash(canonical))
+        reasserts = _check_tombstones(cur, caller, memory_id, data["path"], canonical,
+                                      data.get("slot"), data.get("value"), vector, thresholds,
+                                      field="version")
+        holders = (_place(cur, caller, memory_id, data["path"], data.get("slot"),
+                          data.get("value"), value_hash(canonical), field="version")
+                   if data["status"] == "active" else [])
+        if reasserts:
+            lift(cur, caller.tenant_id, path=data["path"], value_hash=value_hash(canonical),
+                 slot=data.get("slot"), value=data.get("value"))
+        for other in holders:
+            retire(cur, caller.tenant_id, other, memory_id, until=datetime.now(UTC),
+                   confidence=1.0, reason=f"superseded by restoring memory {memory_id}",
+                   decided_by=caller.actor)
     # Above every version the memory ever had (not just the restored one), so a writer
     # still holding an old version cannot compare-and-set against it.
     next_version = cur.execute(
@@ -535,23 +529,26 @@ def restore(
     }).fetchone()
 
 
-def _make_room(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, data: dict[str, Any],
-               new_hash: bytes) -> None:
-    """Before a deleted active memory comes back: refuse when the path holds its value,
-    retire the holder of its slot."""
-    slot = data.get("slot")
+def _place(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, path: str,
+           slot: str | None, value: str | None, new_hash: bytes, *, field: str) -> list[uuid.UUID]:
+    """Before ``memory_id`` becomes active holding (path, slot, value): ``Conflict`` when
+    another active memory of the path already holds the value (by canonical text, or by slot
+    and value); else the other active holders of the slot, which the caller retires."""
+    holders = []
     for other in cur.execute(
-        "SELECT id, value_hash, slot, value FROM memories WHERE tenant_id = %(tenant)s"
-        " AND path = %(path)s::ltree AND status = 'active' AND (value_hash = %(hash)s"
-        " OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s)) ORDER BY id FOR UPDATE",
-        {"tenant": caller.tenant_id, "path": data["path"], "hash": new_hash, "slot": slot},
+        "SELECT id, value_hash, slot, value FROM memories"
+        " WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'"
+        "   AND id <> %(id)s AND (value_hash = %(hash)s"
+        "        OR (%(slot)s::text IS NOT NULL AND slot = %(slot)s))"
+        " ORDER BY id FOR UPDATE",
+        {"tenant": caller.tenant_id, "path": path, "slot": slot, "hash": new_hash,
+         "id": memory_id},
     ).fetchall():
-        if bytes(other["value_hash"]) == new_hash or other["value"] == data.get("value"):
+        if bytes(other["value_hash"]) == new_hash or (slot and other["value"] == value):
             raise Conflict(f"active memory {other['id']} in this path already holds this value",
-                           field="version")
-        retire(cur, caller.tenant_id, other["id"], memory_id, until=datetime.now().astimezone(),
-               confidence=1.0, reason=f"superseded by restoring memory {memory_id}",
-               decided_by=caller.actor)
+                           field=field)
+        holders.append(other["id"])
+    return holders
 
 
 __all__ = ["ERASED_FIELDS", "Target", "delete", "find_visible", "forget", "live_holders",
