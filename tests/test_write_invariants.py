@@ -829,28 +829,12 @@ def _insert_tombstone(conn, tenant_id, path, content, reason, *, slot=None, valu
     )
 
 
-# effective_access as migration 0001 defined it: the holder's grants clamped by the key's
-# ceiling, nothing about the key that minted it.
+# effective_access without the parent clamp: the key's own access (its holder's grants
+# clamped by its ceiling), which migration 0010 keeps as key_own_access.
 _UNCLAMPED_EFFECTIVE_ACCESS = """
 CREATE OR REPLACE FUNCTION effective_access(p_key_id uuid)
 RETURNS TABLE (path ltree, level access_level)
-LANGUAGE sql STABLE AS $$
-    WITH k AS (
-        SELECT k.tenant_id, k.principal_id, k.ceiling
-        FROM api_keys k JOIN principals p ON p.id = k.principal_id AND p.tenant_id = k.tenant_id
-        WHERE k.id = p_key_id AND k.revoked_at IS NULL
-          AND (k.expires_at IS NULL OR k.expires_at > now()) AND p.disabled_at IS NULL
-    ), g AS (
-        SELECT g.path, g.level FROM grants g JOIN k USING (tenant_id, principal_id)
-    ), c AS (
-        SELECT (e->>'path')::ltree AS path, (e->>'level')::access_level AS level
-        FROM k, jsonb_array_elements(k.ceiling) e
-    )
-    SELECT g.path, g.level FROM g, k WHERE k.ceiling IS NULL
-    UNION
-    SELECT CASE WHEN c.path <@ g.path THEN c.path ELSE g.path END, LEAST(g.level, c.level)
-    FROM g JOIN c ON c.path <@ g.path OR g.path <@ c.path
-$$
+LANGUAGE sql STABLE AS $$ SELECT o.path, o.level FROM key_own_access(p_key_id) o $$
 """
 
 
