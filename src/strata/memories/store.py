@@ -193,6 +193,8 @@ def _replace(cur, caller: Caller, p: _Prepared, existing: dict[str, Any], embedd
                            reason=f"tombstoned: {exc.reason} (tombstone {exc.tombstone_id})",
                            tombstone_id=exc.tombstone_id)
     except Conflict as exc:
+        if exc.__cause__ is not None:  # a database refusal: the transaction is gone, retry it
+            raise
         return WriteResult(id=existing["id"], status="skipped", reason=str(exc))
     return WriteResult(id=row["id"], status="updated", version=row["version"])
 
@@ -302,8 +304,6 @@ def update_memory(
         changes_ = patch.model_dump(exclude_unset=True, exclude={"expected_version"})
         if patch.path is not None:
             validate_path(patch.path)
-        if patch.content is not None and not canonicalize(patch.content):
-            raise InvalidInput("content has no words", field="content")
         vector = embedder.embed([patch.content])[0] if patch.content is not None else None
         target = changes.Target(
             content=patch.content, path=patch.path, kind=patch.kind, slot=patch.slot,

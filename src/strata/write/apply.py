@@ -265,8 +265,9 @@ class _Writer:
 
     # -- primitives ------------------------------------------------------------------
 
-    def insert(self, item: Staged, status: str, valid_until: datetime | None = None) -> uuid.UUID:
-        new_id = uuid.uuid4()
+    def insert(self, item: Staged, status: str, valid_until: datetime | None = None,
+               memory_id: uuid.UUID | None = None) -> uuid.UUID:
+        new_id = memory_id or uuid.uuid4()
         self.cur.execute(_INSERT, {
             **self.base, "id": new_id, "path": item.path, "name": item.name,
             "content": item.content, "canonical": item.canonical, "hash": item.value_hash,
@@ -372,7 +373,7 @@ class _Writer:
                    if retire(self.cur, self.tenant_id, v.target_id, provisional,
                              until=item.valid_from, confidence=v.confidence, reason=v.reason,
                              decided_by=v.decided_by)]
-        memory = self.insert_as(item, provisional, "active")
+        memory = self.insert(item, "active", memory_id=provisional)
         linked = [v for v in verdicts if v.relation in ("refines", "coexists")]
         for v in linked:
             self.edge(memory, v.target_id, v.relation.upper(), v.confidence, v.reason,
@@ -381,19 +382,6 @@ class _Writer:
             self.outcome(item, "superseded_existing", supersedes[0].reason, memory, retired)
         else:
             self.outcome(item, "created", None, memory, [v.target_id for v in linked])
-
-    def insert_as(self, item: Staged, memory_id: uuid.UUID, status: str) -> uuid.UUID:
-        self.cur.execute(_INSERT, {
-            **self.base, "id": memory_id, "path": item.path, "name": item.name,
-            "content": item.content, "canonical": item.canonical, "hash": item.value_hash,
-            "kind": item.kind, "slot": item.slot, "value": item.value, "status": status,
-            "origin": item.origin, "confidence": item.confidence, "importance": item.importance,
-            "valid": _closed(item.valid_from, item.valid_to), "embedding": item.embedding,
-            "model": self.model, "evidence": Jsonb(item.evidence), "meta": Jsonb(item.meta),
-            "tags": item.tags, "asserted_at": item.asserted_at,
-        })
-        self.memory_of[item.idx] = memory_id
-        return memory_id
 
 
 def add_edge(cur: psycopg.Cursor, tenant_id: uuid.UUID, source: uuid.UUID, target: uuid.UUID,

@@ -61,24 +61,24 @@ LIMIT 1
 """
 
 
-def lock_visible(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
-                 level: Level = Level.write) -> dict[str, Any]:
-    """The live memory, locked, judged at its current path: ``NotFound`` when the caller
-    cannot read it there (the same answer as for no such memory), ``Forbidden`` when it can
-    read but ``level`` is more than it holds there."""
+def find_visible(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any] | None:
+    """The live memory, locked, if it exists (None if it does not); ``NotFound`` if it
+    exists where the caller cannot read it -- the same answer as for no such memory."""
     row = cur.execute(_BY_ID + " FOR UPDATE", scope(caller, id=memory_id)).fetchone()
-    if row is None or not caller.can(row["path"], Level.read):
+    if row is not None and not caller.can(row["path"], Level.read):
         raise NotFound("memory", memory_id)
-    caller.require(row["path"], level)
     return row
 
 
-def find_visible(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any] | None:
-    """The live memory if it exists (None if it does not); ``NotFound`` if it exists where
-    the caller cannot read it."""
-    row = cur.execute(_BY_ID, scope(caller, id=memory_id)).fetchone()
-    if row is not None and not caller.can(row["path"], Level.read):
+def lock_visible(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
+                 level: Level = Level.write) -> dict[str, Any]:
+    """The live memory, locked, judged at its current path: ``NotFound`` when it does not
+    exist or the caller cannot read it there, ``Forbidden`` when it can read but ``level``
+    is more than it holds there."""
+    row = find_visible(cur, caller, memory_id)
+    if row is None:
         raise NotFound("memory", memory_id)
+    caller.require(row["path"], level)
     return row
 
 
@@ -344,7 +344,7 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
     active or candidate memory holding a forgotten value inside that scope holds what was
     just erased: it is forgotten with it (``also_forgotten``), or, where the caller cannot
     write it, nothing is (``Forbidden``). Forgetting twice answers the same as once."""
-    live = cur.execute(_BY_ID + " FOR UPDATE", scope(caller, id=memory_id)).fetchone()
+    live = find_visible(cur, caller, memory_id)
     if live is not None:
         path, erased = live["path"], False
     else:
@@ -462,7 +462,7 @@ def restore(
     if live is not None:
         if version is None:
             raise Conflict("the memory exists: name the version to restore", field="version")
-        live = lock_visible(cur, caller, memory_id)
+        caller.require(live["path"], Level.write)
         wanted = "version = %(version)s"
     else:
         last = _last_state(cur, caller, memory_id)
