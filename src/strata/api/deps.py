@@ -11,10 +11,9 @@ from strata.db import Database
 from strata.providers import Embedder
 
 # Not FastAPI's: the MCP transport resolves its caller the same way (strata.serving).
-from strata.serving import authorizer_context, resolve_caller
+from strata.serving import resolve_caller
 
-__all__ = ["DB", "CallerDep", "EmbedderDep", "authorizer_context", "get_caller", "get_db",
-           "get_embedder", "resolve_caller"]
+__all__ = ["DB", "CallerDep", "EmbedderDep", "get_caller", "get_db", "get_embedder"]
 
 
 def get_db(request: Request) -> Database:

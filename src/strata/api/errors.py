@@ -17,9 +17,9 @@ from strata.providers.clients import ModelCallFailed
 
 # The contract itself (the body, each core error's status, a field's name) is shared with the
 # MCP server, which imports nothing of strata.api: it lives in strata.serving.
-from strata.serving import STATUS, error_answer, error_body, field_name
+from strata.serving import error_answer, error_body, field_name
 
-__all__ = ["STATUS", "NeverLeak", "error_body", "field_name", "install"]
+__all__ = ["NeverLeak", "install"]
 
 log = logging.getLogger(__name__)
 
