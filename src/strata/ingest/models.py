@@ -30,6 +30,9 @@ class Message(BaseModel):
     content: str
     at: Instant | None = None
     id: Text | None = Field(default=None, max_length=200)
+    # Who is speaking, when known (OpenAI's ``name``): a memory about this speaker names them
+    # ("Caroline went to ...") rather than "the user", so a question by name matches it.
+    name: Text | None = Field(default=None, min_length=1, max_length=100)
 
     _content = field_validator("content")(_content_ok)
 
@@ -45,10 +48,28 @@ class IngestRequest(BaseModel):
 
 
 
+# Why a user clause became no memory. The rule extractor accounts for every clause of every
+# user message; a model extractor for every user message it took nothing from.
+NotKeptReason = Literal[
+    "question", "hypothetical", "reported", "past", "other_person", "small_talk", "secret",
+    "vague", "no_statement", "model_skipped", "too_long",
+]
+
+
+class NotKept(BaseModel):
+    """A user clause that became no candidate. ``text`` is the clause as written, except for
+    a secret, whose text is never kept anywhere (``None``)."""
+
+    message: int = Field(ge=0)
+    reason: NotKeptReason
+    text: str | None = Field(default=None, max_length=500)
+
+
 class Extraction(BaseModel):
     """What an extractor returns (and what the model's structured output must parse into)."""
 
     memories: list[Candidate] = Field(default_factory=list)
+    not_kept: list[NotKept] = Field(default_factory=list)
 
 
 
@@ -71,6 +92,7 @@ class Receipt(BaseModel):
     status: ReceiptStatus
     extractor: str | None
     items: list[ItemOutcome]
+    not_kept: list[NotKept] = Field(default_factory=list)
     counts: dict[str, int]
     timings: dict[str, float]
     notes: list[str]
@@ -84,11 +106,12 @@ class Receipt(BaseModel):
     def from_row(cls, row: dict[str, Any]) -> "Receipt":
         return cls(
             id=row["id"], path=row["path"], status=row["status"], extractor=row["extractor"],
-            items=row["items"], counts=row["counts"], timings=row["timings"],
+            items=row["items"], not_kept=row.get("not_kept") or [], counts=row["counts"],
+            timings=row["timings"],
             notes=row["notes"], error=row["error"], idempotency_key=row["idempotency_key"],
             execution_id=row["execution_id"], created_at=row["created_at"],
             updated_at=row["updated_at"],
         )
 
-__all__ = ["Candidate", "Extraction", "IngestRequest", "ItemOutcome", "Message", "Neighbour",
+__all__ = ["Candidate", "Extraction", "IngestRequest", "ItemOutcome", "Message", "Neighbour", "NotKept",
            "Outcome", "Receipt", "Relation", "Role", "StepPayload", "TERMINAL", "Verdict"]

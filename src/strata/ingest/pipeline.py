@@ -35,6 +35,7 @@ from strata.ingest.models import (
     Candidate,
     Extraction,
     Message,
+    NotKept,
     StepPayload,
     Verdict,
 )
@@ -120,6 +121,7 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             name = f"{rt.rule_extractor.name} (fallback from {model.name})"
     if extraction is None:
         extraction = rt.rule_extractor.extract(messages, now)
+    not_kept = accounted(extraction, messages)
     rows = [_stage(p, i, c, messages, now) for i, c in enumerate(extraction.memories)]
     with rt.db.transaction(cause="ingest.extract") as cur:
         row = receipts.lock(cur, p.receipt_id)
@@ -139,8 +141,22 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
                 rows,
             )
         receipts.finish_step(cur, p.receipt_id, "extract", status="running", notes=notes,
-                             extractor=name, timing_ms=(time.perf_counter() - started) * 1000)
+                             extractor=name, timing_ms=(time.perf_counter() - started) * 1000,
+                             not_kept=[n.model_dump(mode="json") for n in not_kept])
     return _payload(p, "running")
+
+
+def accounted(extraction: Extraction, messages: list[Message]) -> list[NotKept]:
+    """What the extraction did not keep: its own account, plus every user message that no
+    candidate cites and the extractor said nothing about (a model's silence)."""
+    cited = {i for c in extraction.memories for i in c.evidence}
+    told = {n.message for n in extraction.not_kept}
+    silent = [
+        NotKept(message=i, reason="model_skipped")
+        for i, m in enumerate(messages)
+        if m.role == "user" and i not in cited and i not in told
+    ]
+    return sorted([*extraction.not_kept, *silent], key=lambda n: n.message)
 
 
 def _stage(p: StepPayload, idx: int, c: Candidate, messages: list[Message], now: datetime) -> dict:

@@ -15,7 +15,7 @@ from strata.db import Database
 from strata.errors import Conflict, NotFound
 from strata.ingest.models import IngestRequest, Receipt
 
-COLUMNS = """id, path::text AS path, status, extractor, items, counts, timings, notes, error,
+COLUMNS = """id, path::text AS path, status, extractor, items, not_kept, counts, timings, notes, error,
     idempotency_key, execution_id, created_at, updated_at"""
 
 

@@ -182,7 +182,13 @@ class LLMExtractor(_ModelCaller):
             if any(i < 0 or i >= len(messages) for i in candidate.evidence):
                 continue
             kept.append(_tidy(candidate))
-        return Extraction(memories=kept)
+        # What the model says it left out, where it names a message it was shown; a secret's
+        # text is never kept, whatever the model echoed.
+        not_kept = [
+            n.model_copy(update={"text": None}) if n.reason == "secret" else n
+            for n in answer.not_kept if n.message < len(messages)
+        ]
+        return Extraction(memories=kept, not_kept=not_kept)
 
 
 def _tidy(candidate: Candidate) -> Candidate:
