@@ -1,5 +1,6 @@
 """Shared by the eval scripts: a throwaway migrated database (embedded PostgreSQL in a
-temporary directory, or STRATA_DATABASE_URL), and percentiles."""
+temporary directory, or STRATA_DATABASE_URL), the app over it (in-process or on a loopback
+port), and percentiles."""
 
 from __future__ import annotations
 
@@ -44,6 +45,21 @@ def scratch_database(**settings: object) -> Iterator[tuple[Database, Settings]]:
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+@contextlib.contextmanager
+def api_client(db: Database, embedder, settings: Settings,
+               routers: tuple[str, ...] = ("health", "ingest")) -> Iterator:
+    """An HTTP client of the app over ``db``, in-process (Starlette's TestClient: the same
+    request parsing, dependencies and error mapping as a server, without a socket). A server
+    error comes back as the 500 a user would get, not as an exception."""
+    from fastapi.testclient import TestClient
+
+    from strata.api.app import create_app
+
+    app = create_app(list(routers), db=db, embedder=embedder, settings=settings)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
 
 
 @contextlib.contextmanager

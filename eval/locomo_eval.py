@@ -8,13 +8,31 @@ Loading (one tenant per conversation, on a throwaway migrated database):
 - ``--mode observations``: every pre-extracted fact (``session_N_observation``) becomes a
   memory citing its ``dia_id``;
 - ``--mode turns``: every raw turn becomes a memory ``"<speaker>: <text>"`` (plus
-  ``[image: <caption>]`` when the turn shares a photo), citing its own ``dia_id``.
+  ``[image: <caption>]`` when the turn shares a photo), citing its own ``dia_id``;
+- ``--mode ingest``: the conversation goes through the real pipeline, over HTTP
+  (``POST /v1/ingest`` with ``wait``, as the conversation's owner): sessions in date order;
+  per session one request per speaker at path ``conv.c<id>.<speaker>``, every turn of the
+  session a message (``at`` the session date, ``id`` its dia_id, ``name`` its speaker), that
+  speaker's turns as ``user`` messages and the other's as ``assistant`` (context). What the
+  pipeline kept is then read back: a memory cites every dia_id its evidence names
+  (``message_id``; a reinforced memory may name several). ``--mode ingest`` also runs the
+  turns and observations modes on the same embedder and reports all three in one object,
+  with the issue's targets checked.
 
-Both go through ``create_memories`` (the core write path, rule judge), one request per
-session, at path ``conv.c<id>``, with the session date as valid time (``valid_from``) and the
-cited dia_ids in ``meta.dia_ids``. The write path may merge a near-duplicate into an earlier
-memory (``reinforced``): the harness then credits that memory with both dia_ids, and reports
-the write outcomes in ``load``.
+Observations and turns go through ``create_memories`` (the core write path, rule judge), one
+request per session, at path ``conv.c<id>``, with the session date as valid time
+(``valid_from``) and the cited dia_ids in ``meta.dia_ids``. The write path may merge a
+near-duplicate into an earlier memory (``reinforced``): the harness then credits that memory
+with both dia_ids, and reports the write outcomes in ``load``.
+
+What was kept (``kept``, every mode; over active memories, superseded ones are only counted
+in ``load``). A turn is *observation-bearing* when a ``session_N_observation`` fact cites it:
+
+- ``turn_coverage``: share of observation-bearing turns cited by at least one memory;
+- ``precision_proxy``: share of memories citing at least one observation-bearing turn;
+- ``memories_per_turn``: memories / turns sent (each turn is a user message once).
+
+Ratios over a group of conversations are computed from the summed counts.
 
 Questions: categories 1-4 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop);
 category 5 (adversarial: the answer is not in the conversation) is skipped, as are questions
@@ -30,12 +48,19 @@ Metrics (per category and overall, mean over questions):
 - ``recall_any@k``: at least one is;
 - ``mrr``: 1 / rank of the first result citing an evidence dia_id within the top 10.
 
+Every metric is also reported per group of conversations (``groups``): ``tune`` (26 and 30,
+the conversations the rule extractor is tuned on), ``rest`` (the others: held out) and
+``all``; the top-level ``overall``/``per_category``/``kept`` are ``all``'s.
+
 Latency: ``p50_ms``/``p95_ms`` of the in-process ``search()`` call (SQL plus the audit
 event), *excluding* query embedding: every question is embedded once up front and search
-receives the cached vector. ``exact`` times the numpy dot product and sort only.
+receives the cached vector. ``exact`` times the numpy dot product and sort only. In ingest
+mode, ``meta.ingest`` times every ``POST /v1/ingest`` call (the whole pipeline, embedding
+included) and sums the receipts' step timings.
 
-Usage: ``strata eval locomo --data DIR --embedder local|hash --mode observations|turns
-[--conversations 26,30] [--json]``.
+Usage: ``strata eval locomo --data DIR --embedder local|hash --mode observations|turns|ingest
+[--conversations 26,30] [--json]`` (or ``python eval/locomo_eval.py`` with the same options).
+For tuning the rule extractor without a database, see ``eval/locomo_extract.py``.
 """
 
 from __future__ import annotations
@@ -55,8 +80,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import percentile, scratch_database  # noqa: E402
+from harness import api_client, percentile, scratch_database  # noqa: E402
 
+LOAD_MODES = ("observations", "turns", "ingest")
 MODES = ("hybrid", "vector", "keyword")
 ARMS = (*MODES, "exact")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -64,6 +90,11 @@ KS = (5, 10)
 LIMIT = 10
 BATCH = 500  # CreateRequest's maximum
 _SESSION = re.compile(r"^session_(\d+)$")
+# The rule extractor is tuned on these two conversations only; the other eight are held out.
+TUNE = frozenset({"26", "30"})
+GROUPS = ("all", "tune", "rest")
+# Issue 15's targets for the rule extractor (hashing and local embedders).
+TARGETS = {"turn_coverage": 0.75, "precision_proxy": 0.70}
 
 
 # --------------------------------------------------------------------------------------
@@ -86,13 +117,27 @@ def dia_ids(value: Any) -> list[str]:
 
 
 def sessions(conv: dict[str, Any]) -> list[tuple[int, datetime]]:
-    """(number, date) of the sessions that have a date, in order."""
+    """(number, date) of the sessions that have a date, in date order."""
     out = []
     for key in conv:
         m = _SESSION.match(key)
         if m and conv.get(f"{key}_date_time"):
             out.append((int(m.group(1)), parse_date(conv[f"{key}_date_time"])))
-    return sorted(out)
+    return sorted(out, key=lambda s: (s[1], s[0]))
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """What a turn says, with the caption of the photo it shares (the data has no image)."""
+    text = (turn.get("text") or "").strip()
+    if turn.get("blip_caption"):
+        text = f"{text} [image: {turn['blip_caption']}]".strip()
+    return text
+
+
+def session_turns(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    """Per dated session, in date order: its date and the turns that say something."""
+    return [(date, [t for t in conv.get(f"session_{n}") or [] if turn_text(t)])
+            for n, date in sessions(conv)]
 
 
 def items_for(conv: dict[str, Any], mode: str) -> list[tuple[datetime, list[tuple[str, list[str]]]]]:
@@ -108,14 +153,99 @@ def items_for(conv: dict[str, Any], mode: str) -> list[tuple[datetime, list[tupl
                         items.append((text.strip(), cited))
         else:
             for turn in conv.get(f"session_{n}") or []:
-                text = (turn.get("text") or "").strip()
-                if turn.get("blip_caption"):
-                    text = f"{text} [image: {turn['blip_caption']}]".strip()
+                text = turn_text(turn)
                 if text:
                     items.append((f"{turn['speaker']}: {text}", dia_ids(turn.get("dia_id"))))
         if items:
             out.append((date, items))
     return out
+
+
+def conv_path(conv_id: str) -> str:
+    return f"conv.c{re.sub(r'[^A-Za-z0-9_]', '_', conv_id)}"
+
+
+def speaker_label(name: str) -> str:
+    """A speaker's path label: "Caroline" -> "caroline"."""
+    return re.sub(r"[^a-z0-9]+", "_", name.casefold()).strip("_") or "speaker"
+
+
+def speakers(conv: dict[str, Any]) -> list[str]:
+    """speaker_a, speaker_b, then anyone else who speaks (none in LoCoMo-10)."""
+    named = [conv.get("speaker_a"), conv.get("speaker_b")]
+    named += [t.get("speaker") for _, turns in session_turns(conv) for t in turns]
+    return [s for s in dict.fromkeys(named) if s]
+
+
+def ingest_requests(conv: dict[str, Any], conv_id: str
+                    ) -> list[tuple[datetime, list[tuple[str, list[dict[str, Any]]]]]]:
+    """Per session (date order): one (path, messages) per speaker who speaks in it. Every turn
+    of the session is a message; the speaker's own are ``user`` messages (what the extractor
+    mines), the other's ``assistant`` (context). Each turn is a user message exactly once."""
+    base = conv_path(conv_id)
+    out = []
+    for date, turns in session_turns(conv):
+        requests = []
+        for who in speakers(conv):
+            if not any(t.get("speaker") == who for t in turns):
+                continue
+            messages = [{"role": "user" if t.get("speaker") == who else "assistant",
+                         "content": turn_text(t), "at": date.isoformat(),
+                         "id": str(t["dia_id"]), "name": t.get("speaker") or None}
+                        for t in turns]
+            requests.append((f"{base}.{speaker_label(who)}", messages))
+        if requests:
+            out.append((date, requests))
+    return out
+
+
+def turn_ids(conv: dict[str, Any]) -> set[str]:
+    """The dia_ids of the turns every mode stores or sends (dated sessions, non-empty)."""
+    return {d for _, turns in session_turns(conv) for t in turns for d in dia_ids(t.get("dia_id"))}
+
+
+def observation_turns(conv: dict[str, Any]) -> set[str]:
+    """The dia_ids some pre-extracted observation cites (of the dated sessions)."""
+    out: set[str] = set()
+    for n, _ in sessions(conv):
+        for facts in (conv.get(f"session_{n}_observation") or {}).values():
+            for fact in facts:
+                out.update(dia_ids(fact[1:]))
+    return out
+
+
+def kept_counts(cites: dict[Any, set[str]], turns: set[str], bearing: set[str]) -> dict[str, int]:
+    """Counts behind ``kept``, for one conversation: ``cites`` maps each memory to the dia_ids
+    it cites. Only bearing turns that were sent count (so coverage can reach 1)."""
+    bearing = bearing & turns
+    cited = set().union(*cites.values()) if cites else set()
+    return {"turns": len(turns), "observation_turns": len(bearing),
+            "covered_turns": len(bearing & cited), "memories": len(cites),
+            "precise_memories": sum(bool(c & bearing) for c in cites.values())}
+
+
+def kept_ratios(counts: dict[str, int]) -> dict[str, Any]:
+    """``kept`` from (summed) counts."""
+    def ratio(a: str, b: str) -> float | None:
+        return round(counts[a] / counts[b], 4) if counts.get(b) else None
+
+    return {"turn_coverage": ratio("covered_turns", "observation_turns"),
+            "precision_proxy": ratio("precise_memories", "memories"),
+            "memories_per_turn": ratio("memories", "turns"), **counts}
+
+
+def group_members(conv_ids: Sequence[str]) -> dict[str, list[str]]:
+    """``all``, ``tune`` and ``rest`` of these conversations; an empty group is left out."""
+    members = {"all": list(conv_ids), "tune": [c for c in conv_ids if c in TUNE],
+               "rest": [c for c in conv_ids if c not in TUNE]}
+    return {g: ids for g, ids in members.items() if ids}
+
+
+def sum_counts(parts: Sequence[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for part in parts:
+        total.update(part)
+    return dict(total)
 
 
 def questions(conv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -168,7 +298,7 @@ def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any]
 
     _, owner = create_tenant(db, f"locomo-{conv_id}-{mode}-{suffix}")
     caller = authenticate(db, owner.key)
-    path = f"conv.c{re.sub(r'[^A-Za-z0-9_]', '_', conv_id)}"
+    path = conv_path(conv_id)
     cites: dict[uuid.UUID, set[str]] = defaultdict(set)
     outcomes: Counter[str] = Counter()
     stored_ids: set[str] = set()
@@ -185,9 +315,89 @@ def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any]
                 if r.id is not None:
                     cites[r.id].update(cited)
                     stored_ids.update(cited)
+    active = {r["id"] for r in memory_rows(db, caller.tenant_id) if r["status"] == "active"}
     last = sessions(conv)[-1][1]
     return {"caller": caller, "cites": cites, "outcomes": dict(outcomes),
-            "stored_dia_ids": stored_ids, "now": last + timedelta(days=1)}
+            "stored_dia_ids": stored_ids, "now": last + timedelta(days=1),
+            "kept": {m: cites[m] for m in cites if m in active}}
+
+
+def memory_rows(db, tenant_id) -> list[dict[str, Any]]:
+    """Every memory of the tenant: id, path, status and evidence."""
+    with db.connection() as conn:
+        return conn.execute(
+            "SELECT id, path::text AS path, status::text AS status, evidence FROM memories"
+            " WHERE tenant_id = %s ORDER BY created_at, id", (tenant_id,)).fetchall()
+
+
+def _error_of(resp) -> str:
+    """An error answer's code (the contract's body), else its status."""
+    try:
+        return resp.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {resp.status_code}"
+
+
+def ingest_conversation(client, db, conv_id: str, conv: dict[str, Any],
+                        suffix: str) -> dict[str, Any]:
+    """Send one conversation through ``POST /v1/ingest`` (see the module docstring) in its own
+    tenant, as its owner; return what ``load_conversation`` does, from the memories the
+    pipeline kept, plus the calls' statistics."""
+    from strata.auth import authenticate, create_tenant
+
+    _, owner = create_tenant(db, f"locomo-{conv_id}-ingest-{suffix}")
+    headers = {"Authorization": f"Bearer {owner.key}"}
+    http: Counter[str] = Counter()
+    receipts: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
+    not_kept: Counter[str] = Counter()
+    steps_ms: Counter[str] = Counter()
+    extractors: Counter[str] = Counter()
+    errors: list[dict[str, Any]] = []
+    calls_ms: list[float] = []
+    speaker_of: dict[str, str] = {}
+    for _, requests in ingest_requests(conv, conv_id):
+        for path, messages in requests:
+            speaker_of.update((m["id"], path) for m in messages if m["role"] == "user")
+            t0 = time.perf_counter()
+            resp = client.post("/v1/ingest", headers=headers,
+                               json={"path": path, "messages": messages, "wait": True})
+            calls_ms.append((time.perf_counter() - t0) * 1000)
+            http[str(resp.status_code)] += 1
+            if resp.status_code != 200:
+                if len(errors) < 5:
+                    errors.append({"path": path, "status": resp.status_code,
+                                   "error": _error_of(resp)})
+                continue
+            receipt = resp.json()
+            receipts[receipt["status"]] += 1
+            outcomes.update(receipt.get("counts") or {})
+            not_kept.update(n["reason"] for n in receipt.get("not_kept") or [])
+            steps_ms.update(receipt.get("timings") or {})
+            extractors[receipt.get("extractor") or "none"] += 1
+            if receipt.get("error") and len(errors) < 5:
+                errors.append({"path": path, "status": receipt["status"],
+                               "error": receipt["error"]})
+    caller = authenticate(db, owner.key)
+    rows = memory_rows(db, caller.tenant_id)
+    cites = {r["id"]: {e["message_id"] for e in r["evidence"] if e.get("message_id")}
+             for r in rows if r["status"] == "active"}
+    # The pipeline must file each memory under the speaker whose turns it cites.
+    elsewhere = sum(any(speaker_of.get(d) != r["path"] for d in cites[r["id"]])
+                    for r in rows if r["id"] in cites)
+    last = sessions(conv)[-1][1]
+    return {
+        "caller": caller, "cites": cites, "kept": cites, "outcomes": dict(outcomes),
+        "stored_dia_ids": set().union(*cites.values()) if cites else set(),
+        "now": last + timedelta(days=1), "calls_ms": calls_ms,
+        "ingest": {
+            "calls": len(calls_ms), "http": dict(http), "receipts": dict(receipts),
+            "not_kept": dict(not_kept), "extractor": dict(extractors),
+            "steps_ms": {k: round(v, 1) for k, v in steps_ms.items()},
+            "memories": dict(Counter(r["status"] for r in rows)),
+            "memories_citing_another_path": elsewhere, "errors": errors,
+        },
+    }
 
 
 def stored_vectors(db, tenant_id) -> tuple[list[uuid.UUID], np.ndarray]:
@@ -264,75 +474,224 @@ def aggregate(rows: list[dict[str, float]], latencies: list[float] | None = None
     return out
 
 
+def summarise(rows: dict[str, list[tuple[str, int, dict[str, float]]]],
+              lat: dict[str, list[tuple[str, float]]], conv_ids: Sequence[str]) -> dict[str, Any]:
+    """``overall`` and ``per_category`` over the questions of these conversations."""
+    ids = set(conv_ids)
+    overall = {arm: aggregate([r for c, _, r in rows[arm] if c in ids],
+                              [ms for c, ms in lat[arm] if c in ids]) for arm in ARMS}
+    per_category = {
+        f"{cat}-{name}": {arm: aggregate([r for c, k, r in rows[arm] if c in ids and k == cat])
+                          for arm in ARMS}
+        for cat, name in CATEGORIES.items()
+    }
+    return {"overall": overall, "per_category": per_category}
+
+
 def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
+    import contextlib
+
+    from strata.progress import bar
+
     suffix = uuid.uuid4().hex[:6]
     all_q = {cid: questions(c) for cid, c in convs.items()}
     cached = CachedEmbedder(embedder, [q["question"] for qs in all_q.values() for q in qs])
-    rows: dict[str, list[tuple[int, dict[str, float]]]] = {a: [] for a in ARMS}
-    lat: dict[str, list[float]] = {a: [] for a in ARMS}
+    rows: dict[str, list[tuple[str, int, dict[str, float]]]] = {a: [] for a in ARMS}
+    lat: dict[str, list[tuple[str, float]]] = {a: [] for a in ARMS}
     load: dict[str, Any] = {}
-    unreachable = 0
-    from strata.progress import bar
-
-    progress = bar("locomo", total=len(convs), unit="conversation")
-    for cid, conv in convs.items():
-        progress.update()
-        t0 = time.perf_counter()
-        loaded = load_conversation(db, cached, settings, cid, conv, mode, suffix)
-        qs = all_q[cid]
-        unreachable += sum(not set(q["evidence"]) <= loaded["stored_dia_ids"] for q in qs)
-        t1 = time.perf_counter()
-        ranked, latency = ask_all(db, cached, loaded, qs)
-        load[cid] = {"outcomes": loaded["outcomes"], "questions": len(qs),
-                     "load_s": round(t1 - t0, 1), "ask_s": round(time.perf_counter() - t1, 1)}
-        for arm in ARMS:
-            lat[arm] += latency[arm]
-            for q, got in zip(qs, ranked[arm], strict=True):
-                rows[arm].append((q["category"], score_one(q["evidence"], got, loaded["cites"])))
-    progress.close()
-    overall = {arm: aggregate([r for _, r in rows[arm]], lat[arm]) for arm in ARMS}
-    per_category = {
-        f"{c}-{name}": {arm: aggregate([r for cat, r in rows[arm] if cat == c]) for arm in ARMS}
-        for c, name in CATEGORIES.items()
+    calls_ms: list[float] = []
+    with contextlib.ExitStack() as stack:
+        client = (stack.enter_context(api_client(db, cached, settings))
+                  if mode == "ingest" else None)
+        progress = bar(f"locomo {mode}", total=len(convs), unit="conversation")
+        for cid, conv in convs.items():
+            progress.update()
+            t0 = time.perf_counter()
+            if mode == "ingest":
+                loaded = ingest_conversation(client, db, cid, conv, suffix)
+                calls_ms += loaded["calls_ms"]
+            else:
+                loaded = load_conversation(db, cached, settings, cid, conv, mode, suffix)
+            qs = all_q[cid]
+            t1 = time.perf_counter()
+            ranked, latency = ask_all(db, cached, loaded, qs)
+            load[cid] = {
+                "outcomes": loaded["outcomes"], "questions": len(qs),
+                "questions_with_uncited_evidence":
+                    sum(not set(q["evidence"]) <= loaded["stored_dia_ids"] for q in qs),
+                "kept": kept_counts(loaded["kept"], turn_ids(conv), observation_turns(conv)),
+                **({"ingest": loaded["ingest"]} if "ingest" in loaded else {}),
+                "load_s": round(t1 - t0, 1), "ask_s": round(time.perf_counter() - t1, 1),
+            }
+            for arm in ARMS:
+                lat[arm] += [(cid, ms) for ms in latency[arm]]
+                for q, got in zip(qs, ranked[arm], strict=True):
+                    rows[arm].append((cid, q["category"],
+                                      score_one(q["evidence"], got, loaded["cites"])))
+        progress.close()
+    groups = {}
+    for group, ids in group_members(list(convs)).items():
+        groups[group] = {
+            **summarise(rows, lat, ids),
+            "kept": kept_ratios(sum_counts([load[c]["kept"] for c in ids])),
+            "questions_with_uncited_evidence":
+                sum(load[c]["questions_with_uncited_evidence"] for c in ids),
+        }
+    meta: dict[str, Any] = {
+        "mode": mode, "embedder": embedder.model, "conversations": list(convs),
+        "groups": {g: ids for g, ids in group_members(list(convs)).items() if g != "all"},
+        "questions": len(rows["hybrid"]), "limit": LIMIT,
+        # Evidence turns no stored memory cites (e.g. no observation points at them):
+        # these questions cannot reach recall_all in this mode.
+        "questions_with_uncited_evidence": groups["all"]["questions_with_uncited_evidence"],
+        "latency": "in-process search() incl. audit, excluding query embedding; "
+                   "exact = numpy dot + sort",
+        "load": load,
     }
+    if mode == "ingest":
+        meta["ingest"] = ingest_summary(load, calls_ms)
+    return {"overall": groups["all"]["overall"], "per_category": groups["all"]["per_category"],
+            "kept": groups["all"]["kept"], "groups": groups, "meta": meta}
+
+
+def ingest_summary(load: dict[str, Any], calls_ms: list[float]) -> dict[str, Any]:
+    """The ingest calls of every conversation: what answered, the time, what was kept."""
+    stats = [load[c]["ingest"] for c in load]
+
+    def total(key: str) -> dict[str, Any]:
+        return dict(sum((Counter(s[key]) for s in stats), Counter()))
+
     return {
-        "overall": overall,
-        "per_category": per_category,
+        "extractor": sorted({e for s in stats for e in s["extractor"]}),
+        "calls": len(calls_ms), "http": total("http"), "receipts": total("receipts"),
+        "outcomes": dict(sum((Counter(load[c]["outcomes"]) for c in load), Counter())),
+        "not_kept": total("not_kept"), "memories": total("memories"),
+        "memories_citing_another_path": sum(s["memories_citing_another_path"] for s in stats),
+        "wall_s": round(sum(load[c]["load_s"] for c in load), 1),
+        "call_p50_ms": round(percentile(calls_ms, 0.50), 1) if calls_ms else None,
+        "call_p95_ms": round(percentile(calls_ms, 0.95), 1) if calls_ms else None,
+        "steps_ms": {k: round(v, 1) for k, v in total("steps_ms").items()},
+        "errors": [e for s in stats for e in s["errors"]][:10],
+    }
+
+
+def check_targets(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Issue 15's targets, per group: the ingest mode's coverage and precision proxy, and its
+    hybrid recall_all@5 against the turns mode's."""
+    out: dict[str, Any] = {}
+    for group, g in reports["ingest"]["groups"].items():
+        checks: dict[str, Any] = {}
+        for metric, floor in TARGETS.items():
+            value = g["kept"][metric]
+            checks[metric] = {"value": value, "min": floor,
+                              "met": value is not None and value >= floor}
+        ours = g["overall"]["hybrid"]["recall_all@5"]
+        theirs = reports["turns"]["groups"][group]["overall"]["hybrid"]["recall_all@5"]
+        checks["recall_all@5"] = {"arm": "hybrid", "ingest": ours, "turns": theirs,
+                                  "met": ours is not None and theirs is not None and ours >= theirs}
+        out[group] = checks
+    return out
+
+
+def evaluate_all(db, embedder, settings, convs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Ingest mode beside the turns and observations modes, on the same embedder and database
+    (each mode in its own tenants), as one report."""
+    all_q = [q["question"] for c in convs.values() for q in questions(c)]
+    cached = CachedEmbedder(embedder, all_q)  # the questions are embedded once for all modes
+    reports: dict[str, dict[str, Any]] = {}
+    seconds: dict[str, float] = {}
+    for mode in ("ingest", "turns", "observations"):
+        t0 = time.perf_counter()
+        reports[mode] = evaluate(db, cached, settings, convs, mode)
+        seconds[mode] = round(time.perf_counter() - t0, 1)
+    ingest = reports["ingest"]["meta"]["ingest"]
+    return {
+        "targets": check_targets(reports),
+        "modes": reports,
         "meta": {
-            "mode": mode, "embedder": embedder.model, "conversations": list(convs),
-            "questions": len(rows["hybrid"]), "limit": LIMIT,
-            # Evidence turns no stored memory cites (e.g. no observation points at them):
-            # these questions cannot reach recall_all in this mode.
-            "questions_with_uncited_evidence": unreachable,
-            "latency": "in-process search() incl. audit, excluding query embedding; "
-                       "exact = numpy dot + sort",
-            "load": load,
+            "embedder": embedder.model, "extractor": ingest["extractor"],
+            "conversations": list(convs), "groups": reports["ingest"]["meta"]["groups"],
+            "timings": {"mode_s": seconds, "ingest_wall_s": ingest["wall_s"],
+                        "ingest_calls": ingest["calls"],
+                        "ingest_call_p50_ms": ingest["call_p50_ms"],
+                        "ingest_call_p95_ms": ingest["call_p95_ms"],
+                        "ingest_steps_ms": ingest["steps_ms"]},
         },
     }
 
 
+def _fmt(v: Any, w: int) -> str:
+    return f"{v:>{w}.3f}" if isinstance(v, float) else f"{'-':>{w}}"
+
+
+def _row(label: str, arm: str, m: dict[str, Any]) -> str:
+    lat = (f"{m['p50_ms']:>8.1f}{m['p95_ms']:>8.1f}" if m.get("p50_ms") is not None
+           else f"{'':>16}")
+    return (f"{label:<22}{arm:<8}{_fmt(m['recall_all@5'], 7)}{_fmt(m['recall_any@5'], 7)}"
+            f"{_fmt(m['recall_all@10'], 8)}{_fmt(m['recall_any@10'], 8)}{_fmt(m['mrr'], 7)}{lat}"
+            f"{m['n']:>6}")
+
+
+_HEAD = (f"{'':<22}{'arm':<8}{'all@5':>7}{'any@5':>7}{'all@10':>8}{'any@10':>8}{'MRR':>7}"
+         f"{'p50ms':>8}{'p95ms':>8}{'n':>6}")
+
+
+def _kept_line(label: str, k: dict[str, Any]) -> str:
+    return (f"{label:<22}coverage {_fmt(k['turn_coverage'], 6)}  precision "
+            f"{_fmt(k['precision_proxy'], 6)}  memories/turn {_fmt(k['memories_per_turn'], 6)}"
+            f"  ({k['memories']} memories, {k['turns']} turns,"
+            f" {k['observation_turns']} with observations)")
+
+
 def table(report: dict[str, Any]) -> str:
-    head = (f"{'':<22}{'arm':<8}{'all@5':>7}{'any@5':>7}{'all@10':>8}{'any@10':>8}{'MRR':>7}"
-            f"{'p50ms':>8}{'p95ms':>8}{'n':>6}")
-    lines = [head]
-
-    def row(label: str, arm: str, m: dict[str, Any]) -> str:
-        f = lambda v, w: f"{v:>{w}.3f}" if isinstance(v, float) else f"{'-':>{w}}"  # noqa: E731
-        lat = (f"{m['p50_ms']:>8.1f}{m['p95_ms']:>8.1f}" if m.get("p50_ms") is not None
-               else f"{'':>16}")
-        return (f"{label:<22}{arm:<8}{f(m['recall_all@5'], 7)}{f(m['recall_any@5'], 7)}"
-                f"{f(m['recall_all@10'], 8)}{f(m['recall_any@10'], 8)}{f(m['mrr'], 7)}{lat}"
-                f"{m['n']:>6}")
-
+    lines = [_HEAD]
     for arm, m in report["overall"].items():
-        lines.append(row("overall", arm, m))
+        lines.append(_row("overall", arm, m))
     for cat, arms in report["per_category"].items():
         for arm, m in arms.items():
-            lines.append(row(cat, arm, m))
+            lines.append(_row(cat, arm, m))
+    for group, g in report.get("groups", {}).items():
+        if group != "all":
+            for arm, m in g["overall"].items():
+                lines.append(_row(f"group {group}", arm, m))
     meta = report["meta"]
     lines.append(f"{meta['questions']} questions (categories 1-4), "
                  f"{meta['questions_with_uncited_evidence']} with evidence no memory cites; "
                  f"latency: {meta['latency']}")
+    for group, g in report.get("groups", {}).items():
+        lines.append(_kept_line(f"kept ({group})", g["kept"]))
+    return "\n".join(lines)
+
+
+def table_all(report: dict[str, Any]) -> str:
+    modes = report["modes"]
+    lines = ["What was kept:"]
+    for mode, r in modes.items():
+        for group, g in r["groups"].items():
+            lines.append(_kept_line(f"{mode} ({group})", g["kept"]))
+    lines += ["", "Retrieval (overall per group; per category in the JSON):", _HEAD]
+    for mode, r in modes.items():
+        for group, g in r["groups"].items():
+            for arm, m in g["overall"].items():
+                lines.append(_row(f"{mode} ({group})", arm, m))
+    lines += ["", "Targets (ingest mode):"]
+    for group, checks in report["targets"].items():
+        parts = [f"{k} {c['value']} (>= {c['min']}: {'met' if c['met'] else 'NOT met'})"
+                 for k, c in checks.items() if "min" in c]
+        r = checks["recall_all@5"]
+        parts.append(f"hybrid recall_all@5 {r['ingest']} vs turns {r['turns']}"
+                     f" ({'met' if r['met'] else 'NOT met'})")
+        lines.append(f"  {group}: " + "; ".join(parts))
+    meta, ingest = report["meta"], modes["ingest"]["meta"]["ingest"]
+    t = meta["timings"]
+    lines += ["", f"extractor {', '.join(meta['extractor']) or '-'}; embedder {meta['embedder']};"
+              f" ingest {t['ingest_calls']} calls in {t['ingest_wall_s']} s"
+              f" (p50 {t['ingest_call_p50_ms']} ms, p95 {t['ingest_call_p95_ms']} ms;"
+              f" steps ms {t['ingest_steps_ms']}); per mode s {t['mode_s']}",
+              f"HTTP {ingest['http']}; receipts {ingest['receipts']}; outcomes"
+              f" {ingest['outcomes']}; memories {ingest['memories']}"]
+    if ingest["errors"]:
+        lines.append(f"errors (first {len(ingest['errors'])}): {ingest['errors']}")
     return "\n".join(lines)
 
 
@@ -356,6 +715,8 @@ def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = 
     embedder = get_embedder(Settings(embedder=embedder_name))
     with scratch_database(embedding_dim=embedder.dim, embedder=embedder_name,
                           llm_base_url=None, llm_model=None) as (db, settings):
+        if mode == "ingest":
+            return evaluate_all(db, embedder, settings, convs)
         return evaluate(db, embedder, settings, convs, mode)
 
 
@@ -363,7 +724,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strata eval locomo", description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="the LoCoMo-10 folder")
     parser.add_argument("--embedder", choices=("local", "hash"), default="hash")
-    parser.add_argument("--mode", choices=("observations", "turns"), default="observations")
+    parser.add_argument("--mode", choices=LOAD_MODES, default="observations",
+                        help="ingest also runs turns and observations, in one report")
     parser.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
     parser.add_argument("--json", action="store_true", help="print only the JSON object")
     args = parser.parse_args(argv)
@@ -373,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report, indent=2, default=str))
     if not args.json:
         print()
-        print(table(report))
+        print(table_all(report) if args.mode == "ingest" else table(report))
     return 0
 
 

@@ -138,6 +138,126 @@ def test_review_list_promote_reject(env, capsys, monkeypatch):
     assert code == 0 and json.loads(out)["status"] == "rejected"
 
 
+def test_remember_lists_what_was_kept_with_its_content_and_what_was_not_with_why(env, capsys):
+    """Given a statement with a fact and a question in it
+    When it is remembered
+    Then the output lists the kept memory with its outcome, id and content (read back with
+    the same key), and the question as "not kept (question)"; --json is the receipt with the
+    same not_kept."""
+    code, out, _ = run(capsys, "remember", "I live in Lisbon. Should I move to Berlin?",
+                       "--path", PATH)
+    assert code == 0 and out.startswith("receipt ") and "wrote" in out, out
+    [kept] = [line for line in out.splitlines() if line.startswith("created")]
+    assert "The user lives in Lisbon" in kept  # control: the fact is kept, with its content
+    assert "not kept (question): Should I move to Berlin" in out
+    assert "nothing stored" not in out and "--as-is" not in out
+
+    receipt = remember(capsys, "Should I move to Berlin?", path="users.bob")
+    assert receipt["items"] == []
+    assert [(n["reason"], "Berlin" in n["text"]) for n in receipt["not_kept"]] == [("question", True)]
+
+
+def test_remember_that_keeps_nothing_says_so_first_and_why(env, capsys):
+    """Given a question, and a statement asking to remember a password
+    When each is remembered
+    Then the first line says nothing was stored, the next why (question: its text; secret:
+    withheld, the password is never printed), the question is told how to store it anyway
+    (--as-is) and the secret that it never will be; the exit status is 0 (the request was
+    carried out) and nothing is in the path (control: a plain statement is stored there)."""
+    code, out, _ = run(capsys, "remember", "should I move to Berlin?", "--path", PATH)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(f"nothing stored in {PATH}"), out
+    assert "not kept (question): should I move to Berlin" in out
+    assert "run the same command with --as-is" in out
+
+    code, out, _ = run(capsys, "remember", "Remember that the wifi password is hunter2",
+                       "--path", PATH)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(f"nothing stored in {PATH}"), out
+    assert "not kept (secret): [withheld]" in lines
+    assert "a secret is never stored, not even with --as-is" in out
+    assert "hunter2" not in out
+
+    code, out, _ = run(capsys, "memories", "list", "--path", PATH)
+    assert out.strip() == "no memories"
+    code, out, _ = run(capsys, "remember", "I live in Lisbon", "--path", PATH)
+    assert code == 0 and "The user lives in Lisbon" in out and "nothing stored" not in out
+    code, out, _ = run(capsys, "memories", "list", "--path", PATH)
+    assert "The user lives in Lisbon" in out
+
+
+def test_remember_as_is_stores_the_statement_verbatim(env, capsys):
+    """Given a statement extraction does not keep as a memory of its own
+    When it is remembered --as-is (twice, and another with --kind)
+    Then it is stored verbatim, listed with its id and content; the repeat reinforces that
+    memory (same id, version 2); --kind sets the kind; --json is the write result."""
+    code, out, _ = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH)
+    assert code == 0 and out.startswith(f"stored as written in {PATH}"), out
+    [row] = [line for line in out.splitlines() if line.startswith("inserted")]
+    assert row.endswith("I drive a Volvo")
+    mid = row.split()[1]
+
+    code, out, _ = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH)
+    assert code == 0 and "already held" in out and "version 2" in out and mid in out, out
+
+    code, out, _ = run(capsys, "remember", "--as-is", "Always answer in French", "--kind",
+                       "instruction", "--path", PATH, "--json")
+    made = json.loads(out)
+    assert code == 0 and made["status"] == "inserted" and made["id"] != mid
+    code, out, _ = run(capsys, "memories", "show", made["id"], "--json")
+    assert json.loads(out)["kind"] == "instruction"
+    assert json.loads(out)["content"] == "Always answer in French"
+
+
+def test_remember_as_is_refuses_a_secret_and_a_forgotten_value(env, capsys):
+    """Given a password, and a statement that was forgotten
+    When either is remembered --as-is
+    Then the secret is refused as bad input naming content (exit 2, the password not
+    echoed) and the forgotten value is blocked (exit 1, with its tombstone); neither is
+    stored (control: a plain statement --as-is is)."""
+    code, out, err = run(capsys, "remember", "--as-is", "Remember that the wifi password is "
+                         "hunter2", "--path", PATH)
+    assert code == 2 and "(content)" in err and "hunter2" not in out + err, err
+
+    code, out, _ = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH, "--json")
+    volvo = json.loads(out)["id"]
+    code, _, _ = run(capsys, "memories", "forget", volvo, "--yes")
+    assert code == 0
+    code, out, err = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH)
+    assert code == 1 and "nothing stored" in err and "[blocked]" in err and out == "", err
+
+    code, out, _ = run(capsys, "memories", "list", "--path", PATH)
+    assert out.strip() == "no memories"
+    code, out, _ = run(capsys, "remember", "--as-is", "I drive a Saab", "--path", PATH)
+    assert code == 0 and "I drive a Saab" in out
+
+
+def test_remember_json_into_a_closed_pipe_is_quiet(server, tenant, tmp_path):
+    """Given `strata remember ... --json | head -c1`, once head has gone (stdout is a pipe
+    nobody reads)
+    When the real entry point writes the receipt
+    Then it ends with the status a shell reports for SIGPIPE and prints no traceback (the
+    memory is stored all the same)."""
+    import os
+
+    env = {"PATH": "/usr/bin:/bin", "STRATA_URL": server, "STRATA_KEY": tenant.key,
+           "STRATA_PROFILES": str(tmp_path / "none.toml"), "HOME": str(tmp_path)}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        out = subprocess.run([sys.executable, "-m", "strata.cli", "remember", "I live in Lisbon",
+                              "--path", PATH, "--json"], stdout=write, stderr=subprocess.PIPE,
+                             text=True, env=env, timeout=120)
+    finally:
+        os.close(write)
+    assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+    assert out.returncode == 141
+    from strata.client import Client
+
+    with Client(server, tenant.key) as c:
+        assert [m.content for m in c.memories.list(path=PATH).items] == ["The user lives in Lisbon"]
+
+
 @pytest.mark.parametrize("argv, status, message", [
     (["memories", "show", "not-a-uuid"], 2, "is not a memory id"),
     (["recall", "q", "--limit", "0"], 2, "must be at least 1"),
@@ -147,6 +267,11 @@ def test_review_list_promote_reject(env, capsys, monkeypatch):
     (["remember", "I like tea", "--path", "Not Valid!"], 2, "path"),
     (["memories", "show", str(uuid.uuid4())], 1, "memory not found"),
     (["remember", "--messages", "/nonexistent/file.json"], 2, "cannot read"),
+    (["remember", "I like tea", "--kind", "fact", "--path", PATH], 2, "only with --as-is"),
+    (["remember", "--as-is", "--messages", "-", "--path", PATH], 2, "give TEXT"),
+    (["remember", "--as-is", "I like tea", "--no-wait", "--path", PATH], 2, "--no-wait"),
+    (["remember", "--as-is", "--path", PATH], 2, "give the statement"),
+    (["remember", "--as-is", "I like tea", "--kind", "gossip"], 2, "invalid choice"),
 ])
 def test_bad_input_is_a_message_and_a_status(env, capsys, argv, status, message):
     try:

@@ -179,6 +179,65 @@ def test_health_and_idempotent_remember(strata):
     assert a.id == b.id and len(strata.memories.list(path=PATH).items) == 1
 
 
+def test_remember_receipt_says_what_was_not_kept_and_why(strata):
+    """Given a statement holding a fact and a question, and one asking to remember a password
+    When each is remembered
+    Then the receipt's items hold the fact (control) and its not_kept the question with its
+    text, typed as the client's NotKept; the password's receipt keeps nothing and reports a
+    secret without its text."""
+    from strata.client import NotKept
+
+    receipt = strata.remember("I live in Lisbon. Should I move to Berlin?", PATH)
+    assert receipt.status == "wrote" and [i.outcome for i in receipt.items] == ["created"]
+    assert strata.memories.get(receipt.items[0].memory_id).content == "The user lives in Lisbon"
+    [question] = receipt.not_kept
+    assert isinstance(question, NotKept)
+    assert (question.message, question.reason) == (0, "question") and "Berlin" in question.text
+
+    secret = strata.remember("Remember that the wifi password is hunter2", PATH)
+    assert secret.status == "meaningful_no_write" and secret.items == []
+    assert secret.not_kept == [NotKept(message=0, reason="secret", text=None)]
+    assert "hunter2" not in secret.model_dump_json()
+
+
+def test_remember_as_is_writes_one_memory_through_the_gate(strata):
+    """Given a statement
+    When it is remembered with as_is=True, then again, then with a kind
+    Then the answer is the write result: inserted with the statement verbatim, then reinforced
+    (the same memory, version 2), and the kind is the one given; a secret is refused naming
+    content; arguments of the other path are refused before anything is sent."""
+    made = strata.remember("I drive a Volvo", PATH, as_is=True)
+    assert made.status == "inserted" and made.version == 1
+    m = strata.memories.get(made.id)
+    assert (m.content, m.kind, m.path) == ("I drive a Volvo", "fact", PATH)
+    again = strata.remember("I drive a Volvo", PATH, as_is=True)
+    assert (again.status, again.id, again.version) == ("reinforced", made.id, 2)
+    rule = strata.remember("Always answer in French", PATH, as_is=True, kind="instruction")
+    assert strata.memories.get(rule.id).kind == "instruction"
+
+    with pytest.raises(InvalidInput) as refused:
+        strata.remember("Remember that the wifi password is hunter2", PATH, as_is=True)
+    assert refused.value.field == "content" and "hunter2" not in str(refused.value)
+    with pytest.raises(InvalidInput) as wrong:
+        strata.remember("I like tea", PATH, kind="preference")  # kind is extraction's to decide
+    assert wrong.value.field == "kind" and wrong.value.status is None
+    with pytest.raises(InvalidInput) as wrong:
+        strata.remember("I like tea", PATH, as_is=True, idempotency_key="k")
+    assert wrong.value.field == "idempotency_key"
+    assert sorted(x.content for x in strata.memories.list(path=PATH).items) == [
+        "Always answer in French", "I drive a Volvo"]
+
+
+def test_async_remember_as_is(server, tenant):
+    async def run():
+        async with AsyncClient(server, tenant.key) as c:
+            made = await c.remember("I drive a Volvo", PATH, as_is=True)
+            return made, await c.memories.get(made.id)
+
+    made, memory = asyncio.run(run())
+    assert made.status == "inserted" and memory.content == "I drive a Volvo"
+
+
 # --------------------------------------------------------------------------------------
 # Retries, against a loopback server that answers on cue
 # --------------------------------------------------------------------------------------

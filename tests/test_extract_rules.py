@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 
 from strata.ingest.dates import add_months, find_date, guess_tense, render, resolve
-from strata.ingest.extract_rules import (
+from strata.ingest.rules import (
     RuleExtractor,
     extract_message,
     negates,
@@ -498,14 +498,28 @@ NOT_MINED = [
     "Thanks, that looks great",
     "Never mind",
     "Don't worry about it",
-    "I'm thinking about switching to Rust",
     "My problem is that the build fails",
     "My code is broken",
     "My name is not important",
+]
+
+# Said about oneself, so kept since issue 15 — but slotless: none of them names a value that
+# could retire the current holder of a slot (the home, the employer, the language).
+KEPT_SLOTLESS = [
+    "I'm thinking about switching to Rust",
     "I live in an apartment",
     "I work from home",
     "I quit my job",
 ]
+
+
+@pytest.mark.parametrize("text", KEPT_SLOTLESS)
+def test_statements_kept_without_a_slot(text):
+    result = extract(("user", text), ("user", "I live in Berlin"))
+    first, berlin = result.memories
+    assert first.evidence == [0] and first.slot is None and first.value is None
+    assert not first.asserts_change
+    assert (berlin.slot, berlin.value) == ("user.location", "berlin")
 
 
 @pytest.mark.parametrize("text", NOT_MINED)

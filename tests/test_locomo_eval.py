@@ -6,10 +6,15 @@ be found in the top 5 by every arm. Question 2 (category 1) needs two turns, one
 pre-extracted observation: in observations mode it must miss (recall_all 0, and the harness
 must say its evidence is uncited), in turns mode it must be found. The category-5 question
 is skipped.
+
+Ingest mode (and eval/locomo_extract.py) run on two more synthetic conversations written
+below, whose turns the rule extractor either certainly mines ("I moved to Porto last week.")
+or certainly does not (questions), so what was kept is known exactly.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,6 +26,8 @@ import support
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "locomo_tiny"
 locomo_eval = support.load_module("locomo_eval", ROOT / "eval" / "locomo_eval.py", register=True)
+locomo_extract = support.load_module("locomo_extract", ROOT / "eval" / "locomo_extract.py",
+                                     register=True)
 
 ARMS = {"hybrid", "vector", "keyword", "exact"}
 METRICS = {"recall_all@5", "recall_any@5", "recall_all@10", "recall_any@10", "mrr"}
@@ -74,3 +81,197 @@ def test_dia_id_parsing():
     assert locomo_eval.dia_ids(["D8:6; D9:17", "D1:2"]) == ["D8:6", "D9:17", "D1:2"]
     assert locomo_eval.parse_date("1:56 pm on 8 May, 2023").isoformat() == \
         "2023-05-08T13:56:00+00:00"
+
+
+# -- ingest mode --------------------------------------------------------------------------
+
+# Conversation 26 (group "tune"): two sessions. D1:1 is mined and bears an observation; D1:2
+# bears one but is a question (not mined); D2:1 is mined but bears none; D2:2 neither.
+TUNE_CONV = {
+    "speaker_a": "Ann", "speaker_b": "Bob",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I moved to Porto last week.",
+         "blip_caption": "a photo of a harbour"},
+        {"speaker": "Bob", "dia_id": "D1:2", "text": "How are you?"},
+    ],
+    "session_2_date_time": "7:10 pm on 20 June, 2023",
+    "session_2": [
+        {"speaker": "Bob", "dia_id": "D2:1", "text": "I moved to Lisbon last week."},
+        {"speaker": "Ann", "dia_id": "D2:2", "text": "Did you see the game?"},
+    ],
+    "session_3_date_time": "9:00 am on 1 July, 2023",  # a dated session with no turns
+    "session_1_observation": {"Ann": [["Ann moved to Porto.", "D1:1"]],
+                              "Bob": [["Bob asked how Ann was.", "D1:2"]]},
+    "session_2_observation": {"Ann": [], "Bob": []},
+    "qa": [
+        {"question": "Which city did Ann move to?", "answer": "Porto", "evidence": ["D1:1"],
+         "category": 4},
+        {"question": "How did Bob greet Ann?", "answer": "He asked how she was",
+         "evidence": ["D1:2"], "category": 1},
+        {"question": "Which city did Bob leave?", "adversarial_answer": "Oslo",
+         "evidence": [], "category": 5},
+    ],
+}
+# Conversation 99 (group "rest"): D1:1 mined and bearing, D1:2 neither.
+REST_CONV = {
+    "speaker_a": "Cleo", "speaker_b": "Dan",
+    "session_1_date_time": "10:00 am on 3 March, 2023",
+    "session_1": [
+        {"speaker": "Cleo", "dia_id": "D1:1", "text": "I moved to Oslo last week."},
+        {"speaker": "Dan", "dia_id": "D1:2", "text": "Did you sleep well?"},
+    ],
+    "session_1_observation": {"Cleo": [["Cleo moved to Oslo.", "D1:1"]], "Dan": []},
+    "qa": [{"question": "Which city did Cleo move to?", "answer": "Oslo",
+            "evidence": ["D1:1"], "category": 4}],
+}
+# What was kept, per group: (covered / observation-bearing turns, precise memories' share,
+# turns). "all" is over the summed counts: 2/3 and 2/3, not the groups' mean (0.75).
+EXPECTED = {"tune": (0.5, 0.5, 4), "rest": (1.0, 1.0, 2), "all": (0.6667, 0.6667, 6)}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("locomo_synthetic")
+    for cid, conv in (("26", TUNE_CONV), ("99", REST_CONV)):
+        (folder / f"{cid}.json").write_text(json.dumps(conv), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ingest_run(module_db, synthetic):
+    """``--mode ingest --embedder hash --json`` end to end: the CLI entry, HTTP ingest, the
+    turns and observations modes beside it, one JSON object on stdout."""
+    import contextlib
+    import io
+
+    db, _ = module_db
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setenv("STRATA_DATABASE_URL", db.url)  # the scratch database is this module's
+        assert locomo_eval.main(["--data", str(synthetic), "--mode", "ingest",
+                                 "--embedder", "hash", "--json"]) == 0
+    return json.loads(out.getvalue()), db
+
+
+def test_ingest_requests_are_per_speaker_with_context():
+    """Given a two-speaker session
+    When it is shaped for POST /v1/ingest
+    Then there is one request per speaker at conv.c<id>.<speaker>, every turn of the session
+    in it with the session date, its dia_id and speaker, the speaker's own turns as user
+    messages and the other's as assistant; each turn is a user message exactly once, sessions
+    in date order, and a session without turns sends nothing."""
+    shaped = locomo_eval.ingest_requests(TUNE_CONV, "26")
+    assert [d.isoformat() for d, _ in shaped] == ["2023-05-08T13:56:00+00:00",
+                                                  "2023-06-20T19:10:00+00:00"]
+    (_, first), (_, second) = shaped
+    assert [p for p, _ in first] == ["conv.c26.ann", "conv.c26.bob"]
+    ann = dict(first)["conv.c26.ann"]
+    assert ann == [
+        {"role": "user", "content": "I moved to Porto last week. [image: a photo of a harbour]",
+         "at": "2023-05-08T13:56:00+00:00", "id": "D1:1", "name": "Ann"},
+        {"role": "assistant", "content": "How are you?", "at": "2023-05-08T13:56:00+00:00",
+         "id": "D1:2", "name": "Bob"},
+    ]
+    users = [m["id"] for _, reqs in shaped for _, msgs in reqs for m in msgs
+             if m["role"] == "user"]
+    assert sorted(users) == ["D1:1", "D1:2", "D2:1", "D2:2"]
+
+
+def test_kept_counts_over_summed_counts():
+    counts = [locomo_eval.kept_counts({"a": {"D1"}, "b": {"D3"}}, {"D1", "D2", "D3", "D4"},
+                                      {"D1", "D2", "D9"}),
+              locomo_eval.kept_counts({"c": {"D1"}}, {"D1", "D2"}, {"D1"})]
+    assert counts[0] == {"turns": 4, "observation_turns": 2, "covered_turns": 1,
+                         "memories": 2, "precise_memories": 1}
+    total = locomo_eval.kept_ratios(locomo_eval.sum_counts(counts))
+    assert (total["turn_coverage"], total["precision_proxy"], total["memories_per_turn"]) == \
+        (0.6667, 0.6667, 0.5)
+
+
+def test_ingest_mode_reports_what_the_pipeline_kept(ingest_run):
+    """Given the synthetic conversations sent through POST /v1/ingest
+    Then every call answered 200 with a finished receipt from the rule extractor, each memory
+    is filed under its speaker and cites the turn it came from, and coverage, precision proxy
+    and memories per turn are the known values per group."""
+    report, db = ingest_run
+    assert set(report["modes"]) == {"ingest", "turns", "observations"}
+    ingest = report["modes"]["ingest"]
+    stats = ingest["meta"]["ingest"]
+    assert stats["calls"] == 6 and stats["http"] == {"200": 6}, stats
+    assert set(stats["receipts"]) <= {"wrote", "meaningful_no_write"}, stats
+    assert stats["receipts"].get("wrote", 0) == 3  # the three requests with a mined turn
+    assert stats["errors"] == [] and stats["memories_citing_another_path"] == 0
+    assert stats["extractor"] == report["meta"]["extractor"] and stats["extractor"]
+    assert report["meta"]["groups"] == {"tune": ["26"], "rest": ["99"]}
+    assert report["meta"]["timings"]["ingest_calls"] == 6
+    assert report["meta"]["timings"]["ingest_call_p50_ms"] > 0
+
+    for group, (coverage, precision, turns) in EXPECTED.items():
+        kept = ingest["groups"][group]["kept"]
+        assert (kept["turn_coverage"], kept["precision_proxy"], kept["turns"]) == \
+            (coverage, precision, turns), (group, kept)
+        assert kept["memories"] >= {"tune": 2, "rest": 1, "all": 3}[group]
+        assert kept["memories_per_turn"] == round(kept["memories"] / turns, 4)
+        assert report["targets"][group]["turn_coverage"]["value"] == coverage
+        assert report["targets"][group]["turn_coverage"]["met"] is (coverage >= 0.75)
+    assert ingest["kept"] == ingest["groups"]["all"]["kept"]
+
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT m.path::text AS path, m.content, m.evidence FROM memories m"
+            " JOIN tenants t ON t.id = m.tenant_id"
+            " WHERE t.name LIKE 'locomo-26-ingest-%%' AND m.status = 'active'").fetchall()
+    cited = {(r["path"], e["message_id"]) for r in rows for e in r["evidence"]}
+    assert cited == {("conv.c26.ann", "D1:1"), ("conv.c26.bob", "D2:1")}, cited
+    assert any("Porto" in r["content"] for r in rows if r["path"] == "conv.c26.ann")
+
+
+def test_ingest_mode_answers_over_what_was_kept(ingest_run):
+    """Given only D1:1 and D2:1 kept in conversation 26
+    Then the question on D1:1 is found, the one on D1:2 (a question, not mined) cannot be:
+    ingest hybrid recall_all@5 is 1 on the held-out group and 0.5 on the tuned one, where the
+    turns mode (every turn stored) finds both."""
+    report, _ = ingest_run
+    ingest, turns = report["modes"]["ingest"], report["modes"]["turns"]
+    assert ingest["groups"]["tune"]["questions_with_uncited_evidence"] == 1
+    assert ingest["groups"]["tune"]["overall"]["hybrid"]["recall_all@5"] == 0.5
+    assert ingest["groups"]["tune"]["per_category"]["4-single-hop"]["hybrid"]["recall_all@5"] \
+        == 1.0
+    assert ingest["groups"]["rest"]["overall"]["hybrid"]["recall_all@5"] == 1.0
+    assert ingest["overall"]["hybrid"]["n"] == 3  # category 5 skipped
+    assert turns["groups"]["tune"]["overall"]["hybrid"]["recall_all@5"] == 1.0
+    assert report["targets"]["tune"]["recall_all@5"] == \
+        {"arm": "hybrid", "ingest": 0.5, "turns": 1.0, "met": False}
+    # The baselines' kept measures: every turn is a memory; every observation one.
+    assert turns["groups"]["all"]["kept"]["turn_coverage"] == 1.0
+    assert turns["groups"]["all"]["kept"]["precision_proxy"] == 0.5
+    assert report["modes"]["observations"]["groups"]["all"]["kept"]["precision_proxy"] == 1.0
+
+
+def test_extract_script_matches_the_known_answer(synthetic):
+    """Given the same conversations through the rule extractor alone (no database)
+    Then the candidates cover and hit the same turns as the pipeline kept, and --show samples
+    the one missed observation-bearing turn (D1:2) and the one imprecise candidate (D2:1)."""
+    convs = locomo_eval.read_conversations(synthetic, None)
+    report = locomo_extract.evaluate(convs, show=5, group="tune")
+    for group, (coverage, precision, turns) in EXPECTED.items():
+        g = report["groups"][group]
+        assert (g["turn_coverage"], g["precision_proxy"], g["turns"]) == \
+            (coverage, precision, turns), (group, g)
+        assert g["memories_per_turn"] == round(g["memories"] / turns, 4)
+        # The question turns are either explained by the extractor or unaccounted for.
+        assert g["unaccounted"] + sum(g["not_kept"].values()) >= {"tune": 2, "rest": 1,
+                                                                 "all": 3}[group]
+    ex = report["examples"]
+    assert [(e["conversation"], e["dia_id"], e["observations"]) for e in ex["missed"]] == \
+        [("26", "D1:2", ["Bob asked how Ann was."])]
+    assert ex["imprecise"] and {tuple(e["dia_ids"]) for e in ex["imprecise"]} == {("D2:1",)}
+    assert all("Lisbon" in e["text"] for e in ex["imprecise"])
+
+
+def test_extract_script_prints_json(synthetic, capsys):
+    assert locomo_extract.main(["--data", str(synthetic), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["groups"]["all"]["turn_coverage"] == EXPECTED["all"][0]
+    assert report["conversations"] == {"tune": ["26"], "rest": ["99"]}

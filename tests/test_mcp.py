@@ -370,6 +370,10 @@ def test_tool_calls_are_audited_with_surface_mcp(mcp_url, tenant, db):
     ("remember", {"statement": "Fine words", "path": "users.alice", "wait": True}, "wait"),
     ("remember", {"messages": [{"role": "user", "content": "hi"}], "kind": "fact"}, "kind"),
     ("remember", {"statement": "Fine words", "path": "users.alice", "colour": "red"}, "colour"),
+    ("remember", {"messages": [{"role": "user", "content": "hi"}], "as_is": True}, "as_is"),
+    ("remember", {"statement": "Fine words", "as_is": False, "kind": "fact"}, "kind"),
+    ("remember", {"statement": "   ", "as_is": False, "path": "users.alice"}, "statement"),
+    ("remember", {"statement": "Fine words", "as_is": "yes"}, "as_is"),
     ("get_memory", {"id": "not-a-uuid"}, "id"),
     ("get_memory", {}, "id"),
     ("update_memory", {"id": str(uuid.uuid4()), "content": "x"}, "expected_version"),
@@ -425,6 +429,70 @@ def test_remember_messages_and_decide_a_review_candidate(mcp_url, tenant):
     assert [r["id"] for r in now] == [cid]  # the superseded PostgreSQL is not returned
 
 
+def test_remember_tells_the_agent_what_was_kept_and_what_was_not(mcp_url, tenant):
+    """Given messages holding a fact and a question, a password, and a statement extraction
+    does not keep
+    When each is remembered (messages; a statement with as_is false; a statement as is)
+    Then the answer lists what was kept with its content, each clause not kept with its
+    reason, and a summary; a secret is reported without its text and never stored, and a
+    statement stored as is is kept verbatim (control)."""
+    def said(text: str) -> list[dict]:
+        return [{"role": "user", "content": text}]
+
+    async def go():
+        async with mcp_session(mcp_url, tenant.key) as s:
+            mixed = ok(await call(s, "remember", messages=said("I live in Lisbon. Should I move "
+                                                               "to Berlin?"),
+                                  path="users.alice", wait=True))
+            secret = ok(await call(s, "remember", messages=said("Remember that the wifi "
+                                                                "password is hunter2"),
+                                   path="users.alice", wait=True))
+            question = ok(await call(s, "remember", statement="should I move to Berlin?",
+                                     as_is=False, path="users.bob", wait=True))
+            volvo = ok(await call(s, "remember", statement="I drive a Volvo", as_is=True,
+                                  path="users.bob"))
+            held = ok(await call(s, "recall", query="wifi password hunter2 drive Volvo",
+                                 paths=["users"], limit=50))
+        return mixed, secret, question, volvo, held
+
+    mixed, secret, question, volvo, held = run(go)
+    [kept] = mixed["items"]
+    assert (kept["outcome"], kept["content"]) == ("created", "The user lives in Lisbon")
+    assert [(n["message"], n["reason"]) for n in mixed["not_kept"]] == [(0, "question")]
+    assert "Berlin" in mixed["not_kept"][0]["text"]
+    assert mixed["summary"] == "kept 1 (1 created); not kept 1 (1 question)"
+
+    assert secret["status"] == "meaningful_no_write" and secret["items"] == []
+    assert secret["not_kept"] == [{"message": 0, "reason": "secret"}]
+    assert "secrets are never stored" in secret["summary"]
+    assert "statement" not in secret["summary"]  # storing it as written is no way round
+    assert "hunter2" not in json.dumps(secret)
+    contents = [r["content"] for r in held["results"]]
+    assert "I drive a Volvo" in contents and not any("hunter2" in c for c in contents)
+
+    assert question["summary"].startswith("nothing stored") and question["items"] == []
+    assert [n["reason"] for n in question["not_kept"]] == ["question"]
+    assert "call remember with statement" in question["summary"]
+    assert (volvo["status"], volvo["summary"]) == ("inserted", "kept as written")
+
+
+def test_a_secret_statement_is_refused_naming_it(mcp_url, tenant):
+    """A password given as a statement (stored as is) is an invalid_input tool error naming
+    statement, without the password; another statement is stored (control)."""
+    async def go():
+        async with mcp_session(mcp_url, tenant.key) as s:
+            refused = await call(s, "remember", statement="The wifi password is hunter2",
+                                 path="users.alice")
+            fine = ok(await call(s, "remember", statement="The wifi is called Home5G",
+                                 path="users.alice"))
+        return refused, fine
+
+    refused, fine = run(go)
+    error = assert_tool_error(refused, "invalid_input", field="statement")
+    assert "hunter2" not in json.dumps(error)
+    assert fine["status"] == "inserted"
+
+
 # ----------------------------------------------------------- schemas against the core
 
 
@@ -438,7 +506,7 @@ def test_schemas_offer_what_the_core_models_accept():
 
     assert props("recall") == set(SearchRequest.model_fields)
     assert props("update_memory") == set(MemoryPatch.model_fields) | {"id"}
-    statement = props("remember") - {"messages", "path", *tools.MESSAGES_ONLY}
+    statement = props("remember") - {"messages", "path", "as_is", *tools.MESSAGES_ONLY}
     # name (a unique handle with on_conflict rules) is left to the HTTP API
     assert statement == set(MemoryIn.model_fields) - {"path", "name", "content"} | {"statement"}
     assert statement == set(tools.STATEMENT_ONLY) | {"statement"}

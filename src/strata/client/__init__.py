@@ -47,7 +47,7 @@ from strata.client.errors import (
 
 _MODELS = frozenset({
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
-    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "Page", "Receipt",
+    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
     "Relationship", "ReviewItem", "SearchRequest", "SearchResult", "WriteResult",
 })
 

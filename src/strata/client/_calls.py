@@ -248,6 +248,41 @@ def ingest(messages: Sequence[Any], *, path: str | None, wait: bool,
                 parse=_one(m.Receipt), timeout=timeout)
 
 
+def remember(content: str | Sequence[Any], path: str | None, *, as_is: bool, role: str,
+             wait: bool, idempotency_key: str | None, timeout: float | None,
+             fields: dict[str, Any]) -> Call:
+    """What ``remember`` sends: an ingest (extraction decides what is kept and says why the
+    rest is not), or with ``as_is`` one memory created verbatim through the write gate,
+    answered by its single ``WriteResult``."""
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if not as_is:
+        if fields:
+            name = next(iter(fields))
+            raise InvalidInput(f"{name} applies only with as_is=True (extraction decides it)",
+                               field=name, status=None)
+        return ingest(messages_of(content, role), path=path, wait=wait,
+                      idempotency_key=idempotency_key, timeout=timeout)
+    if not isinstance(content, str):
+        raise InvalidInput("as_is stores one statement: give a string", field="content",
+                           status=None)
+    for name, given in (("role", role != "user"), ("idempotency_key", idempotency_key)):
+        if given:  # a repeated statement reinforces what is held: nothing to replay
+            raise InvalidInput(f"{name} applies only to extraction, not with as_is",
+                               field=name, status=None)
+    call = create([{"content": content, "path": path, **fields}])
+    results = call.parse
+    call.parse = lambda body: results(body)[0]
+    return call
+
+
+def one_item(exc: ApiError) -> ApiError:
+    """A refusal of the one memory ``remember(as_is=True)`` sent, naming its own field
+    (``content``) rather than the batch's ``memories[0].content``."""
+    if exc.field and exc.field.startswith("memories[0]."):
+        exc.field = exc.field.removeprefix("memories[0].")
+    return exc
+
+
 def receipt(receipt_id: Any) -> Call:
     return Call("GET", f"/v1/ingest/{as_id(receipt_id, 'receipt_id')}", parse=_one(_models().Receipt))
 

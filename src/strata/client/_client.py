@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 
@@ -73,6 +73,10 @@ class _Base:
             return None
         return self.backoff.delay(attempt, err.retry_after)
 
+    def _wait(self, wait: bool) -> float | None:
+        """The timeout of an ingest that waits for the pipeline (None: the client's own)."""
+        return max(self.config.timeout, WAIT_TIMEOUT) if wait else None
+
     def _unreachable(self, exc: httpx.TransportError) -> Unreachable:
         what = "timed out" if isinstance(exc, httpx.TimeoutException) else (
             "connection failed" if isinstance(exc, httpx.ConnectError) else "connection lost")
@@ -133,13 +137,44 @@ class Client(_Base):
 
     # -- the two calls an agent needs ---------------------------------------------------
 
+    @overload
     def remember(self, content: str | Sequence[Any], path: str | None = None, *,
-                 role: str = "user", wait: bool = True,
-                 idempotency_key: str | None = None) -> "Receipt":
-        """Ingest a statement (as one ``role`` message) or a list of messages into ``path``
-        (the key's default path if None); with ``wait`` the answer is the finished receipt."""
-        return self.ingest(_calls.messages_of(content, role), path, wait=wait,
-                           idempotency_key=idempotency_key)
+                 as_is: Literal[False] = False, role: str = "user", wait: bool = True,
+                 idempotency_key: str | None = None) -> "Receipt": ...
+
+    @overload
+    def remember(self, content: str, path: str | None = None, *, as_is: Literal[True],
+                 kind: str | None = None, **fields: Any) -> "WriteResult": ...
+
+    def remember(self, content: str | Sequence[Any], path: str | None = None, *,
+                 as_is: bool = False, role: str = "user", wait: bool = True,
+                 idempotency_key: str | None = None, kind: str | None = None,
+                 **fields: Any) -> "Receipt | WriteResult":
+        """Remember a statement, or a list of messages, in ``path`` (the key's default path
+        if None).
+
+        By default it is extracted (a statement as one ``role`` message) and the answer is
+        the ingest ``Receipt``, finished when ``wait``: ``items`` is what was written (each
+        ``outcome`` and ``memory_id``), ``not_kept`` each clause that was not and why
+        (``question``, ``secret`` — whose ``text`` is withheld —, ...). Keeping nothing is
+        an answer, not an error.
+
+        ``as_is=True`` stores the statement verbatim as one memory through the write gate
+        (``POST /v1/memories``), with ``kind`` and the other ``MemoryIn`` fields (``slot``,
+        ``value``, ``tags``, ``meta``, ``importance``, ``valid_from``). The answer is its
+        ``WriteResult``: ``status`` ``inserted``, ``reinforced`` (``id`` is the memory that
+        already held it), ``superseded_existing``, or ``blocked`` (a forgotten or rejected
+        value, see ``tombstone_id``). A secret is refused: ``InvalidInput`` naming
+        ``content``."""
+        call = _calls.remember(content, path, as_is=as_is, role=role, wait=wait,
+                               idempotency_key=idempotency_key, timeout=self._wait(wait),
+                               fields={"kind": kind, **fields})
+        try:
+            return self._send(call)
+        except ApiError as exc:
+            if as_is:
+                _calls.one_item(exc)
+            raise
 
     def recall(self, query: str, *, paths: Sequence[str] | None = None, limit: int = 10,
                **options: Any) -> "list[SearchResult]":
@@ -155,7 +190,7 @@ class Client(_Base):
                idempotency_key: str | None = None) -> "Receipt":
         return self._send(_calls.ingest(
             messages, path=path, wait=wait, idempotency_key=idempotency_key,
-            timeout=max(self.config.timeout, WAIT_TIMEOUT) if wait else None))
+            timeout=self._wait(wait)))
 
     def receipt(self, receipt_id: Id) -> "Receipt":
         return self._send(_calls.receipt(receipt_id))
@@ -306,11 +341,29 @@ class AsyncClient(_Base):
             await asyncio.sleep(wait)
             attempt += 1
 
+    @overload
     async def remember(self, content: str | Sequence[Any], path: str | None = None, *,
-                       role: str = "user", wait: bool = True,
-                       idempotency_key: str | None = None) -> "Receipt":
-        return await self.ingest(_calls.messages_of(content, role), path, wait=wait,
-                                 idempotency_key=idempotency_key)
+                       as_is: Literal[False] = False, role: str = "user", wait: bool = True,
+                       idempotency_key: str | None = None) -> "Receipt": ...
+
+    @overload
+    async def remember(self, content: str, path: str | None = None, *, as_is: Literal[True],
+                       kind: str | None = None, **fields: Any) -> "WriteResult": ...
+
+    async def remember(self, content: str | Sequence[Any], path: str | None = None, *,
+                       as_is: bool = False, role: str = "user", wait: bool = True,
+                       idempotency_key: str | None = None, kind: str | None = None,
+                       **fields: Any) -> "Receipt | WriteResult":
+        """As :meth:`Client.remember`: a ``Receipt``, or with ``as_is=True`` a ``WriteResult``."""
+        call = _calls.remember(content, path, as_is=as_is, role=role, wait=wait,
+                               idempotency_key=idempotency_key, timeout=self._wait(wait),
+                               fields={"kind": kind, **fields})
+        try:
+            return await self._send(call)
+        except ApiError as exc:
+            if as_is:
+                _calls.one_item(exc)
+            raise
 
     async def recall(self, query: str, *, paths: Sequence[str] | None = None, limit: int = 10,
                      **options: Any) -> "list[SearchResult]":
@@ -323,7 +376,7 @@ class AsyncClient(_Base):
                      wait: bool = False, idempotency_key: str | None = None) -> "Receipt":
         return await self._send(_calls.ingest(
             messages, path=path, wait=wait, idempotency_key=idempotency_key,
-            timeout=max(self.config.timeout, WAIT_TIMEOUT) if wait else None))
+            timeout=self._wait(wait)))
 
     async def receipt(self, receipt_id: Id) -> "Receipt":
         return await self._send(_calls.receipt(receipt_id))

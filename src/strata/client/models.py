@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata.ingest.models import IngestRequest, ItemOutcome, Message, Receipt
+from strata.ingest.models import IngestRequest, ItemOutcome, Message, NotKept, Receipt
 from strata.memories.models import (
     CreateRequest,
     HistoryEntry,
@@ -81,6 +81,6 @@ class Health(BaseModel):
 
 __all__ = [
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
-    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "Page", "Receipt",
+    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
     "Relationship", "ReviewItem", "SearchRequest", "SearchResult", "WriteResult",
 ]

@@ -28,7 +28,7 @@ from strata.db import Database
 from strata.write import gate as gating
 from strata.ingest import receipts
 from strata.write import apply as persist
-from strata.write import locks
+from strata.write import locks, secrets
 from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,
@@ -74,7 +74,7 @@ class IngestRuntime:
 
     @cached_property
     def rule_extractor(self):
-        from strata.ingest.extract_rules import RuleExtractor
+        from strata.ingest.rules import RuleExtractor
 
         return RuleExtractor()
 
@@ -108,7 +108,7 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
         from strata.providers.llm import ExtractorFailed
 
         try:
-            extraction, name = model.extract(messages, now), model.name
+            extraction, name = model.extract(_withheld(messages), now), model.name
         except ExtractorFailed as exc:
             cause = getattr(exc, "reason", None) or type(exc).__name__
             if rt.settings.llm_fallback == "fail":
@@ -121,6 +121,7 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             name = f"{rt.rule_extractor.name} (fallback from {model.name})"
     if extraction is None:
         extraction = rt.rule_extractor.extract(messages, now)
+    extraction = _without_secrets(extraction)
     not_kept = accounted(extraction, messages)
     rows = [_stage(p, i, c, messages, now) for i, c in enumerate(extraction.memories)]
     with rt.db.transaction(cause="ingest.extract") as cur:
@@ -144,6 +145,22 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
                              extractor=name, timing_ms=(time.perf_counter() - started) * 1000,
                              not_kept=[n.model_dump(mode="json") for n in not_kept])
     return _payload(p, "running")
+
+
+def _withheld(messages: list[Message]) -> list[Message]:
+    """The messages with their secrets masked: a model never sees a password or a key."""
+    return [m.model_copy(update={"content": secrets.redact(m.content)}) for m in messages]
+
+
+def _without_secrets(extraction: Extraction) -> Extraction:
+    """Whatever extracted it, a candidate holding a secret is not kept (reason ``secret``)."""
+    kept, withheld = [], []
+    for c in extraction.memories:
+        if secrets.contains_secret(c.content):
+            withheld.extend(NotKept(message=i, reason="secret") for i in c.evidence[:1])
+        else:
+            kept.append(c)
+    return Extraction(memories=kept, not_kept=[*extraction.not_kept, *withheld])
 
 
 def accounted(extraction: Extraction, messages: list[Message]) -> list[NotKept]:

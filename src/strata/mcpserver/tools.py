@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -24,7 +25,7 @@ from strata import review, search
 from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
 from strata.ingest import service
-from strata.ingest.models import IngestRequest, Role
+from strata.ingest.models import IngestRequest, Receipt, Role
 from strata.memories.models import Kind
 from strata.paths import validate_path
 from strata.providers.clients import ModelCallFailed
@@ -90,8 +91,14 @@ REMEMBER_SCHEMA = _object({
     "statement": {
         "type": "string", "minLength": 1, "maxLength": 32768,
         "description": "One durable fact, preference, decision or instruction, stored as given "
-                       "(no extraction). Make it self-contained, e.g. 'Alice prefers PostgreSQL "
-                       "for new services.' Give either statement or messages.",
+                       "(no extraction; see as_is). Make it self-contained, e.g. 'Alice prefers "
+                       "PostgreSQL for new services.' Give either statement or messages.",
+    },
+    "as_is": {
+        "type": "boolean", "default": True,
+        "description": "statement only: true (default) stores it verbatim as one memory; false "
+                       "extracts from it as one user message, as for messages (then kind, "
+                       "slot, ... do not apply, and wait and idempotency_key do).",
     },
     "messages": {
         "type": "array", "minItems": 1, "maxItems": 1000,
@@ -102,6 +109,8 @@ REMEMBER_SCHEMA = _object({
             "role": {"type": "string", "enum": list(get_args(Role))},
             "content": {"type": "string", "minLength": 1},
             "at": {**TIMESTAMP, "description": "When it was said (ISO 8601); default now."},
+            "name": {"type": "string", "minLength": 1, "maxLength": 100,
+                     "description": "Who is speaking, when known, e.g. Caroline."},
         }, required=("role", "content")),
     },
     "path": _path("Where the memory lives, e.g. users.alice or shared.project_x. Optional only "
@@ -123,7 +132,8 @@ REMEMBER_SCHEMA = _object({
                                                "world (ISO 8601); default now."},
     "wait": {"type": "boolean", "default": False,
              "description": "messages only: wait for extraction to finish and return what was "
-                            "written (default false: returns a queued receipt at once)."},
+                            "kept and what was not (default false: returns a queued receipt at "
+                            "once)."},
     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200,
                         "description": "messages only: a retry with the same key writes nothing "
                                        "twice and returns the first receipt."},
@@ -249,13 +259,22 @@ def _not_with(args: dict[str, Any], names: tuple[str, ...], what: str) -> None:
 
 
 def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    as_is = args.pop("as_is", None)
+    if as_is is not None and not isinstance(as_is, bool):
+        raise InvalidInput("as_is must be true or false", field="as_is")
     if ("statement" in args) == ("messages" in args):
         raise InvalidInput("give either statement or messages (exactly one)", field="statement")
     if "messages" in args:
+        if as_is:
+            raise InvalidInput("messages are always extracted: give a statement to store it "
+                               "as written", field="as_is")
         _not_with(args, STATEMENT_ONLY, "messages")
-        req = _parse(IngestRequest, args)
-        receipt, _ = service.ingest(rt.ingest, rt.launcher, caller, req)
-        return receipt
+        return _extracted(rt, caller, _parse(IngestRequest, args))
+    if as_is is False:
+        _not_with(args, STATEMENT_ONLY, "a statement with as_is false")
+        said = {"role": "user", "content": args.pop("statement")}
+        return _extracted(rt, caller, _parse(IngestRequest, {**args, "messages": [said]},
+                                             {"messages[0].content": "statement"}))
     _not_with(args, MESSAGES_ONLY, "a statement")
     item = _parse(core.MemoryIn, {"content" if k == "statement" else k: v
                                   for k, v in args.items()}, {"content": "statement"})
@@ -269,7 +288,71 @@ def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
             exc.field = exc.field.removeprefix("memories[0].").replace("content", "statement")
         raise
     path = item.path or caller.default_path
-    return {**result.model_dump(exclude_none=True), "path": path}
+    summary = {
+        "inserted": "kept as written", "reinforced": "already held: reinforced",
+        "superseded_existing": "kept as written; it supersedes what held its slot",
+    }.get(result.status, f"nothing stored: {result.status} ({result.reason})")
+    return {**result.model_dump(exclude_none=True), "path": path, "summary": summary}
+
+
+# Receipt items carry memory ids; the answer reads back this many to show their content.
+SHOW_CONTENT = 20
+STORED = frozenset({"created", "reinforced", "merged", "superseded_existing",
+                    "stored_as_superseded", "candidate"})
+
+
+def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> dict[str, Any]:
+    """Ingest, answered as an agent reads it: each item kept (outcome, memory id, content),
+    each clause not kept with its reason, and a summary line that says which and what next.
+    A secret's clause has no text anywhere."""
+    receipt, _ = service.ingest(rt.ingest, rt.launcher, caller, req)
+    contents: dict[uuid.UUID, str] = {}
+    for memory_id in list(dict.fromkeys(i.memory_id for i in receipt.items if i.memory_id)):
+        if len(contents) == SHOW_CONTENT:
+            break
+        try:
+            contents[memory_id] = core.get_memory(rt.db, caller, memory_id).content
+        except StrataError:
+            pass  # gone or moved since it was written: the id says enough
+    items = [{"outcome": i.outcome, "memory_id": i.memory_id,
+              "content": contents.get(i.memory_id), "reason": i.reason,
+              "related_ids": i.related_ids or None, "version": i.version}
+             for i in receipt.items]
+    answer = {
+        "id": receipt.id, "status": receipt.status, "path": receipt.path,
+        "summary": _summary(receipt),
+        "items": [{k: v for k, v in item.items() if v is not None} for item in items],
+        "not_kept": [n.model_dump(exclude_none=True) for n in receipt.not_kept],
+    }
+    if receipt.notes:
+        answer["notes"] = receipt.notes
+    return answer
+
+
+def _tally(values: list[str]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in Counter(values).items())
+
+
+def _summary(receipt: Receipt) -> str:
+    if receipt.status in ("queued", "running"):
+        return f"{receipt.status}: what is kept is not known yet (pass wait: true to wait for it)"
+    if receipt.status not in ("wrote", "meaningful_no_write"):
+        return f"nothing stored: the pipeline failed ({receipt.status}): {receipt.error}"
+    kept = [i.outcome for i in receipt.items if i.outcome in STORED]
+    refused = [f"{i.outcome}: {i.reason}" for i in receipt.items if i.outcome not in STORED]
+    reasons = [n.reason for n in receipt.not_kept]
+    parts = [f"kept {len(kept)} ({_tally(kept)})" if kept else "nothing stored"]
+    if refused:
+        parts.append(f"refused {len(refused)} ({'; '.join(refused)})")
+    if reasons:
+        parts.append(f"not kept {len(reasons)} ({_tally(reasons)})")
+    if "secret" in reasons:
+        parts.append("secrets are never stored")
+    # Storing as written is no way round a secret, nor a blocked (forgotten) value.
+    if not kept and (set(reasons) - {"secret"} or not (reasons or receipt.items)):
+        parts.append("to store a statement exactly as written, call remember with "
+                     "statement (as_is true)")
+    return "; ".join(parts)
 
 
 def recall(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
@@ -335,12 +418,17 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool(
         "remember", "Remember",
         "Store memories. Either a `statement` (one durable fact, preference, decision or "
-        "instruction, stored as given) or the conversation's `messages` (strata extracts what "
-        "is worth keeping). Every write is checked against what is held: a paraphrase "
-        "reinforces the existing memory, a new value for the same thing supersedes the old one "
-        "(kept in history), and a value that was forgotten or rejected is blocked (status "
-        "blocked, with the reason). A statement returns {id, status, version, path}; messages "
-        "return an ingest receipt (status queued unless wait is true).",
+        "instruction, stored as given; as_is false extracts from it instead) or the "
+        "conversation's `messages` (strata extracts what is worth keeping). Every write is "
+        "checked against what is held: a paraphrase reinforces the existing memory, a new "
+        "value for the same thing supersedes the old one (kept in history), and a value that "
+        "was forgotten or rejected is blocked (status blocked, with the reason). Secrets "
+        "(passwords, keys, tokens) are never stored: a secret statement is refused, a secret "
+        "clause is not kept and its text is not echoed. A statement returns {id, status, "
+        "version, path, summary}; messages return the receipt {id, status, path, summary, "
+        "items: each memory written or refused (outcome, memory_id, content, reason), "
+        "not_kept: each clause not kept with its reason (question, hypothetical, secret, ...)} "
+        "once extracted (wait true; else status queued).",
         REMEMBER_SCHEMA, remember,
     ),
     Tool(

@@ -11,6 +11,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
     MAX_CONTENT_BYTES, Instant, Kind, Meta, OnConflict, Status, Tag, Text, _content_ok, storable,
 )
+from strata.write import secrets
+
+
+def _memory_content(value: str) -> str:
+    """Storable content that holds no secret. Only memories written directly are refused
+    here: an ingested message (``_content_ok`` alone) is accepted, and the rule extractor
+    reports its secret clauses as not kept (reason ``secret``). The message names the kind,
+    never the value."""
+    _content_ok(value)
+    if found := secrets.find(value):
+        kind = found[0].kind.replace("_", " ")
+        raise ValueError(f"content contains a secret ({kind}); strata does not store secrets")
+    return value
 
 
 class MemoryIn(BaseModel):
@@ -31,7 +44,7 @@ class MemoryIn(BaseModel):
     meta: Meta = Field(default_factory=dict)
     name: Text | None = Field(default=None, min_length=1, max_length=200)
 
-    _content = field_validator("content")(_content_ok)
+    _content = field_validator("content")(_memory_content)
 
 
 class CreateRequest(BaseModel):
@@ -64,7 +77,7 @@ class MemoryPatch(BaseModel):
     @field_validator("content")
     @classmethod
     def _content(cls, value: str | None) -> str | None:
-        return None if value is None else _content_ok(value)
+        return None if value is None else _memory_content(value)
 
 
 class Memory(BaseModel):

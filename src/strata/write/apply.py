@@ -36,8 +36,8 @@ from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
 from strata.write import gate as gating
-from strata.write import locks
-from strata.write.conflict import NoJudge, RuleJudge, judge_candidate
+from strata.write import lexical, locks, slots
+from strata.write.conflict import NoJudge, RuleJudge, by_slot, coexisting, judge_candidate
 from strata.write.gate import GateDecision
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
 from strata.write.tombstones import insert_tombstone
@@ -48,11 +48,11 @@ T = TypeVar("T")
 _INSERT = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
                       value, status, origin, confidence, importance, valid, embedding,
-                      embedding_model, evidence, meta, tags, asserted_at)
+                      embedding_model, evidence, meta, tags, asserted_at, lexical_hash)
 VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
         %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
         COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
-        %(meta)s, %(tags)s, %(asserted_at)s)
+        %(meta)s, %(tags)s, %(asserted_at)s, %(lexical)s)
 """
 
 _REINFORCE = """
@@ -111,6 +111,14 @@ class Staged:
     tags: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     origin: str = "user_stated"
+    lexical_hash: bytes | None = None  # lexical.lexical_key(canonical) when not given
+
+    def __post_init__(self) -> None:
+        # Whatever the entry point (a direct create, an ingest candidate), the slot is
+        # stored under its normal key (strata.write.slots.normal).
+        self.slot, self.value = slots.normal(self.slot, self.value, self.content)
+        if self.lexical_hash is None:
+            self.lexical_hash = lexical.lexical_key(self.canonical)
 
     @property
     def merged_into(self) -> int | None:
@@ -118,6 +126,8 @@ class Staged:
 
     def keys(self, tenant_id: uuid.UUID) -> set[tuple[str, ...]]:
         keys = {locks.value_key(tenant_id, self.path, self.value_hash)}
+        if self.lexical_hash:  # writers of lexical twins decide one after the other too
+            keys.add(locks.value_key(tenant_id, self.path, self.lexical_hash))
         if self.slot:
             keys.add(locks.slot_key(tenant_id, self.path, self.slot))
         if self.name:
@@ -202,7 +212,7 @@ def _decide(
     prior = [{uuid.UUID(str(n["id"])) for n in (i.gate or {}).get(_GATE_NEIGHBOURS, [])}
              for i in items]
     inputs = [gating.GateInput(i.idx, i.path, i.canonical, i.slot, i.value, i.asserts_change,
-                               i.embedding) for i in items]
+                               i.embedding, i.lexical_hash) for i in items]
     for item, decision in zip(items, gating.decide(cur, tenant_id, inputs, thresholds),
                               strict=True):
         item.gate = decision.to_json()
@@ -221,12 +231,13 @@ def _verdicts(item: Staged, shown: list[Neighbour], seen: set[uuid.UUID], judge)
     candidate = item.candidate
     if item.verdicts is not None:
         carried = [v for v in item.verdicts if v.target_id in seen]
-        by_slot = {n.id for n in shown if item.slot and n.slot == item.slot}
-        fresh = [n for n in shown if n.id not in seen or n.id in by_slot]
+        ruled_by_slot = {n.id for n in by_slot(candidate, shown)}
+        fresh = [n for n in shown if n.id not in seen or n.id in ruled_by_slot]
         ruled = judge_candidate(RuleJudge(), candidate, fresh)
         ruled_ids = {v.target_id for v in ruled}
-        return ruled + [v for v in carried if v.target_id not in ruled_ids
-                        and v.target_id not in by_slot and v.target_id in item.neighbours]
+        return ruled + coexisting(candidate, [
+            v for v in carried if v.target_id not in ruled_ids
+            and v.target_id not in ruled_by_slot and v.target_id in item.neighbours], shown)
     try:
         return judge_candidate(judge or RuleJudge(), candidate, shown)
     except Exception:  # conflict analysis failing never loses the memory
@@ -276,6 +287,7 @@ class _Writer:
             "valid": _closed(item.valid_from, valid_until or item.valid_to),
             "embedding": item.embedding, "model": self.model, "evidence": Jsonb(item.evidence),
             "meta": Jsonb(item.meta), "tags": item.tags, "asserted_at": item.asserted_at,
+            "lexical": item.lexical_hash,
         })
         self.memory_of[item.idx] = new_id
         return new_id
@@ -331,6 +343,20 @@ class _Writer:
         self.memory_of[item.idx] = row["id"]
         self.outcome(item, "reinforced", reason, row["id"], [row["id"]], version=row["version"])
 
+    def negation_key(self, item: Staged, retired: list[uuid.UUID]) -> str | None:
+        """The key a negation (a slot, no value) is stored under: the key of the one holder
+        it retired when its own key covers more ("no longer allergic to peanuts" under
+        ``user.allergies`` takes ``user.allergies:peanut``); its own key when that is free;
+        none when another active memory it did not retire holds that key (an earlier
+        negation: "no longer MySQL" after "no longer MongoDB"), so it is kept as a
+        statement without taking the key."""
+        keys = {item.neighbours[i].slot for i in retired if i in item.neighbours}
+        if len(keys) == 1 and (key := keys.pop()) and slots.covers(item.slot, key):
+            return key
+        held = any(n.slot == item.slot and n.id not in retired
+                   for n in item.neighbours.values())
+        return None if held else item.slot
+
     def resolve(self, item: Staged) -> None:
         """A new memory, related to its neighbours by the verdicts (if any)."""
         verdicts = item.verdicts or []
@@ -373,6 +399,8 @@ class _Writer:
                    if retire(self.cur, self.tenant_id, v.target_id, provisional,
                              until=item.valid_from, confidence=v.confidence, reason=v.reason,
                              decided_by=v.decided_by)]
+        if item.slot and item.value is None:
+            item.slot = self.negation_key(item, retired)
         memory = self.insert(item, "active", memory_id=provisional)
         linked = [v for v in verdicts if v.relation in ("refines", "coexists")]
         for v in linked:

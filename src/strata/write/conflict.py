@@ -1,10 +1,15 @@
 """Conflict analysis: how a candidate relates to the existing memories the gate found.
 
 A judge sees the candidate and its neighbours and returns verdicts. The rule judge needs no
-model: a slot match with a different value supersedes; the negation of the same statement
-supersedes; a more specific statement of the same thing refines. Model verdicts count only
-at confidence >= 0.75 and only for memories the judge was shown. The age guard then keeps an
-older statement from superseding a newer one.
+model: a slot match with a different value supersedes (a single-valued key; values of a
+multi-valued family are keys of their own, :mod:`.slots`); a negation supersedes the holder
+whose value it names; the negation of the same statement supersedes; the same statement in
+other words (one lexical normal form, :mod:`.lexical`) is a duplicate; a more specific
+statement of the same thing refines. Model verdicts count only at confidence >= 0.75, only
+for memories the judge was shown, and never make one of two distinct facts of a slot family
+(another context, another value of a multi-valued family) supersede, contradict or
+duplicate the other. The age guard then keeps an older statement from superseding a newer
+one.
 """
 
 from __future__ import annotations
@@ -13,23 +18,16 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from strata.write import lexical, slots
+from strata.write.canonical import canonicalize
 from strata.write.models import Candidate, Neighbour, Verdict
 from strata.write.values import negates, normalise_value
-from strata.write.canonical import canonicalize
 
 MIN_CONFIDENCE = 0.75
 
-_NEGATION = re.compile(
-    r"\b(no longer|not anymore|anymore|don't|do not|doesn't|does not|never|stopped|quit|"
-    r"isn't|is not|not)\b"
-)
 _WORD = re.compile(r"[^\W_]+")
-# Words that carry no meaning for "is this the same statement": a paraphrase may add or
-# drop them freely.
-_FILLER = frozenset(
-    "i me my user user's the a an in on at of to for is am are was be really very just so "
-    "and also too now".split()
-)
+# Verdicts that would make one memory retire or absorb another.
+_REPLACING = frozenset({"supersedes", "contradicts", "duplicate"})
 
 
 class ConflictJudge(Protocol):
@@ -42,12 +40,9 @@ def _tokens(text: str) -> set[str]:
     return set(_WORD.findall(canonicalize(text)))
 
 
-def _negated(text: str) -> bool:
-    return bool(_NEGATION.search(canonicalize(text)))
-
-
-def _without_negation(text: str) -> set[str]:
-    return _tokens(_NEGATION.sub(" ", canonicalize(text))) - {"i", "user", "the", "a", "an"}
+def slot_rule_applies(candidate: Candidate, n: Neighbour) -> bool:
+    """Whether the slot rules, not a judge, decide between ``candidate`` and ``n``."""
+    return n.slot_match or slots.decides(candidate.slot, candidate.value, n.slot)
 
 
 class RuleJudge:
@@ -57,42 +52,63 @@ class RuleJudge:
         verdicts = []
         value = normalise_value(candidate.value)
         for n in neighbours:
-            if candidate.slot and n.slot == candidate.slot:
+            if candidate.slot and slot_rule_applies(candidate, n):
                 if value is None:
                     # A negation ("I no longer use MongoDB") retires only the value it names.
                     if negates(candidate, n.value):
                         verdicts.append(Verdict(
                             target_id=n.id, relation="supersedes", confidence=0.9,
-                            reason=f"negates the current value of slot {candidate.slot}"))
+                            reason=f"negates the current value of slot {n.slot}"))
                     continue
-                if normalise_value(n.value) == value:
+                if normalise_value(n.value) == value or (
+                        n.slot == candidate.slot and slots.is_multi(candidate.slot)):
                     verdicts.append(Verdict(
                         target_id=n.id, relation="duplicate", confidence=0.95,
                         reason=f"same value of slot {candidate.slot}"))
-                else:
+                elif not slots.is_multi(candidate.slot):
                     verdicts.append(Verdict(
                         target_id=n.id, relation="supersedes", confidence=0.95,
-                        reason=f"new value for single-valued slot {candidate.slot}"))
+                        reason=f"new value for single-valued slot {n.slot}"))
                 continue
-            if _negated(candidate.content) != _negated(n.content) and (
-                _without_negation(candidate.content) == _without_negation(n.content)
+            if slots.distinct_facts(candidate.slot, n.slot):
+                continue  # another context or value of the family: a fact of its own
+            mine_negated = lexical.negated(candidate.content)
+            if mine_negated != lexical.negated(n.content) and (
+                lexical.without_negation(candidate.content) == lexical.without_negation(n.content)
             ):
                 verdicts.append(Verdict(
                     target_id=n.id, relation="supersedes", confidence=0.9,
                     reason="negates the same statement"))
                 continue
-            mine, theirs = _tokens(candidate.content), _tokens(n.content)
-            core_mine, core_theirs = mine - _FILLER, theirs - _FILLER
-            if core_mine and core_mine == core_theirs:
+            if lexical.same_statement(candidate.content, n.content):
                 verdicts.append(Verdict(
                     target_id=n.id, relation="duplicate", confidence=0.85,
                     reason="the same statement in other words"))
                 continue
+            mine, theirs = _tokens(candidate.content), _tokens(n.content)
             if theirs and theirs < mine:
                 verdicts.append(Verdict(
                     target_id=n.id, relation="refines", confidence=0.8,
                     reason="adds detail to the same statement"))
         return verdicts
+
+
+def coexisting(candidate: Candidate, verdicts: Sequence[Verdict],
+               shown: Sequence[Neighbour]) -> list[Verdict]:
+    """``verdicts`` with every supersedes, contradicts or duplicate between distinct facts
+    of one slot family (by their keys) turned into coexists: a judge may not make "Python
+    for scripting" retire "Rust for systems programming", nor French retire Spanish."""
+    by_id = {n.id: n for n in shown}
+    out = []
+    for v in verdicts:
+        n = by_id.get(v.target_id)
+        if (n is not None and v.relation in _REPLACING and not slot_rule_applies(candidate, n)
+                and slots.distinct_facts(candidate.slot, n.slot)):
+            v = v.model_copy(update={
+                "relation": "coexists",
+                "reason": f"distinct facts of slot family {slots.parse(n.slot)[0]}"})
+        out.append(v)
+    return out
 
 
 def admissible(verdicts: Sequence[Verdict], shown: Sequence[Neighbour]) -> list[Verdict]:
@@ -101,15 +117,22 @@ def admissible(verdicts: Sequence[Verdict], shown: Sequence[Neighbour]) -> list[
     return [v for v in verdicts if v.confidence >= MIN_CONFIDENCE and v.target_id in ids]
 
 
+def by_slot(candidate: Candidate, shown: Sequence[Neighbour]) -> list[Neighbour]:
+    """The neighbours the slot rules decide about."""
+    return [n for n in shown if candidate.slot and slot_rule_applies(candidate, n)]
+
+
 def judge_candidate(judge: ConflictJudge, candidate: Candidate, shown: list[Neighbour]) -> list[Verdict]:
     """Verdicts for one candidate: a slot match decides by rule, with or without a model;
-    the judge sees the other neighbours, and only its admissible verdicts count. A judge
-    failure propagates (the caller records it and stores the memory anyway)."""
-    by_slot = [n for n in shown if candidate.slot and n.slot == candidate.slot]
-    others = [n for n in shown if n not in by_slot]
-    verdicts = RuleJudge().judge(candidate, by_slot)
+    the judge sees the other neighbours, and only its admissible verdicts count, none of
+    them replacing a distinct fact of the candidate's slot family. A judge failure
+    propagates (the caller records it and stores the memory anyway)."""
+    ruled = by_slot(candidate, shown)
+    others = [n for n in shown if n not in ruled]
+    verdicts = RuleJudge().judge(candidate, ruled)
     if others:
-        verdicts += admissible(judge.judge(candidate, others), others)
+        verdicts += coexisting(candidate, admissible(judge.judge(candidate, others), others),
+                               others)
     return verdicts
 
 

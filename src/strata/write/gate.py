@@ -2,9 +2,19 @@
 
 For every candidate, in order: tombstones in scope (slot + value, value hash, and for
 superseded/rejected values the retired memory's embedding), an exact active duplicate, the
-active holders of the same slot, and the nearest active neighbours with their similarity
-band. The gate decides ``blocked``, ``candidate`` (an explicit change back to a retired
-value, held for review), ``reinforce``, ``judge`` (the conflict step decides) or ``new``.
+active holders of its slot key, a lexical twin (the same statement in other words: one
+``lexical.normal_form``, found by ``memories.lexical_hash`` whatever the embedder scores
+it), and the nearest active neighbours with their similarity band. The gate decides
+``blocked``, ``candidate`` (an explicit change back to a retired value, held for review),
+``reinforce``, ``judge`` (the conflict step decides) or ``new``.
+
+Slot holders (:mod:`.slots`): the memory holding the same key; for a negation, every key it
+covers (a family without a value part, a family without a qualifier), which the judge
+narrows to the value the negation names; for an unqualified single-valued statement that
+asserts a change ("I've switched to Go"), the family's holder in another context when it is
+the only one ("Python for scripting"): the change is about the one context there is. A
+holder in another context otherwise, or of another value of a multi-valued family, is a
+fact of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import psycopg
 
 from strata.config import Settings
 from strata.db.vector import Vector
+from strata.write import lexical, slots
 from strata.write.canonical import slot_value_hash, value_hash
 from strata.write.models import Neighbour
 from strata.write.tombstones import find_tombstones
@@ -52,6 +63,29 @@ class GateInput:
     value: str | None
     asserts_change: bool
     embedding: Vector
+    lexical: bytes | None = None  # lexical_key(canonical) when not given
+
+    def __post_init__(self) -> None:
+        if self.lexical is None:
+            self.lexical = lexical.lexical_key(self.canonical)
+
+    @property
+    def family(self) -> str | None:
+        return slots.parse(self.slot)[0] if self.slot else None
+
+    @property
+    def wide(self) -> str | None:
+        """The family whose other keys may hold what this item decides about: for a
+        negation, or an unqualified change of a single-valued family (see the module
+        docstring); None when only the exact key can."""
+        if not self.slot:
+            return None
+        family, qualifier, part = slots.parse(self.slot)
+        if self.value is None:
+            return family if (qualifier is None or part is None) else None
+        if self.asserts_change and qualifier is None and not slots.is_multi(self.slot):
+            return family
+        return None
 
 
 @dataclass
@@ -82,9 +116,13 @@ class GateDecision:
 
 # Every lookup is one statement for the whole batch (unnest ... WITH ORDINALITY), so a batch
 # of 100 costs a handful of round trips, not a few hundred.
-_INPUTS = """unnest(%(paths)s::ltree[], %(vecs)s::vector[], %(slots)s::text[], %(hashes)s::bytea[])
-     WITH ORDINALITY AS i(path, vec, slot, hash, ord)"""
+_INPUTS = """unnest(%(paths)s::ltree[], %(vecs)s::vector[], %(slots)s::text[], %(hashes)s::bytea[],
+            %(lexes)s::bytea[], %(families)s::text[], %(wides)s::text[])
+     WITH ORDINALITY AS i(path, vec, slot, hash, lex, family, wide, ord)"""
 
+# A retired value whose embedding is this close is the same value, unless the slots say the
+# two are different facts: another key of the same family (another context, another value
+# of a multi-valued family) is, and the same key is decided by the exact check above.
 _SIMILAR_TOMBSTONES = f"""
 SELECT i.ord, t.id, t.reason, t.replaced_by, t.similarity
 FROM {_INPUTS}
@@ -94,25 +132,33 @@ CROSS JOIN LATERAL (
     WHERE t.tenant_id = %(tenant)s AND i.path <@ t.path
       AND t.reason IN ('superseded', 'rejected') AND t.embedding IS NOT NULL
       AND (t.until IS NULL OR t.until > now())
-      AND (i.slot IS NULL OR t.slot IS NULL OR t.slot <> i.slot)
+      AND (i.family IS NULL OR t.slot IS NULL
+           OR NOT (t.slot = i.family OR starts_with(t.slot, i.family || '@')
+                   OR starts_with(t.slot, i.family || ':')))
     ORDER BY t.embedding <=> i.vec
     LIMIT 1
 ) t
 """
 
-_SAME_VALUES = f"""
-SELECT DISTINCT ON (i.ord) i.ord, m.id
+# The same canonical text, or the same lexical normal form (memories_active_lexical_idx,
+# migration 0012): an exact duplicate first, then lexical twins, oldest first. The text of a
+# twin comes along: its normal form is checked again here, so a key left stale by an edit,
+# or a hash collision, never makes a match.
+_TWINS = f"""
+SELECT i.ord, m.id, m.slot, m.content, m.value_hash = i.hash AS exact
 FROM {_INPUTS}
 JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
- AND m.value_hash = i.hash
-ORDER BY i.ord, m.created_at
+ AND (m.value_hash = i.hash OR (i.lex IS NOT NULL AND m.lexical_hash = i.lex))
+ORDER BY i.ord, m.value_hash = i.hash DESC, m.created_at
 """
 
 _SLOT_HOLDERS = f"""
-SELECT i.ord, m.id, m.value
+SELECT i.ord, m.id, m.slot, m.value
 FROM {_INPUTS}
 JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
- AND m.slot = i.slot
+ AND (m.slot = i.slot
+      OR (i.wide IS NOT NULL AND (m.slot = i.wide OR starts_with(m.slot, i.wide || '@')
+                                  OR starts_with(m.slot, i.wide || ':'))))
 ORDER BY i.ord, m.created_at
 """
 
@@ -153,22 +199,51 @@ def decide(
     params = {
         "tenant": tenant_id, "paths": [i.path for i in items],
         "vecs": [i.embedding for i in items], "slots": [i.slot for i in items],
-        "hashes": [value_hash(i.canonical) for i in items], "k": NEIGHBOURS,
+        "hashes": [value_hash(i.canonical) for i in items],
+        "lexes": [i.lexical for i in items], "families": [i.family for i in items],
+        "wides": [i.wide for i in items], "k": NEIGHBOURS,
     }
     similar = _by_input(cur.execute(_SIMILAR_TOMBSTONES, params).fetchall())
-    same = _by_input(cur.execute(_SAME_VALUES, params).fetchall())
+    twins = _by_input(cur.execute(_TWINS, params).fetchall())
     holders = _by_input(cur.execute(_SLOT_HOLDERS, params).fetchall()) if any(
         i.slot for i in items) else {}
     near = _by_input(cur.execute(_NEIGHBOURS, params).fetchall())
     return [
-        _decide_one(item, exact.get(n), (similar.get(n) or [None])[0], (same.get(n) or [None])[0],
-                    holders.get(n, []), near.get(n, []), thresholds)
+        _decide_one(item, exact.get(n), (similar.get(n) or [None])[0], twins.get(n, []),
+                    _holding(item, holders.get(n, [])), near.get(n, []), thresholds)
         for n, item in enumerate(items)
     ]
 
 
+def _holding(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The slot holders the item's slot rules decide about, of the rows the wide lookup
+    found (see the module docstring)."""
+    if not item.slot:
+        return []
+    if item.value is None:
+        return [r for r in rows if slots.decides(item.slot, None, r["slot"])]
+    same = [r for r in rows if r["slot"] == item.slot]
+    if same or item.wide is None:
+        return same
+    others = [r for r in rows if r["slot"] != item.slot]
+    if len(others) == 1 and normalise_value(others[0]["value"]) != item.value:
+        return others  # an unqualified change replaces the family's only context
+    return []
+
+
+def _twin(item: GateInput, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The exact duplicate, else a lexical twin whose slot does not make it another fact."""
+    for r in rows:
+        if r["exact"]:
+            return r
+        if ((not item.slot or not r["slot"] or r["slot"] == item.slot)
+                and lexical.same_statement(item.canonical, r["content"])):
+            return r
+    return None
+
+
 def _decide_one(
-    item: GateInput, tomb: dict | None, similar: dict | None, same: dict | None,
+    item: GateInput, tomb: dict | None, similar: dict | None, twins: list[dict[str, Any]],
     holders: list[dict[str, Any]], near: list[dict[str, Any]], thresholds: tuple[float, float],
 ) -> GateDecision:
     reinforce_at, judge_at = thresholds
@@ -188,22 +263,31 @@ def _decide_one(
             target_id=target, tombstone_id=tomb["id"],
         )
 
-    if same is not None:
-        return GateDecision("reinforce", "same value already active", target_id=same["id"])
+    twin = _twin(item, [t for t in twins if t["exact"]])
+    if twin is not None:
+        return GateDecision("reinforce", "same value already active", target_id=twin["id"])
 
     neighbours: dict[uuid.UUID, dict[str, Any]] = {}
     for holder in holders:
-        if item.value is not None and normalise_value(holder["value"]) == item.value:
+        same_key = holder["slot"] == item.slot
+        if item.value is not None and (
+                normalise_value(holder["value"]) == item.value
+                or (same_key and slots.is_multi(item.slot))):
             return GateDecision("reinforce", f"same value of slot {item.slot}", target_id=holder["id"])
         neighbours[holder["id"]] = {"id": holder["id"], "similarity": None, "slot_match": True}
+    if not neighbours:
+        twin = _twin(item, [t for t in twins if not t["exact"]])
+        if twin is not None:
+            return GateDecision("reinforce", "the same statement in other words (lexical)",
+                                target_id=twin["id"])
     for row in near:
         sim = float(row["similarity"])
-        slot_conflict = bool(item.slot and row["slot"] == item.slot)
+        slot_conflict = row["id"] in neighbours and neighbours[row["id"]].get("slot_match")
         other_subject = bool(item.slot and row["slot"] and row["slot"] != item.slot)
         if sim >= reinforce_at and not (slot_conflict or other_subject or neighbours):
             return GateDecision("reinforce", f"paraphrase (similarity {sim:.2f})", target_id=row["id"])
         if sim >= judge_at or slot_conflict:
-            entry = neighbours.setdefault(row["id"], {"id": row["id"], "slot_match": slot_conflict})
+            entry = neighbours.setdefault(row["id"], {"id": row["id"], "slot_match": False})
             entry["similarity"] = round(sim, 4)
     if neighbours:
         return GateDecision("judge", None, neighbours=list(neighbours.values()))
@@ -230,15 +314,21 @@ def load_neighbours_many(
     ids = list({i for one in listed for i in one})
     rows = {r["id"]: r for r in cur.execute(_NEIGHBOUR_ROWS, (tenant_id, ids)).fetchall()} if ids else {}
     return [
-        [Neighbour(**rows[i], similarity=n.get("similarity") or 0.0) for i, n in one.items() if i in rows]
+        [Neighbour(**rows[i], similarity=n.get("similarity") or 0.0,
+                   slot_match=bool(n.get("slot_match")))
+         for i, n in one.items() if i in rows]
         for one in listed
     ]
 
 
 def merge_key(slot: str | None, value: str | None, canonical: str) -> tuple[str, ...]:
     """Two candidates of one batch are the same memory when they share slot + value, or,
-    without a slot value, their canonical text."""
-    return ("slot", slot, value) if slot and value else ("text", canonical)
+    without a slot value, their lexical normal form (their canonical text when it has none:
+    "I'm allergic to peanuts" and "I have a peanut allergy" said in one message are one)."""
+    if slot and value:
+        return ("slot", slot, value)
+    form = lexical.normal_form(canonical)
+    return ("lexical", form) if form else ("text", canonical)
 
 
 __all__ = ["BANDS", "GateDecision", "GateInput", "bands", "decide", "merge_key",

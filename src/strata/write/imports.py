@@ -8,6 +8,10 @@ and times; what the destination already holds decides the rest:
 - an active memory whose slot another active memory holds in its path is held for review
   (candidate, CONTRADICTS edge), never made a second active holder.
 
+A record's slot is stored under its normal key (:func:`.slots.normal`, as every entry point
+does), so a file written before slots had contexts or values keeps French and Spanish as two
+facts of ``user.languages``; its lexical key is computed here (``memories.lexical_hash``).
+
 Records of one batch that touch one value or slot are decided one after another (waves, as
 in :mod:`.apply`), under the same advisory locks.
 """
@@ -23,7 +27,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from strata.write import gate as gating
-from strata.write import locks
+from strata.write import lexical, locks, slots
 from strata.write.apply import waves
 from strata.write.canonical import slot_value_hash
 
@@ -31,7 +35,7 @@ _INSERT_MEMORY = """
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
     value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
     reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
-    evidence, meta, tags, created_at, updated_at, asserted_at)
+    evidence, meta, tags, created_at, updated_at, asserted_at, lexical_hash)
 VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
     %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
     %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
@@ -39,7 +43,8 @@ VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)
         -- a memory this store deleted comes back above every version it had here
         SELECT max(h.version) + 1 FROM memory_history h
         WHERE h.tenant_id = %(tenant)s AND h.memory_id = %(id)s)),
-    %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s)
+    %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s,
+    %(lexical)s)
 ON CONFLICT (id) DO NOTHING
 """
 
@@ -92,6 +97,11 @@ class Incoming:
     embedding: Any
     reinforce_evidence: list[dict[str, Any]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        r = self.row
+        r["slot"], r["value"] = slots.normal(r["slot"], r["value"], r["content"])
+        r.setdefault("lexical", lexical.lexical_key(r["canonical"]))
+
     def keys(self, tenant_id: uuid.UUID) -> set[tuple[str, ...]]:
         r = self.row
         keys = {locks.value_key(tenant_id, r["path"], r["hash"])}
@@ -124,7 +134,7 @@ def write(cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Incoming],
 def _wave(cur, tenant_id, items: list[Incoming], thresholds, ours) -> list[Decision]:
     decisions = gating.decide(cur, tenant_id, [
         gating.GateInput(i, it.row["path"], it.row["canonical"], it.row["slot"], it.row["value"],
-                         False, it.embedding)
+                         False, it.embedding, it.row["lexical"])
         for i, it in enumerate(items)], thresholds)
     reasons = _tombstone_reasons(cur, decisions)
     out, rows, edges = [], [], []

@@ -7,9 +7,10 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from strata.fields import Kind, Text
+from strata.write import slots
 
 Outcome = Literal[
     "created", "reinforced", "merged", "superseded_existing", "stored_as_superseded", "blocked",
@@ -31,6 +32,14 @@ class Candidate(BaseModel):
     confidence: float = Field(default=0.8, ge=0, le=1)
     asserts_change: bool = False
     evidence: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _slot_key(self) -> "Candidate":
+        # The one slot normalisation of the write path (strata.write.slots.normal): a model
+        # that files "french" then "spanish" under user.languages gets two keys, not a
+        # supersession; a context its content names keys a preference.
+        self.slot, self.value = slots.normal(self.slot, self.value, self.content)
+        return self
 
 
 class Verdict(BaseModel):
@@ -64,3 +73,6 @@ class Neighbour(BaseModel):
     recorded_at: datetime
     similarity: float
     asserted_at: datetime | None = None  # when it was said (None: recorded_at)
+    # The gate found it as a holder the candidate's slot rules decide about (the same key,
+    # a key a negation covers, or the one other context an unqualified change replaces).
+    slot_match: bool = False

@@ -10,7 +10,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from strata.write.canonical import canonicalize
+from strata.write import slots
+from strata.write.slots import VALUE_ALIASES, normalise_value  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from strata.write.models import Candidate
@@ -201,49 +202,48 @@ _NEGATION = re.compile(
 )
 
 
+def _names(text: str, value: str) -> bool:
+    """Whether ``text`` (aliases folded) names ``value``, in the singular or the plural."""
+    target = normalize_value(value)
+    if not target:
+        return False
+    folded = fold_aliases(text)
+    return re.search(rf"(?<![\w+#]){re.escape(target)}(?:s|es)?(?![\w+#])", folded) is not None
+
+
 def negates(candidate: Candidate, value: str | None) -> bool:
     """Whether ``candidate`` is a negation (slot set, value None) of ``value``: the value,
-    aliases folded, is named in the candidate's content. A judge should let a negation
-    supersede only the slot holder it names — "I no longer use MongoDB" retires MongoDB and
-    leaves an active PostgreSQL alone."""
+    aliases folded, is named in the candidate's content, or the candidate's slot key is that
+    value's key (``user.allergies:peanut``). A judge should let a negation supersede only
+    the slot holder it names — "I no longer use MongoDB" retires MongoDB and leaves an
+    active PostgreSQL alone; "I'm no longer allergic to peanuts" retires peanuts and leaves
+    shellfish."""
     if candidate.value is not None or not candidate.slot or not value:
         return False
     if not _NEGATION.search(candidate.content):
         return False
-    target = normalize_value(value)
-    if not target:
-        return False
-    folded = fold_aliases(candidate.content)
-    return re.search(rf"(?<![\w+#]){re.escape(target)}(?![\w+#])", folded) is not None
-
-
-# Aliases folded into a slot's value, so "Mongo" and "MongoDB" are one value.
-VALUE_ALIASES = {
-    "mongo": "mongodb", "postgres": "postgresql", "pg": "postgresql", "psql": "postgresql",
-    "js": "javascript", "ts": "typescript", "golang": "go", "k8s": "kubernetes",
-    "vs code": "vscode", "visual studio code": "vscode", "nvim": "neovim",
-}
-
-
-def normalise_value(value: str | None) -> str | None:
-    if value is None:
-        return None
-    v = canonicalize(value)
-    return VALUE_ALIASES.get(v, v) or None
+    keyed = slots.parse(candidate.slot)[2]
+    if keyed is not None:
+        return keyed == slots.value_part(value)
+    return _names(candidate.content, value)
 
 
 def derive_value(slot: str | None, content: str, given: str | None = None,
                  previous: str | None = None) -> str | None:
-    """The value a slotted memory holds: the one given; else the one lexicon term of the
-    slot's category its content names ("Bob prefers Emacs" → ``emacs`` for
-    ``user.preferred_editor``); else the previous value while the content still names it;
-    else the content itself, normalised. Every write path entry point derives it here, so an
-    edit of the content cannot leave a stale value behind."""
+    """The value a slotted memory holds: the one given; else the one its key names
+    (``user.allergies:peanut`` → ``peanut``); else the one lexicon term of the slot's
+    category its content names ("Bob prefers Emacs" → ``emacs`` for
+    ``user.preferred_editor``, in any context); else the previous value while the content
+    still names it; else the content itself, normalised. Every write path entry point
+    derives it here, so an edit of the content cannot leave a stale value behind."""
     if not slot:
         return None
     if given:
         return normalise_value(given)
-    category = slot.removeprefix("user.preferred_") if slot.startswith("user.preferred_") else None
+    family, _, keyed = slots.parse(slot)
+    if keyed is not None:
+        return normalise_value(keyed.replace("_", " "))
+    category = family.removeprefix("user.preferred_") if family.startswith("user.preferred_") else None
     if category in set(CATEGORY.values()):
         named = {t.canonical for t in lexicon_terms(content) if t.category == category}
         if len(named) == 1:

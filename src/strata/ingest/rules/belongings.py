@@ -1,0 +1,65 @@
+"""What the user has and does: pets and family, the vehicles they drive, things they own,
+languages they speak, instruments they play. Multi-valued: each value is its own slot key
+(``strata.write.slots``), so a second dog or a second language never retires the first,
+while "I no longer speak French" retires only French."""
+
+from __future__ import annotations
+
+import re
+
+from strata.ingest.rules.base import (
+    A, I, Found, Handler, clean_object, is_stop_object, rx,
+)
+from strata.ingest.rules.identity import fact
+from strata.ingest.rules.person import third_person
+from strata.write import slots
+from strata.write.values import normalize_value
+
+_PETS_AND_FAMILY = (
+    r"(?:\w+\s+)?(?:dogs?|cats?|pupp(?:y|ies)|kittens?|rabbits?|hamsters?|parrots?|birds?|"
+    r"fish|horses?|turtles?|snakes?|guinea\s+pigs?|kids?|children|child|sons?|daughters?|"
+    r"brothers?|sisters?|siblings?|grandchildren|grandkids?|twins)"
+)
+_A_FEW = r"(?:a|an|one|two|three|four|five|\d+|my|our)"
+_CUT = re.compile(r"\s+(?:and|but|which|that|because|since|for|to|with|every|on|at|in)\b|,",
+                  re.I)
+_ONE = re.compile(r"\s+(?:and|or|&)\s+|,\s*", re.I)
+
+
+def _each(family: str, confidence: float = 0.85, article: bool = True) -> Handler:
+    """A multi-valued fact: one value named ("French", "a Volvo"); several ("French and
+    Spanish") keep the statement slotless."""
+
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        raw, _ = clean_object(m["v"])
+        if is_stop_object(raw):
+            return None
+        head = _CUT.split(raw)[0]
+        if _ONE.search(raw.split(" to ")[0]) and len(_ONE.split(head)) > 1:
+            return Found(third_person(clause), "fact", None, None, confidence)
+        if article:
+            head = re.sub(r"^(?:a|an|the|my|our|one)\s+", "", head, flags=re.I)
+        value = normalize_value(head)
+        if not value or len(value.split()) > 4:
+            return None
+        return Found(third_person(clause), "fact", slots.key(family, value=value), value,
+                     confidence)
+
+    return handle
+
+
+PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(I, A, r"have\s+", _A_FEW, r"\s+(?P<v>", _PETS_AND_FAMILY,
+        r")(?:\s+(?:named|called)\s+.+)?$"), fact(None, 0.8)),
+    (rx(I, A, r"(?:drive|ride)\s+(?P<v>(?:a|an|the|my)\s+.+)$"), _each("user.vehicles")),
+    (rx(I, A, r"(?:own|have\s+got|have)\s+(?P<v>(?:a|an)\s+(?:\w+\s+){0,3}?",
+        r"(?:car|bike|bicycle|motorbike|motorcycle|scooter|truck|van|boat|house|flat|apartment|",
+        r"cabin|piano|guitar|camera|drone|tesla|volvo|bmw|audi|toyota|honda|ford)s?)\b.*$"),
+     _each("user.possessions")),
+    (rx(I, A, r"(?:speak|am\s+fluent\s+in|am\s+learning|can\s+speak)\s+(?P<v>.+)$"),
+     _each("user.languages", article=False)),
+    (rx(I, A, r"(?:play|can\s+play|am\s+learning\s+to\s+play)\s+(?P<v>(?:the\s+)?",
+        r"(?:piano|guitar|violin|cello|drums|bass|flute|saxophone|sax|trumpet|ukulele|harp|",
+        r"clarinet|keyboard|trombone|viola|banjo|harmonica|acoustic\s+guitar|electric\s+guitar))",
+        r"\b.*$"), _each("user.instruments")),
+]

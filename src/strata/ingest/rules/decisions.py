@@ -1,0 +1,48 @@
+"""Decisions and choices, the user's or their team's: "we decided to use Kubernetes for the
+new platform", "we went with MySQL", "I chose the blue one", and their reversal ("we're
+switching the project back to Postgres"). A known term (``LEXICON``) gives a single-valued
+slot ``team.<category>``, keyed by the "for ..." context when there is one, so a later
+choice in the same context supersedes the earlier one and other contexts keep theirs."""
+
+from __future__ import annotations
+
+import re
+
+from strata.ingest.rules.base import (
+    HAVE, A, Found, Handler, clean_object, is_stop_object, preference_slot, rx,
+)
+from strata.ingest.rules.person import third_person
+from strata.write import slots
+
+_WE = r"^(?:i|we|the\s+team|our\s+team)\s+"
+_FOR = re.compile(r"\s+(?:for|on|in)\s+(?P<q>(?:the|our|my|this|a)\s+.+|\w+(?:\s+\w+)?)$", re.I)
+
+
+def _decision(change: bool) -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        obj, tail_change = clean_object(m["obj"])
+        if is_stop_object(obj):
+            return None
+        qualifier = None
+        q = _FOR.search(obj)
+        if q is not None:
+            qualifier = slots.qualifier_of(q["q"])
+            obj = obj[:q.start()]
+        slot, value = preference_slot(obj)
+        if slot is not None:
+            slot = slots.key("team." + slot.removeprefix("user.preferred_"), qualifier=qualifier)
+        return Found(third_person(clause), "fact", slot, value, 0.8, change=change or tail_change)
+
+    return handle
+
+
+PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(_WE, HAVE, A, r"(?:decided|agreed|chose|opted)\s+(?:to\s+(?:use|go\s+with|adopt|",
+        r"move\s+to|switch\s+to)|on|for)\s+(?P<obj>.+)$"), _decision(False)),
+    (rx(_WE, HAVE, A, r"(?:went|are\s+going|will\s+go|picked|settled\s+on|selected)",
+        r"(?:\s+with)?\s+(?P<obj>.+)$"), _decision(False)),
+    (rx(_WE, r"(?:are|have|will)?\s*", A, r"(?:switching|switched|moving|moved|migrating|",
+        r"migrated|changing|changed|going\s+back|went\s+back|reverting|reverted)\s+",
+        r"(?:(?:the|our)\s+[\w-]+(?:\s+[\w-]+)?\s+)?(?:back\s+)?(?:over\s+)?to\s+(?P<obj>.+)$"),
+     _decision(True)),
+]

@@ -1,0 +1,269 @@
+"""The rule extractor: each user clause through the screen, then the statement families in
+order (``FAMILIES``); the first family whose pattern matches and whose handler accepts makes
+the candidate. Every clause ends as a candidate or as a ``NotKept`` with its reason."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from strata.ingest.dates import DateMatch, find_date, guess_tense, render
+from strata.ingest.models import Candidate, Extraction, Message, NotKept
+from strata.ingest.rules import (
+    belongings, decisions, health, identity, negations, people, preferences, statements,
+)
+from strata.ingest.rules.base import A, I, Handler, Result, rx, snake
+from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
+from strata.ingest.rules.instructions import instruction
+from strata.ingest.rules.person import named, third_person
+from strata.ingest.rules.screen import about_speaker, screen
+from strata.ingest.rules.text import (
+    CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, REPORTED, Lead, clauses, clean, expand,
+    remove_date, sentences, squash, strip_leads,
+)
+from strata.write import secrets
+from strata.write.canonical import canonicalize
+from strata.write.values import _EDGE, normalize_value
+
+# The statement families, in the order they are tried. To add a kind of statement, write a
+# module with a PATTERNS list of (pattern, handler) and put it here, before any family whose
+# patterns would take its clauses.
+FAMILIES: list[tuple[re.Pattern[str], Handler]] = [
+    *negations.PATTERNS,
+    *preferences.CHANGES,
+    *identity.PATTERNS,
+    *health.PATTERNS,
+    *belongings.PATTERNS,
+    *preferences.PATTERNS,
+    *people.PATTERNS,
+    *decisions.PATTERNS,
+    *identity.MY_X_IS_Y,
+]
+
+_HABIT = rx(I, r"(?:", A, r")?(?:always|never|usually|often|normally|typically|rarely)",
+            r"\s+\w+\s+\w+")
+_ANNUAL = frozenset({"birthday", "anniversary", "wedding_anniversary", "name_day", "birth_date",
+                     "date_of_birth"})
+_MY_X_IS = rx(r"^(?:my|(?P<who>(?-i:[A-Z][\w-]+))'s)\s+",
+              r"(?P<x>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)\s+(?:is|are|was)\s+(?P<y>.+)$")
+_SMALL_TALK_EVENT = rx(r"^i\s+(?:am|was|feel|felt)\s+(?:\w+\s+)?\w+$")
+_MAX_CLAUSE = 400
+_NOT_KEPT_TEXT = 300
+
+
+class RuleExtractor:
+    """Candidates from user messages by pattern; see ``strata.ingest.rules`` for the
+    conventions."""
+
+    name = "rule"
+
+    def extract(self, messages: list[Message], now: datetime) -> Extraction:
+        now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+        out = Extraction()
+        for index, message in enumerate(messages):
+            if message.role != "user":
+                continue
+            said = read_message(message.content, message.at or now, index, message.name)
+            out.memories.extend(said.memories)
+            out.not_kept.extend(said.not_kept)
+        return out
+
+
+def extract_message(text: str, at: datetime, index: int = 0,
+                    name: str | None = None) -> list[Candidate]:
+    """Candidates from one user message written at ``at``."""
+    return read_message(text, at, index, name).memories
+
+
+@dataclass
+class _Reading:
+    memories: list[Candidate] = field(default_factory=list)
+    not_kept: list[NotKept] = field(default_factory=list)
+
+
+def read_message(text: str, at: datetime, index: int = 0, name: str | None = None) -> Extraction:
+    """One user message written at ``at``: its candidates, and why each other clause was not
+    kept."""
+    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    out = _Reading()
+    seen: set[tuple] = set()
+    carry_change = False
+
+    def skip(reason: str, clause: str | None) -> None:
+        out.not_kept.append(NotKept(message=index, reason=reason,
+                                    text=None if clause is None else clause[:_NOT_KEPT_TEXT]))
+
+    for sentence in sentences(clean(text)):
+        if secrets.contains_secret(sentence):
+            # The whole sentence: a clause split could leave the secret's label in one part.
+            skip("secret", None)
+            continue
+        if sentence.rstrip().endswith("?"):
+            skip("question", sentence)
+            continue
+        opening = strip_leads(sentence).text
+        if any(HYPOTHETICAL_START.match(s) for s in (sentence.lstrip(_EDGE), opening)):
+            skip("hypothetical", sentence)
+            continue
+        for clause in clauses(sentence):
+            found = _clause(clause, at, carry_change)
+            carry_change |= _marks_change(clause)
+            if isinstance(found, str):
+                if not _marks_change(clause):
+                    skip(found, clause)
+                continue
+            candidate = Candidate(
+                content=named(found.content, name)[:4000], kind=found.kind, slot=found.slot,
+                value=found.value, valid_from=found.valid_from, valid_to=found.valid_to,
+                confidence=round(min(max(found.confidence, 0.0), 1.0), 2),
+                asserts_change=found.change, evidence=[index],
+            )
+            key = (candidate.kind, candidate.slot, candidate.value, canonicalize(candidate.content))
+            if key in seen:
+                skip("duplicate", clause)
+            else:
+                seen.add(key)
+                out.memories.append(candidate)
+    return Extraction(memories=out.memories, not_kept=out.not_kept)
+
+
+def _marks_change(clause: str) -> bool:
+    """"I changed my mind." / "Actually..." on its own: it is about what follows."""
+    lead = strip_leads(clause)
+    return lead.marker and not lead.text
+
+
+def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
+    """The candidate in one clause, or the reason there is none."""
+    if clause[:1] in "\"'":
+        return "reported"
+    lead = strip_leads(clause)
+    text = lead.text
+    if not text:
+        return "small_talk"
+    change = carry_change or lead.change
+    reason = screen(expand(text), clause)
+    if reason is not None:
+        return reason
+
+    standing = instruction(text)
+    if standing is not None:
+        return Result(standing, "instruction", confidence=0.85, change=change, valid_from=at)
+    if CONDITIONAL.search(text):
+        return "hypothetical"
+
+    expanded = expand(text)
+    change |= bool(re.search(r"\bactually\b", expanded, re.I))
+    hedged = lead.hedge or re.search(r"\b(?:maybe|probably|perhaps)\b", expanded, re.I)
+    penalty = 0.15 if hedged else 0.0
+    tense = guess_tense(expanded)
+    date = find_date(expanded, at, tense)
+
+    annual = _annual(expanded, date, at)
+    if annual is not None:
+        annual.change |= change
+        return annual
+
+    body = expanded
+    if date is not None:
+        inner = strip_leads(remove_date(expanded, date))
+        body, change = expand(inner.text), change or inner.change
+        lead.context = ", ".join(c for c in (lead.context, inner.context) if c)
+        penalty = max(penalty, 0.15 if inner.hedge else 0.0)
+        reason = screen(body) if body else "small_talk"
+        if reason is not None:
+            return reason
+    if len(body) > _MAX_CLAUSE:
+        return "too_long"
+
+    for pattern, handler in FAMILIES:
+        m = pattern.match(body)
+        if m is None:
+            continue
+        found = handler(m, body)
+        if found is None:
+            continue
+        if isinstance(found, str):
+            return found
+        return Result(_with_context(lead, found.content), found.kind, found.slot, found.value,
+                      found.confidence - penalty, found.change or change,
+                      valid_from=date.when if date is not None else at)
+    ended = LIVED_IN.match(body)
+    if ended is not None and date is not None and date.when < at:
+        m = re.match(r"(?P<v>.+)$", body[ended.end():])
+        found = IN_PLACE(m, body) if m else None
+        if found is not None:
+            return Result(_with_context(lead, f"{third_person(body)} {render(date)}"), "fact",
+                          found.slot, found.value, found.confidence - penalty, False,
+                          valid_from=date.when, valid_to=min(_span_end(date), at))
+
+    if _HABIT.match(expanded):
+        # A habit keeps its day words ("on Mondays"): they say when, not since when.
+        return Result(_with_context(lead, third_person(expanded)), "fact",
+                      confidence=0.7 - penalty, change=change, valid_from=at)
+
+    if date is not None and _event_ok(body):
+        content = f"{third_person(statements.restore_subject(body))} {render(date)}"
+        return Result(_with_context(lead, content), "event", confidence=0.75 - penalty,
+                      change=change, valid_from=date.when)
+
+    reason = about_speaker(body)
+    if reason is not None:
+        return reason
+    found = statements.statement(body)
+    if found is None:
+        return "vague"
+    return Result(_with_context(lead, found.content), found.kind, confidence=found.confidence
+                  - penalty, change=change, valid_from=date.when if date is not None else at)
+
+
+def _span_end(date: DateMatch) -> datetime:
+    """The end of the period a date names ("in 2024" ends at 2025-01-01)."""
+    when = date.when
+    if date.granularity == "year":
+        return when.replace(year=when.year + 1)
+    if date.granularity == "month":
+        return (when.replace(day=28) + timedelta(days=4)).replace(day=1)
+    if date.granularity == "week":
+        return when + timedelta(days=7)
+    return when + timedelta(days=1)
+
+
+def _with_context(lead: Lead, content: str) -> str:
+    """Put back a qualifier the clause opened with: "For backends, the user prefers Mongo"."""
+    if not lead.context:
+        return content
+    if content.startswith("The user"):
+        content = "t" + content[1:]
+    return f"{lead.context[:1].upper()}{lead.context[1:]}, {content}"
+
+
+def _annual(text: str, date: DateMatch | None, at: datetime) -> Result | None:
+    """"my birthday is May 3" is a fact with a yearly date; "my flight is tomorrow" an event."""
+    m = _MY_X_IS.match(text)
+    if m is None or date is None:
+        return None
+    y = squash(m["y"])
+    said = squash(date.text).lower().removeprefix("on ")
+    if not (text.endswith(date.text) and said == y.lower().removeprefix("on ")):
+        return None
+    slot = snake(m["x"])
+    if slot in _ANNUAL:
+        value = normalize_value(re.sub(r"^on\s+", "", y, flags=re.I))
+        whose = f"person.{snake(m['who'])}" if m["who"] else "user"
+        return Result(third_person(text), "fact", f"{whose}.{slot}", value, 0.85, valid_from=at)
+    if m["who"]:
+        return None
+    body = remove_date(text, date)
+    return Result(f"{third_person(body)} {render(date)}", "event", confidence=0.75,
+                  valid_from=date.when)
+
+
+def _event_ok(body: str) -> bool:
+    text = statements.restore_subject(body)
+    if not FIRST_PERSON.search(text) or REPORTED.search(text):
+        return False
+    if _SMALL_TALK_EVENT.match(text) or len(text.split()) < 3:
+        return False
+    return True

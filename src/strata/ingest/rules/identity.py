@@ -1,0 +1,211 @@
+"""Who the user is: name and preferred name, where they live, employer, occupation, age, diet,
+and "my X is Y". All single-valued: a new value supersedes the old one."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from strata.ingest.rules.base import (
+    VAGUE, HAVE, A, I, NUMBER, Found, Handler, clean_object, is_stop_object, parse_number, rx, snake,
+    value_of,
+)
+from strata.ingest.rules.person import third_person
+from strata.ingest.rules.text import squash
+from strata.write.values import normalize_value
+
+_ROLES = frozenset(
+    "engineer developer programmer designer teacher doctor nurse student manager scientist "
+    "analyst writer lawyer consultant architect researcher accountant artist chef founder "
+    "cofounder co-founder ceo cto cfo coo vp director intern administrator admin sre devops "
+    "professor lecturer freelancer contractor musician photographer journalist pharmacist "
+    "dentist physician surgeon therapist psychologist translator tester lead officer "
+    "specialist technician mechanic electrician plumber carpenter farmer pilot driver "
+    "salesperson marketer recruiter entrepreneur economist mathematician physicist chemist "
+    "biologist statistician librarian veterinarian vet paramedic firefighter soldier retiree "
+    "tutor coach owner editor producer actor actress dancer singer barista waiter waitress "
+    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc".split()
+)
+_ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)
+PLACE_CUT = re.compile(
+    r"\s+(?:with|since|for|because|and|but|where|which|near|now|these\s+days|at\s+the\s+moment|"
+    r"currently|to|as)\b", re.I,
+)
+ORG_CUT = re.compile(r"\s+(?:as|since|in|on|and|but|where|which|for|now|doing)\b|,", re.I)
+
+
+def is_role(phrase: str) -> bool:
+    head = squash(_ROLE_CUT.split(phrase)[0]).lower()
+    words = head.split()
+    return bool(words) and len(words) <= 4 and words[-1] in _ROLES
+
+
+def fact(slot: str | None, confidence: float, cut: re.Pattern[str] | None = None,
+          change: bool = False, group: str = "v", kind: str = "fact",
+          check: Callable[[str], bool] | None = None) -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        raw, _ = clean_object(m[group])
+        if is_stop_object(raw) or (check is not None and not check(raw)):
+            return None
+        value = value_of(raw, cut) if slot else None
+        if slot and not value:
+            return None
+        return Found(third_person(clause), kind, slot, value, confidence, change=change)
+
+    return handle
+
+
+def not_article(raw: str) -> bool:
+    return not re.match(r"^(?:a|an|my|our|home|night|nights|the\s+moment|myself)\b", raw, re.I)
+
+
+_NAME_CUT = re.compile(r"\s+(?:and|but|from|i|by|btw)\b|,", re.I)
+
+
+def _name_ok(raw: str) -> bool:
+    name = _NAME_CUT.split(raw)[0]
+    words = name.split()
+    return 1 <= len(words) <= 4 and not re.match(
+        r"^(?:not|a|an|the|unknown|irrelevant|secret|private|none|nothing|what|that|it)\b", name,
+        re.I) and all(re.match(r"^[^\W\d_][\w.'-]*$", w) for w in words)
+
+
+def _name(slot: str, template: str | None = None, kind: str = "fact") -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        raw, _ = clean_object(m["v"])
+        if not _name_ok(raw):
+            return None
+        name = squash(_NAME_CUT.split(raw)[0])
+        content = template.format(name=name) if template else third_person(clause)
+        return Found(content, kind, slot, normalize_value(name), 0.9 if kind == "fact" else 0.85)
+
+    return handle
+
+
+def _occupation(m: re.Match[str], clause: str) -> Found | None:
+    raw, _ = clean_object(m["v"])
+    if not is_role(raw):
+        return None
+    value = normalize_value(_ROLE_CUT.split(raw)[0])
+    return Found(third_person(clause), "fact", "user.occupation", value, 0.8)
+
+
+def _work_as(m: re.Match[str], clause: str) -> Found | None:
+    raw, _ = clean_object(m["v"])
+    value = normalize_value(_ROLE_CUT.split(raw)[0])
+    if not value or len(value.split()) > 5:
+        return None
+    return Found(third_person(clause), "fact", "user.occupation", value, 0.85)
+
+
+def _age(change: bool) -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        age = parse_number(m["n"])
+        if not 1 <= age <= 120:
+            return None
+        return Found(third_person(clause), "fact", "user.age", str(age), 0.85, change=change)
+
+    return handle
+
+
+_MY_X_STOP = re.compile(
+    r"^(?:problem|question|point|guess|bet|bad|fault|pleasure|concern|issue|idea|thought|"
+    r"understanding|impression|hope|worry|main\s+concern|take|opinion|answer|reply|reason|"
+    r"feeling|sense|head|day|week|life|mind|turn|advice|plan|goal|only\s+\w+|first\s+\w+|"
+    r"next\s+\w+|last\s+\w+|code|script|query|test|output|error|app|program|function|bug|"
+    r"computer|laptop|phone|internet|connection|wifi|build|job|work|boss|team|"
+    r"favou?rite\b.*|current\s+\w+|new\s+\w+|old\s+\w+)$", re.I,
+)
+_MY_Y_STOP = re.compile(
+    r"^(?:that|not|so|too|very|really|pretty|quite|a\s+bit|kind\s+of|sort\s+of|going|being|"
+    r"getting|still|always|broken|slow|fast|down|fine|ok|okay|good|great|bad|terrible|awful|"
+    r"awesome|nice|cool|busy|sick|tired|here|there|done|over|gone|dead|on|off|in|at|like|"
+    r"the\s+same|"
+    r"similar|different|better|worse|full|empty|late|early|ready|almost|probably|maybe|also|"
+    r"just|only|to|it|this|these|those|where|what|how|why|when|who|which|because|if|no|"
+    r"more|less|much|a\s+lot|all|everything|nothing|something|weird|strange|hard|easy|"
+    r"important|running|working|failing|crashing|stuck|lost|missing|attached|below|above|"
+    r"as\s+follows)\b", re.I,
+)
+
+
+def _my_x_is_y(m: re.Match[str], clause: str) -> Found | None:
+    x = squash(m["x"])
+    raw, _ = clean_object(m["y"])
+    if _MY_X_STOP.match(x) or _MY_Y_STOP.match(raw) or is_stop_object(raw):
+        return VAGUE
+    if len(raw.split()) > 8:
+        return None
+    value = normalize_value(raw)
+    if not value:
+        return None
+    return Found(third_person(clause), "fact", f"user.{snake(x)}", value, 0.7)
+
+
+NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)
+NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True, check=not_article)
+
+
+def _left(m: re.Match[str], clause: str) -> Found | None:
+    """"I left Acme": the employer Acme no longer holds (a negation: no value)."""
+    raw, _ = clean_object(m["v"])
+    org = value_of(raw, ORG_CUT)
+    if not org or is_stop_object(raw) or not not_article(raw) or len(org.split()) > 4:
+        return None
+    return Found(third_person(clause), "fact", "user.employer", None, 0.8, change=True)
+
+
+def _new_role(m: re.Match[str], clause: str) -> Found | None:
+    raw, _ = clean_object(m["v"])
+    if not is_role(raw):
+        return None
+    value = normalize_value(_ROLE_CUT.split(raw)[0])
+    return Found(third_person(clause), "fact", "user.occupation", value, 0.85, change=True)
+
+
+IN_PLACE = fact("user.location", 0.85, PLACE_CUT, check=not_article)
+# "I lived in Munich in 2024": where the user lived, a state that has ended.
+LIVED_IN = re.compile(r"^(?:i|we)\s+(?:lived|resided|was\s+living|were\s+living)\s+in\s+", re.I)
+AT_ORG = fact("user.employer", 0.85, ORG_CUT, check=not_article)
+
+PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # facts about oneself
+    (rx(r"^my\s+(?:full\s+|real\s+|first\s+)?name\s+is\s+(?P<v>.+)$"), _name("user.name")),
+    (rx(I, r"am\s+(?:called|named)\s+(?P<v>.+)$"),
+     _name("user.name", "The user's name is {name}")),
+    (rx(r"^(?:you\s+can\s+|you\s+may\s+|just\s+)?call\s+me\s+(?P<v>.+)$"),
+     _name("user.preferred_name", "The user wants to be called {name}", "preference")),
+    (rx(I, A, r"(?:live|reside)\s+in\s+(?P<v>.+)$"), IN_PLACE),
+    (rx(I, r"am\s+", A, r"(?:living|based|located|residing)\s+in\s+(?P<v>.+)$"), IN_PLACE),
+    (rx(I, A, r"work\s+as\s+(?:a|an|the)\s+(?P<v>.+)$"), _work_as),
+    (rx(I, A, r"work\s+(?:at|for)\s+(?P<v>.+)$"), AT_ORG),
+    (rx(I, r"am\s+", A, r"(?:working|employed)\s+(?:at|for|by)\s+(?P<v>.+)$"), AT_ORG),
+    (rx(I, r"(?:have\s+)?", A, r"(?:started|begun|began)\s+",
+         r"(?:working|a\s+new\s+job|a\s+job|my\s+new\s+job)\s+(?:at|for|with)\s+(?P<v>.+)$"),
+     fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)),
+    # a new employer said plainly: "joined Stripe", "I'm now at Globex", "new job at Acme"
+    (rx(I, HAVE, A, r"(?:joined|started\s+at|moved\s+to\s+a\s+job\s+at|been\s+hired\s+by|",
+        r"got\s+(?:a\s+|the\s+)?(?:new\s+)?job\s+(?:at|with)|signed\s+(?:on\s+)?with|",
+        r"accepted\s+(?:an?\s+)?(?:job\s+)?offer\s+(?:from|at))\s+(?P<v>.+)$"), NEW_ORG),
+    (rx(I, r"am\s+", A, r"now\s+(?:working\s+)?(?:at|with|for)\s+(?P<v>.+)$"), NEW_ORG),
+    (rx(r"^(?:i\s+have\s+)?(?:a\s+|my\s+)?new\s+job\s+(?:at|with)\s+(?P<v>.+)$"), NEW_ORG),
+    (rx(I, HAVE, A, r"(?:left|resigned\s+from|quit|was\s+laid\s+off\s+(?:from|by)|",
+        r"got\s+laid\s+off\s+(?:from|by))\s+(?P<v>.+)$"), _left),
+    # a new home said plainly: "we relocated to Porto", "now based in Lyon"
+    (rx(r"^(?:i|we)\s+", HAVE, A, r"(?:moved|relocated|moved\s+house)\s+(?:back\s+)?",
+        r"(?:from\s+.+?\s+)?to\s+(?P<v>.+)$"), NEW_PLACE),
+    (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"now\s+(?:living|based|located)\s+in\s+(?P<v>.+)$"),
+     NEW_PLACE),
+    (rx(I, HAVE, A, r"(?:became|got\s+promoted\s+to|was\s+promoted\s+to|am\s+now)\s+",
+        r"(?:a|an|the)?\s*(?P<v>.+)$"), _new_role),
+    (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
+     fact("user.diet", 0.85)),
+    (rx(I, r"am\s+", A, r"(?:a|an|the)\s+(?P<v>.+)$"), _occupation),
+    (rx(I, r"am\s+(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?$"), _age(False)),
+    (rx(I, r"(?:have\s+)?", A, r"turned\s+(?P<n>", NUMBER, r")$"), _age(True)),
+]
+
+MY_X_IS_Y: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(r"^my\s+(?P<x>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}?)\s+(?:is|are)\s+(?P<y>.+)$"),
+     _my_x_is_y),
+]

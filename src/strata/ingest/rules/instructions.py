@@ -1,0 +1,51 @@
+"""Standing instructions to the agent: "always answer in French", "never use emoji", "from
+now on, reply in English", "I want you to always ...". Kept imperative, as written."""
+
+from __future__ import annotations
+
+import re
+
+from strata.ingest.rules.text import FIRST_PERSON, squash
+
+
+_INSTRUCTION_VERBS = (
+    r"use|include|add|call|mention|reply|respond|answer|write|send|suggest|recommend|show|"
+    r"format|put|say|ask|remind|give|apologi[sz]e|explain|summari[sz]e|translate|share|store|"
+    r"contact|email|schedule|book|cc|commit|push|deploy|delete|remove|change|edit|run|"
+    r"assume|guess|make|sign|start|end|open|close|post|text|message|ping"
+)
+_INSTRUCTION = [
+    re.compile(r"^(?:please\s+)?(?:always|never(?:\s+ever)?)\b(?!\s+mind\b)\s+\S+\s+\S+", re.I),
+    re.compile(r"^(?:please\s+)?(?:don't|do\s+not)\s+ever\b\s+\S+", re.I),
+    re.compile(r"^please\s+(?:don't|do\s+not)\s+\S+", re.I),
+    re.compile(rf"^(?:don't|do\s+not)\s+(?:{_INSTRUCTION_VERBS})\b", re.I),
+]
+_FROM_NOW_ON = re.compile(
+    r"^(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|"
+    r"starting\s+(?:now|today))\b[\s,:;\-–—]*(?P<rest>.+)$", re.I,
+)
+_WANT_YOU_TO = re.compile(
+    r"^(?:i\s+want\s+you\s+to|i'?d\s+like\s+you\s+to|i\s+would\s+like\s+you\s+to|"
+    r"i\s+need\s+you\s+to|(?:please\s+)?(?:remember|make\s+sure|be\s+sure)(?:\s+to|\s+you)?)\s+"
+    r"(?P<rest>(?:always|never)\b.+)$", re.I,
+)
+_PLEASE = re.compile(r"\bplease\b[\s,]*", re.I)
+
+
+def _imperative(text: str) -> str:
+    text = squash(_PLEASE.sub("", text))
+    return text[:1].upper() + text[1:]
+
+
+def instruction(text: str) -> str | None:
+    """The imperative content if ``text`` is a standing instruction to the agent."""
+    m = _WANT_YOU_TO.match(text)
+    if m:
+        return _imperative(m["rest"])
+    if any(p.match(text) for p in _INSTRUCTION):
+        return _imperative(text)
+    m = _FROM_NOW_ON.match(text)
+    if m and not FIRST_PERSON.match(m["rest"]):
+        return _imperative(text)
+    return None
+

@@ -1,0 +1,177 @@
+"""Why a clause is not kept. Every user clause either becomes a candidate or gets one of these
+reasons on the receipt (``NotKept``); the checks run in the order of ``screen``.
+
+- ``question``: "should I move to Berlin?", "do you know ...".
+- ``hypothetical``: "if I ever move ...", "what if I switched ...", "I wish ...", "we should
+  ...", "I could ...": not something that is true.
+- ``past``: "I used to prefer X", "back when I lived in Rome": not true now (a dated past
+  event, "I went to Rome last May", is an event and is kept).
+- ``reported``: "my boss said I should learn Go", "I told you ...": someone's words, not a
+  statement of fact.
+- ``other_person``: the clause is about the listener ("you're doing great", "your studio looks
+  amazing"), not the speaker.
+- ``small_talk``: greetings, thanks, reactions and feelings of the moment ("thanks, that's
+  great!", "I'm so happy for you", "I can't wait", "I'm tired today").
+- ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself").
+- ``no_statement``: nothing the speaker says about themselves or their world.
+"""
+
+from __future__ import annotations
+
+import re
+
+from strata.ingest.rules.text import (
+    CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, NOT_NOW, QUESTION_START, REPORTED,
+)
+
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|u|ur)\b", re.I)
+# The speaker reacting to the listener or to the moment: what the clause opens with decides.
+_REACTION = re.compile(
+    r"^(?:i|we)\s+(?:(?:really|totally|completely|so|definitely|just|also|sure|truly|"
+    r"absolutely|do|can|am|too)\s+)*"
+    r"(?:appreciate|agree|disagree|hope|bet|understand|see|imagine|guess|"
+    r"can\s*not\s+wait|cannot\s+wait|can\s+relate|feel\s+you|mean|wonder|"
+    r"know\s+(?:what|how|right|that|it|the\s+feeling)|hear\s+you|get\s+(?:it|that|you)|"
+    r"(?:am|feel|felt)\s+(?:(?:so|really|super|very|truly|totally|pretty)\s+)*"
+    r"(?:glad|happy\s+(?:for|to\s+hear)|sorry|proud\s+of|thankful|grateful|here\s+for|"
+    r"excited\s+(?:for|to\s+(?:hear|see))|touched|flattered|honou?red|sure|in\s+awe)|"
+    r"love\s+(?:that|it|this|how|the\s+way|hearing|seeing)|like\s+(?:that|it|this)|"
+    r"will\s+(?:keep|let|definitely\s+let|talk|see|make\s+sure|give\s+it|send|share|check|"
+    r"catch)|wanted\s+to\s+(?:share|show|tell|let)|got(?:ta)?\s+(?:tell|show|say)|"
+    r"have\s+to\s+(?:say|admit|agree)|must\s+(?:say|admit)|cannot\s+(?:believe|imagine)|"
+    r"think\s+(?:so|that\s+is|it\s+is|this\s+is))\b",
+    re.I,
+)
+# A feeling of the moment and nothing else: "I'm so excited!", "I feel great today".
+_FEELING = re.compile(
+    r"^(?:i|we)\s+(?:am|are|feel|felt|was|were|have\s+been)\s+(?:\w+\s+){0,2}"
+    r"(?:happy|glad|excited|stoked|pumped|thrilled|tired|exhausted|great|good|fine|okay|ok|"
+    r"amazing|awesome|sad|bummed|nervous|anxious|stressed|blessed|lucky|grateful|thankful|"
+    r"hopeful|determined|ready|sure|positive|overwhelmed|proud|relieved|speechless|touched|"
+    r"inspired|motivated|busy|well)\b(?:\s+\S+){0,3}$",
+    re.I,
+)
+_SMALL_TALK = re.compile(
+    r"^(?:thanks|thank\s+you|thx|ty|hi|hey|hello|yo|bye|goodbye|see\s+you|take\s+care|"
+    r"good\s+(?:morning|night|evening|luck)|congrats|congratulations|cheers|cool|wow|great|"
+    r"awesome|nice|sweet|lol|haha|ok|okay|sure|yes|yeah|yep|no\s+problem|no\s+worries|"
+    r"never\s+mind|nevermind|sounds\s+(?:good|great|fun)|same\s+here|me\s+too|exactly|"
+    r"definitely|absolutely|totally|of\s+course|keep\s+(?:it\s+up|going|up\s+the)|good\s+job|"
+    r"well\s+done|way\s+to\s+go|that\s+is|that's|it\s+is|it's|this\s+is|what\s+a)\b",
+    re.I,
+)
+# Modal verbs after the subject make a clause a possibility, not a fact — except "can" of an
+# ability ("I can speak French").
+_MODAL = re.compile(
+    r"^(?:i|we)\s+(?:\w+ly\s+)?(?:should|could|might|may|must|ought\s+to|"
+    r"would(?!\s+(?:\w+ly\s+)?(?:prefer|rather|like(?!\s+to)))|"
+    r"can(?!\s+(?:speak|play|cook|drive|swim|code|program|read|write|sing|dance|ski|"
+    r"surf|paint|draw|knit|sew|fly)\b))\b",
+    re.I,
+)
+_SUBJECT_DROPPED = re.compile(
+    r"^(?:(?:just|finally|recently|also|still|really|now)\s+)*"
+    r"(?:got|started|finished|went|been|working|trying|doing|having|made|took|bought|visited|"
+    r"joined|signed|learned|learning|planning|thinking|going|spent|spending|had|found|tried|"
+    r"picked|getting|taking|making|reading|playing|painting|writing|watching|heading|"
+    r"researching|practicing|practising|volunteering|teaching|training|building|moved|"
+    r"moving|launched|opened|adopted|applied|finished|completed|won|lost|met|saw|"
+    r"hoping|looking\s+forward|gonna|wanna)\b(?!\s+(?:a|an|the|and|is|was|can|will)\b)",
+    re.I,
+)
+_PRONOUN_ONLY = re.compile(
+    r"^(?:i|we)\s+(?:\w+\s+){1,2}(?:it|that|this|them|these|those|one|so|too)"
+    r"(?:\s+(?:myself|ourselves|too|so\s+much|a\s+lot|very\s+much|as\s+well))?$",
+    re.I,
+)
+
+
+# Thanks, congratulations and kind words are small talk whoever they mention.
+_THANKS = re.compile(r"^(?:thanks|thank\s+you|thx|congrats|congratulations|kudos|cheers|"
+                     r"glad|so\s+glad|happy\s+to\s+(?:help|hear)|always\s+here|no\s+prob)\b",
+                     re.I)
+# A resolution with nothing in it to remember: "I'm gonna keep going", "I will not quit".
+_RESOLVE = re.compile(
+    r"^(?:i|we)\s+(?:am|are|will|shall|have\s+to|need\s+to)\s+"
+    r"(?:(?:not|never|definitely|totally|really|just|so|gonna|going\s+to|always|still)\s+)*"
+    r"(?:keep\s+(?:going|at\s+it|pushing|on|trying|it\s+up|working|fighting)|"
+    r"make\s+it\s+(?:happen|work|count)|give\s+it\s+(?:my|our|a|their)|"
+    r"do\s+(?:my|our)\s+best|give\s+up|giving\s+up|quit|quitting|stop|"
+    r"let\s+(?:anything|anyone|it|that|this)|get\s+through|"
+    r"stay\s+(?:positive|strong|motivated|focused|determined|hopeful|upbeat)|"
+    r"be\s+(?:fine|ok|okay|alright|awesome|great|there)|try\s+(?:my|our)\s+best)\b",
+    re.I,
+)
+_SUGGESTION = re.compile(r"^(?:let's|let\s+us|lets)\b", re.I)
+_LISTENER_IMPERATIVE = re.compile(
+    r"^(?:check\s+(?:out|this|it)|take\s+a\s+look|have\s+a\s+look|look\s+at|see\s+(?:this|here)|"
+    r"keep\s+(?:it\s+up|going|at\s+it|up\s+the)|hang\s+in\s+there|enjoy|good\s+luck|"
+    r"don't\s+(?:worry|give\s+up)|do\s+not\s+(?:worry|give\s+up))\b",
+    re.I,
+)
+
+
+def screen(text: str, said: str = "") -> str | None:
+    """The reason ``text`` (one clause, contractions expanded, lead-ins stripped) is not a
+    statement worth keeping, or None when it may be one. ``said`` is the clause as written,
+    before its lead-ins were stripped ("Thanks so much, that's great")."""
+    if said and (_SMALL_TALK.match(said.strip()) or _THANKS.match(said.strip())) and not (
+            FIRST_PERSON.search(text)):
+        return "small_talk"
+    if QUESTION_START.match(text):
+        return "question"
+    if HYPOTHETICAL_START.match(text) or _MODAL.match(text):
+        return "hypothetical"
+    if NOT_NOW.match(text):
+        return "reported" if re.match(r"^(?:i|you|he|she|they|someone|somebody|people)\s+"
+                                      r"(?:said|say|told|mentioned|claimed|wrote|think|"
+                                      r"thought)\b", text, re.I) else "past"
+    if _SUGGESTION.match(text):
+        return "hypothetical"
+    if _SMALL_TALK.match(text) and not FIRST_PERSON.search(text):
+        return "small_talk"
+    if (_THANKS.match(text) or _LISTENER_IMPERATIVE.match(text) or _REACTION.match(text)
+            or _FEELING.match(text) or _RESOLVE.match(text)):
+        return "small_talk"
+    return None
+
+
+# Someone else's taste or opinion, which must not pass for the speaker's: "my wife prefers
+# tea", "our CTO thinks Rust is overrated". (Facts about them are kept: "my sister lives in
+# Rome".)
+_THEIR_OPINION = re.compile(
+    r"^(?:my|our)\s+(?:[\w-]+\s+){1,3}?(?:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|"
+    r"uses?|thinks?|believes?|feels?|says?|wants?|recommends?|suggests?|swears\s+by)\b",
+    re.I,
+)
+
+
+def about_speaker(text: str) -> str | None:
+    """Why a clause that no specific family took says nothing to keep about the speaker, or
+    None when the generic statement family may keep it."""
+    if REPORTED.search(text):
+        return "reported"
+    if _THEIR_OPINION.match(text):
+        return "other_person"
+    if _SECOND_PERSON.search(text):
+        return "other_person"
+    if CONDITIONAL.search(text):
+        return "hypothetical"
+    if _PRONOUN_ONLY.match(text):
+        return "vague"
+    if not (FIRST_PERSON.search(text) or _SUBJECT_DROPPED.match(text)):
+        return "no_statement"
+    return None
+
+
+# "Painting helps me ...": the -ing word is the subject, not a verb missing its "I".
+_GERUND_SUBJECT = re.compile(r"^\w+ing\s+(?:\w+\s+){0,3}?(?:is|was|has|can|could|will|would|"
+                             r"should|may|might|must|helps|makes|keeps|gives|"
+                             r"brings|gets|lets|takes|feels|seems|sounds|looks|means|\w+s)\b",
+                             re.I)
+
+
+def subject_dropped(text: str) -> bool:
+    """"Got a new job last week", "Working on a prototype": the speaker left out "I"."""
+    return (bool(_SUBJECT_DROPPED.match(text)) and not FIRST_PERSON.match(text)
+            and not _GERUND_SUBJECT.match(text))

@@ -1,0 +1,60 @@
+"""Everything else a speaker says about themselves: the family that runs last, when no
+specific family (preferences, identity, health, belongings, ...) recognised the clause.
+
+"I started playing acoustic guitar about five years ago", "Painting helps me explore my
+identity", "Working on a prototype for aerial surveillance" (the "I" left out) are kept as
+they were said, in the third person, slotless, at a lower confidence than a recognised form.
+What the screen refuses (``screen.about_speaker``) is not kept: clauses about the listener,
+conditionals, pronoun-only objects, and clauses with no first person at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+from strata.ingest.dates import guess_tense
+from strata.ingest.rules.base import Found
+from strata.ingest.rules.person import third_person
+from strata.ingest.rules.screen import subject_dropped
+
+MIN_WORDS = 4
+# Words that carry no content of their own: pronouns, auxiliaries, articles, fillers.
+_LIGHT = frozenset("""
+i me my mine myself we us our ours ourselves you your yours he him his she her hers it its they
+them their theirs this that these those a an the and or but so to of in on at for with about
+from by as is am are was were be been being have has had do does did will would shall should can
+could may might must not no never just really so very too also still even all some any much
+many more most lot lots thing things stuff something anything everything nothing gonna wanna
+gotta going get got make made keep kept go went gone come came take took give gave feel felt
+think thought know knew want wanted like love one way time now then there here what which who
+how when where why if up out over again always ever sure pretty quite kind sort bit
+""".split())
+MIN_CONTENT_WORDS = 2
+CONFIDENCE = 0.6
+
+
+def restore_subject(text: str) -> str:
+    """Put back the "I" a speaker left out: "Working on X" -> "I am working on X"."""
+    if not subject_dropped(text):
+        return text
+    first = text.split(maxsplit=1)[0].lower()
+    text = text[:1].lower() + text[1:]
+    if first == "been":
+        return f"I have {text}"
+    if first == "gonna":
+        return "I am going to" + text[len("gonna"):]
+    if first == "wanna":
+        return "I want to" + text[len("wanna"):]
+    if first.endswith("ing") or first == "looking":
+        return f"I am {text}"
+    return f"I {text}"
+
+
+def statement(body: str) -> Found | None:
+    """A plain statement about the speaker, or None when it is too short to stand alone."""
+    text = restore_subject(body)
+    words = re.findall(r"[a-z']+", text.lower())
+    if len(words) < MIN_WORDS or sum(w not in _LIGHT for w in words) < MIN_CONTENT_WORDS:
+        return None
+    kind = "event" if guess_tense(text) == "past" else "fact"
+    return Found(third_person(text), kind, confidence=CONFIDENCE)

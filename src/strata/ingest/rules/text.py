@@ -1,0 +1,222 @@
+"""The clause and tense toolkit every statement family uses: text cleaning, sentences and
+clauses, contractions, lead-ins ("actually", "btw", "I think"), and the openings that make a
+clause a question, a hypothetical or something no longer true."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date
+from strata.write.values import _EDGE
+from strata.write.values import _squash as squash
+
+ADVERBS = (
+    r"also|really|still|now|usually|always|never|often|sometimes|just|actually|definitely|"
+    r"mostly|mainly|generally|currently|totally|absolutely|honestly|personally|finally|"
+    r"recently|truly|strongly|normally|typically|primarily|rarely|seldom|no\s+longer|even|"
+    r"already|only|sort\s+of|kind\s+of|much|rather|kinda|occasionally|regularly|"
+    r"exclusively|happily|officially|probably|certainly|not|then"
+)
+def is_past(word: str) -> bool:
+    return word in PAST_IRREGULAR or (word.endswith("ed") and not word.endswith("eed"))
+
+
+
+
+_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "`": ""})
+_CODE = re.compile(r"```.*?```", re.S)
+_ABBREVIATIONS = frozenset(
+    "dr mr mrs ms st vs e.g i.e etc jr sr prof no approx inc ltd co mt ft fig cf".split()
+)
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n+|;\s+")
+
+
+def clean(text: str) -> str:
+    text = _CODE.sub("\n", unicodedata.normalize("NFKC", text))
+    text = text.translate(_QUOTES)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
+
+
+def sentences(text: str) -> list[str]:
+    parts, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        if m.group() == ".":
+            word = re.search(r"([\w.]+)$", text[start:m.start()])
+            if word and word.group(1).lower() in _ABBREVIATIONS:
+                continue
+        end = m.end() if m.group()[0] in ".!?" else m.start()
+        parts.append(text[start:end].strip())
+        start = m.end()
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+_SUBORDINATE = re.compile(
+    r"^(?:if|when|whenever|because|although|though|since|while|as|after|before|once|unless|"
+    r"back\s+when|even\s+if|even\s+though|until)\b", re.I,
+)
+FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|our|us)\b", re.I)
+_BUT = re.compile(r",?\s+but\s+|\s+[-–—]+\s+", re.I)
+_NEW_CLAUSE = re.compile(
+    r",\s+(?:and\s+|so\s+)?(?=(?:i|i'm|i've|my|we)\b)|\s+and\s+(?=(?:i|i'm|i've|my)\b)", re.I,
+)
+
+
+def clauses(sentence: str) -> list[str]:
+    out = []
+    for piece in _BUT.split(sentence):
+        start = 0
+        for m in _NEW_CLAUSE.finditer(piece):
+            left = piece[start:m.start()]
+            if FIRST_PERSON.search(left) and not _SUBORDINATE.match(left.strip()):
+                out.append(left)
+                start = m.end()
+        out.append(piece[start:])
+    return [c.strip(" \t,;:-") for c in out if c.strip(" \t,;:-")]
+
+
+_CONTRACTIONS = [
+    (re.compile(r"\bi'm\b|\bim\b(?=\s)", re.I), "I am"),
+    (re.compile(r"\bi've\b|\bive\b(?=\s)", re.I), "I have"),
+    (re.compile(r"\bi'll\b", re.I), "I will"),
+    (re.compile(r"\bwe're\b", re.I), "we are"),
+    (re.compile(r"\bwe've\b", re.I), "we have"),
+    (re.compile(r"\bwe'll\b", re.I), "we will"),
+    (re.compile(r"\bcan't\b", re.I), "cannot"),
+    (re.compile(r"\bwon't\b", re.I), "will not"),
+    (re.compile(r"\b(do|does|did|is|are|was|were|have|has|had|would|should|could)n't\b", re.I),
+     r"\1 not"),
+    (re.compile(r"\b(dont|doesnt|didnt)\b", re.I), lambda m: m.group()[:-2] + " not"),
+    (re.compile(r"\bname's\b", re.I), "name is"),
+]
+_I_D = re.compile(r"\b(i|we)'d\s+(\w+)", re.I)
+
+
+def expand(text: str) -> str:
+    text = _I_D.sub(
+        lambda m: f"{m[1]} {'had' if is_past(m[2].lower()) else 'would'} {m[2]}", text
+    )
+    for pattern, repl in _CONTRACTIONS:
+        text = pattern.sub(repl, text)
+    return squash(text)
+
+
+# ---------------------------------------------------------------------------------------
+# lead-ins, questions, hypotheticals
+# ---------------------------------------------------------------------------------------
+
+_SEP = r"[\s,:;.!\-–—]*"
+_LEADS: list[tuple[re.Pattern[str], str | None]] = [
+    (re.compile(
+        r"^(?:actually|correction|update|no\s+wait|wait|oops|scratch\s+that|"
+        r"(?:sorry,?\s+)?i\s+meant(?:\s+to\s+say)?|let\s+me\s+correct\s+(?:that|myself)|"
+        r"to\s+correct\s+myself|change\s+of\s+plans?|"
+        r"(?:i(?:'ve|\s+have)?\s+)?changed\s+my\s+mind(?:\s+about\s+[^,:;]+)?|"
+        r"(?:i(?:'ve|\s+have)?\s+)?made\s+a\s+mistake(?:\s+earlier)?)\b" + _SEP, re.I), "marker"),
+    (re.compile(r"^(?:no|nope|nah)\s*[,!.;:\-–—]+\s*", re.I), "change"),
+    (re.compile(r"^(?:and\s+)?now,?\s+(?!that\b)(?=\w)", re.I), "change"),
+    (re.compile(
+        r"^(?:from\s+now\s+on|going\s+forward|moving\s+forward|starting\s+(?:now|today))"
+        r"[\s,:;\-–—]+(?=(?:i|i'm|i've|i'll|my|we)\b)", re.I), "change"),
+    (re.compile(
+        r"^(?:i\s+think|i\s+guess|i\s+believe|i\s+suppose|probably|maybe|perhaps)"
+        r"(?:\s+that)?\b" + _SEP, re.I), "hedge"),
+    (re.compile(
+        r"^(?:and|so|but|also|plus|well|ok|okay|oh|yeah|yes|yep|sure|hey|hi|hello|btw|"
+        r"by\s+the\s+way|honestly|personally|frankly|basically|anyway|anyways|fyi|"
+        r"just\s+so\s+you\s+know|for\s+the\s+record|(?:please\s+)?remember\s+that|"
+        r"(?:please\s+)?note\s+that|keep\s+in\s+mind\s+that|as\s+i\s+(?:said|mentioned|told\s+you)"
+        r"(?:\s+(?:before|earlier))?|like\s+i\s+said|to\s+be\s+honest|tbh|these\s+days|"
+        r"nowadays|currently|lately|at\s+the\s+moment|right\s+now|"
+        r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
+        r"good\s+news|fun\s+fact|in\s+fact|big\s+news|guess\s+what|news|so\s+yeah|yup|"
+        r"wow|woah|whoa|aw+|omg|ha(?:ha)+|lol|cool|great|awesome|nice|amazing|sweet|yay|o+h+|"
+        r"ah+|hm+|um+|true|right|exactly|totally|definitely|absolutely|"
+        r"(?:good|great|nice)\s+to\s+(?:hear|see)\s+from\s+you|"
+        r"long\s+time\s+no\s+(?:see|talk|chat))\b" + _SEP, re.I), None),
+]
+# "For backends, I ..." (a qualifier, kept as context) or "Big news: I ..." (a filler).
+_COMMA_LEAD = re.compile(r"^(?P<lead>[^,:]{1,40})(?P<mark>[,:])\s+(?=(?:i|i'm|i've|my|we)\b)",
+                         re.I)
+_COMMA_LEAD_BLOCK = re.compile(
+    r"\b(?:i|me|my|we|our|us|if|when|unless|because|although|though|since|while|whenever|back|"
+    r"suppose|supposing|imagine|pretend|assuming|hypothetically|theoretically|ideally|theory|"
+    r"would|could|might|said|told|used)\b", re.I,
+)
+
+
+_VOCATIVE = re.compile(r"(?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*))?")
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class Lead:
+    text: str
+    change: bool = False
+    hedge: bool = False
+    marker: bool = False  # an explicit correction word ("actually", "changed my mind")
+    context: str = ""  # a qualifying phrase set off by a comma ("For backends, ...")
+
+
+# The listener's name opening a clause: "Jon, glad I could help".
+_ADDRESS = re.compile(
+    r"^(?!(?:No|Nope|Nah|Yes|Yeah|Yep|Well|Ok|Okay|So|And|But|Now|Actually|Wait|Oops|Sorry|"
+    r"Update|Correction|Also|Plus|Then|Still|Sure|Right|Honestly|Personally|Anyway)\b)"
+    r"(?-i:[A-Z][a-z]+)[,!]\s+(?=\S)")
+
+
+def strip_leads(text: str) -> Lead:
+    lead = Lead(text.strip(_EDGE.replace("'", "").replace('"', "")))
+    for _ in range(8):
+        before = lead.text
+        lead.text = _ADDRESS.sub("", lead.text)
+        for pattern, flag in _LEADS:
+            m = pattern.match(lead.text)
+            if m and m.end() > 0:
+                lead.text = lead.text[m.end():].strip(" \t,;:")
+                lead.change |= flag in ("change", "marker")
+                lead.hedge |= flag == "hedge"
+                lead.marker |= flag == "marker"
+        m = _COMMA_LEAD.match(lead.text)
+        # A date is not filler: "Yesterday, I switched ..." keeps its "Yesterday".
+        if m and not _COMMA_LEAD_BLOCK.search(m["lead"]) and find_date(m["lead"], EPOCH) is None:
+            lead.text = lead.text[m.end():]
+            # A qualifier is context; a colon's lead-in ("Big news: ...") and a name the
+            # speaker addresses ("Gina, I ...") are not.
+            if m["mark"] == "," and not _VOCATIVE.fullmatch(m["lead"].strip()):
+                lead.context = squash(f"{lead.context}, {m['lead']}" if lead.context
+                                      else m["lead"])
+        if lead.text == before:
+            break
+    return lead
+
+
+QUESTION_START = re.compile(
+    r"^(?:(?:do|does|did)(?!n't)\s+(?!not\b)|(?:am|is|are|was|were|can|could|would|should|"
+    r"will|shall|have|has|what|which|who|whom|whose|where|why|how|isn't|aren't|wasn't|"
+    r"don't\s+(?:i|you)|didn't|doesn't)\b)", re.I,
+)
+HYPOTHETICAL_START = re.compile(
+    r"^(?:if|suppose|supposing|imagine|hypothetically|let'?s\s+say|say\s+(?:i|we)|pretend|"
+    r"assuming|assume|what\s+if|in\s+case|even\s+if|unless|would|wouldn't|i\s+wish|"
+    r"i\s+wonder|wish|in\s+theory|theoretically|in\s+an?\s+ideal\s+world)\b", re.I,
+)
+NOT_NOW = re.compile(
+    r"^(?:when|whenever|back\s+(?:when|then|in)|in\s+the\s+past|as\s+a\s+(?:kid|child|student)|"
+    r"years\s+ago|i\s+used\s+to|we\s+used\s+to|used\s+to|i\s+(?:once|previously|originally)|"
+    r"before\s+that|i\s+(?:said|told|mentioned|thought|claimed|wrote)|"
+    r"(?:you|he|she|they|someone|somebody|people)\s+(?:said|say|told|think|thought))\b", re.I,
+)
+CONDITIONAL = re.compile(r"\b(?:if|unless|in\s+case)\b", re.I)
+REPORTED = re.compile(r"\b(?:said|told\s+you|mentioned|claimed|wrote)\b", re.I)
+
+
+def remove_date(text: str, match: DateMatch) -> str:
+    out = text[:match.start] + " " + text[match.end:]
+    out = re.sub(r"\s+([,.;:!?])", r"\1", out)
+    out = re.sub(r",\s*,", ",", out)
+    return squash(out)
+
