@@ -10,6 +10,7 @@ extractor that returns nothing cannot pass.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
@@ -227,14 +228,15 @@ PREFERENCES = [
     ("I really like Python", "preference", "user.preferred_language", "python", False),
     ("I love TypeScript", "preference", "user.preferred_language", "typescript", False),
     ("I enjoy JS", "preference", "user.preferred_language", "javascript", False),
-    ("I use Go for services", "preference", "user.preferred_language", "go", False),
-    ("I use vim for Python", "preference", "user.preferred_editor", "vim", False),
+    ("I use Go for services", "preference", "user.preferred_language@service", "go", False),
+    ("I use vim for Python", "preference", "user.preferred_editor@python", "vim", False),
     ("I'm using VS Code", "preference", "user.preferred_editor", "vscode", False),
     ("I've been using nvim", "preference", "user.preferred_editor", "neovim", False),
     ("I use a Mac", "preference", "user.preferred_os", "macos", False),
     ("We deploy everything on AWS. I use Google Cloud at home", "preference",
-     "user.preferred_cloud", "gcp", False),
-    ("I always drink coffee in the morning", "preference", "user.preferred_drink", "coffee", False),
+     "user.preferred_cloud@home", "gcp", False),
+    ("I always drink coffee in the morning", "preference", "user.preferred_drink@morning", "coffee",
+     False),
     ("I'd prefer tea", "preference", "user.preferred_drink", "tea", False),
     ("my favourite colour is blue", "preference", "user.favorite_colour", "blue", False),
     ("My favorite color is blue", "preference", "user.favorite_colour", "blue", False),
@@ -276,7 +278,6 @@ FACTS = [
     ("I moved to Lisbon", "user.location", "lisbon", True),
     ("I work at Acme Corp as a designer", "user.employer", "acme corp", False),
     ("I work for Globex", "user.employer", "globex", False),
-    ("I'm a software engineer at Google", "user.occupation", "software engineer", False),
     ("i'm a data scientist", "user.occupation", "data scientist", False),
     ("I work as a nurse", "user.occupation", "nurse", False),
     ("I'm 34 years old", "user.age", "34", False),
@@ -287,8 +288,9 @@ FACTS = [
     ("My wife's name is Anna", "user.wife_name", "anna", False),
     ("my home town is Leeds", "user.home_town", "leeds", False),
     ("my birthday is May 3", "user.birthday", "may 3", False),
-    # Multi-valued: facts without a slot.
-    ("I'm allergic to peanuts", None, None, False),
+    # Multi-valued: each value its own key, or (several at once, or no value) no slot.
+    ("I'm allergic to peanuts", "user.allergies:peanut", "peanut", False),
+    ("I speak French", "user.languages:french", "french", False),
     ("I have a dog named Rex", None, None, False),
     ("I have two kids", None, None, False),
 ]
@@ -299,6 +301,16 @@ def test_facts_about_oneself(text, slot, value, change):
     c = only(text)
     assert (c.kind, c.slot, c.value, c.asserts_change) == ("fact", slot, value, change)
     assert c.valid_from == NOW
+
+
+def test_a_role_at_an_employer_is_two_facts():
+    role, employer = extract_message("I'm a software engineer at Google", NOW)
+    assert (role.slot, role.value) == ("user.occupation", "software engineer")
+    assert (employer.slot, employer.value) == ("user.employer", "google")
+    assert "Google" not in role.content and "Google" in employer.content
+    # Control: a role at something that is not a name stays one fact.
+    [nurse] = extract_message("I'm a nurse at the local hospital", NOW)
+    assert (nurse.slot, nurse.value) == ("user.occupation", "nurse")
 
 
 def test_call_me_is_a_name_preference():
@@ -335,9 +347,32 @@ EVENTS = [
 @pytest.mark.parametrize(("text", "when", "content"), EVENTS)
 def test_events_are_dated_from_the_message_time(text, when, content):
     c = only(text)
-    assert (c.kind, c.slot, c.value, c.asserts_change) == ("event", None, None, False)
+    assert (c.kind, c.asserts_change) == ("event", False)
+    # An entry on the calendar is keyed by what it is, valued by its day (plans.py), so a
+    # rescheduling supersedes it; other events are slotless.
+    if c.slot is not None:
+        assert c.slot.startswith("schedule.") and c.value == when.date().isoformat()
     assert c.valid_from == when
     assert c.content == content
+
+
+@pytest.mark.parametrize(("first", "then", "slot", "day_"), [
+    ("my flight to Tokyo is on July 10", "ugh, the airline moved my Tokyo flight to July 14",
+     "schedule.flight_tokyo", date(2026, 7, 14)),
+    ("got a dentist appointment on Friday at 3pm", "had to move the dentist to Monday morning",
+     "schedule.dentist", date(2026, 5, 18)),
+    ("our team dinner is on June 3", "we pushed the team dinner back to June 10",
+     "schedule.dinner_team", date(2026, 6, 10)),
+])
+def test_a_rescheduled_plan_keeps_its_key_and_takes_the_new_day(first, then, slot, day_):
+    [planned] = extract_message(first, NOW)
+    [moved] = extract_message(then, NOW + timedelta(days=1))
+    assert planned.slot == moved.slot == slot
+    assert moved.asserts_change and moved.value == day_.isoformat()
+    assert moved.valid_from.date() == day_
+    # Control: a plain meeting is not an entry to reschedule.
+    [meeting] = extract_message("I met Sam for lunch yesterday", NOW)
+    assert meeting.slot is None
 
 
 def test_relative_dates_use_the_message_time_not_now():
@@ -384,7 +419,13 @@ def test_instructions_stay_imperative(text, content):
         assert instructions == []
         return
     [c] = instructions
-    assert (c.content, c.slot, c.value, c.valid_from) == (content, None, None, NOW)
+    assert (c.content, c.valid_from) == (content, NOW)
+    # The language to answer in is the one slot an instruction holds (a later one replaces it).
+    language = re.search(r"\bin (English|French|German|Spanish)\b", content)
+    if language and not re.search(r"\b(?:never|don't|do not)\b", content, re.I):
+        assert (c.slot, c.value) == ("agent.reply_language", language[1].lower())
+    else:
+        assert (c.slot, c.value) == (None, None)
 
 
 # (text, kind, slot, value)
@@ -552,7 +593,7 @@ def test_one_message_yields_one_candidate_per_clause():
         ("preference", "user.preferred_drink", "tea"),
         ("preference", None, None),
         ("event", None, None),
-        ("instruction", None, None),
+        ("instruction", "agent.reply_language", "german"),
     ]
     assert [c.content for c in found] == [
         "The user's name is Sam",
@@ -601,7 +642,8 @@ def test_hedges_lower_confidence():
 
 def test_a_qualifier_set_off_by_a_comma_stays_in_the_content():
     c = only("For backends, I prefer Mongo")
-    assert (c.slot, c.value) == ("user.preferred_database", "mongodb")
+    # ... and keys the slot: a preference for backends coexists with one for analytics.
+    assert (c.slot, c.value) == ("user.preferred_database@backend", "mongodb")
     assert c.content == "For backends, the user prefers Mongo"
 
 

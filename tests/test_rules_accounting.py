@@ -46,7 +46,8 @@ SECRETS = [
     "here's my card 4111 1111 1111 1111",
     "remember that our alarm code is {secret}",
 ]
-SECRET_VALUES = st.text(alphabet="abcdefghjkmnpqrstuvwxyz23456789", min_size=8, max_size=14)
+# Password-like values (a word is not one: "the password is unchanged" names no secret).
+SECRET_VALUES = st.from_regex(r"[a-z]{3,8}[0-9]{2,4}[a-z!#]{0,3}", fullmatch=True)
 
 
 def fill(template: str, data) -> str:

@@ -436,9 +436,11 @@ def create(client, headers, *items: dict) -> list[dict]:
 def rows(db, tenant_id, path: str = ALICE) -> list[dict]:
     with db.connection() as conn:
         return conn.execute(
-            "SELECT id, content, slot, value, status::text AS status, reinforcements,"
-            " lexical_hash FROM memories WHERE tenant_id = %s AND path = %s::ltree"
-            " ORDER BY created_at, id", (tenant_id, path)).fetchall()
+            "SELECT m.id, m.content, m.slot, m.value, m.status::text AS status,"
+            " m.reinforcements, k.lexical_hash FROM memories m"
+            " LEFT JOIN memory_lexical_keys k ON k.memory_id = m.id"
+            " WHERE m.tenant_id = %s AND m.path = %s::ltree"
+            " ORDER BY m.created_at, m.id", (tenant_id, path)).fetchall()
 
 
 def active(db, tenant_id, path: str = ALICE) -> dict[str, dict]:

@@ -45,14 +45,20 @@ from strata.write.tombstones import insert_tombstone
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# The memory and its lexical key (migration 0012) in one statement.
 _INSERT = """
-INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-                      value, status, origin, confidence, importance, valid, embedding,
-                      embedding_model, evidence, meta, tags, asserted_at, lexical_hash)
-VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
-        %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
-        COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
-        %(meta)s, %(tags)s, %(asserted_at)s, %(lexical)s)
+WITH m AS (
+    INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
+                          value, status, origin, confidence, importance, valid, embedding,
+                          embedding_model, evidence, meta, tags, asserted_at)
+    VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+            %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
+            COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
+            %(meta)s, %(tags)s, %(asserted_at)s)
+    RETURNING id, tenant_id
+)
+INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash)
+SELECT id, tenant_id, %(lexical)s::bytea FROM m WHERE %(lexical)s::bytea IS NOT NULL
 """
 
 _REINFORCE = """

@@ -3,8 +3,8 @@
 For every candidate, in order: tombstones in scope (slot + value, value hash, and for
 superseded/rejected values the retired memory's embedding), an exact active duplicate, the
 active holders of its slot key, a lexical twin (the same statement in other words: one
-``lexical.normal_form``, found by ``memories.lexical_hash`` whatever the embedder scores
-it), and the nearest active neighbours with their similarity band. The gate decides
+``lexical.normal_form``, found by its key in ``memory_lexical_keys`` whatever the embedder
+scores it), and the nearest active neighbours with their similarity band. The gate decides
 ``blocked``, ``candidate`` (an explicit change back to a retired value, held for review),
 ``reinforce``, ``judge`` (the conflict step decides) or ``new``.
 
@@ -140,16 +140,22 @@ CROSS JOIN LATERAL (
 ) t
 """
 
-# The same canonical text, or the same lexical normal form (memories_active_lexical_idx,
-# migration 0012): an exact duplicate first, then lexical twins, oldest first. The text of a
-# twin comes along: its normal form is checked again here, so a key left stale by an edit,
-# or a hash collision, never makes a match.
+# The same canonical text, or the same lexical normal form (memory_lexical_keys, migration
+# 0012): an exact duplicate first, then lexical twins, oldest first. The text of a twin comes
+# along: its normal form is checked again here, so a key left stale by an edit, or a hash
+# collision, never makes a match.
 _TWINS = f"""
-SELECT i.ord, m.id, m.slot, m.content, m.value_hash = i.hash AS exact
+SELECT i.ord, m.id, m.slot, m.content, true AS exact, m.created_at
 FROM {_INPUTS}
 JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
- AND (m.value_hash = i.hash OR (i.lex IS NOT NULL AND m.lexical_hash = i.lex))
-ORDER BY i.ord, m.value_hash = i.hash DESC, m.created_at
+ AND m.value_hash = i.hash
+UNION ALL
+SELECT i.ord, m.id, m.slot, m.content, false, m.created_at
+FROM {_INPUTS}
+JOIN memory_lexical_keys k ON k.tenant_id = %(tenant)s AND k.lexical_hash = i.lex
+JOIN memories m ON m.id = k.memory_id AND m.tenant_id = %(tenant)s AND m.path = i.path
+ AND m.status = 'active' AND m.value_hash <> i.hash
+ORDER BY 1, 5 DESC, 6
 """
 
 _SLOT_HOLDERS = f"""

@@ -10,7 +10,7 @@ and times; what the destination already holds decides the rest:
 
 A record's slot is stored under its normal key (:func:`.slots.normal`, as every entry point
 does), so a file written before slots had contexts or values keeps French and Spanish as two
-facts of ``user.languages``; its lexical key is computed here (``memories.lexical_hash``).
+facts of ``user.languages``; its lexical key is computed here (``memory_lexical_keys``).
 
 Records of one batch that touch one value or slot are decided one after another (waves, as
 in :mod:`.apply`), under the same advisory locks.
@@ -31,21 +31,27 @@ from strata.write import lexical, locks, slots
 from strata.write.apply import waves
 from strata.write.canonical import slot_value_hash
 
+# The memory and its lexical key (migration 0012) in one statement; a record already there
+# (ON CONFLICT) inserts neither.
 _INSERT_MEMORY = """
-INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-    value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
-    reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
-    evidence, meta, tags, created_at, updated_at, asserted_at, lexical_hash)
-VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
-    %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
-    %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
-    %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, GREATEST(%(version)s, (
-        -- a memory this store deleted comes back above every version it had here
-        SELECT max(h.version) + 1 FROM memory_history h
-        WHERE h.tenant_id = %(tenant)s AND h.memory_id = %(id)s)),
-    %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s,
-    %(lexical)s)
-ON CONFLICT (id) DO NOTHING
+WITH m AS (
+    INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
+        value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
+        reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model,
+        version, evidence, meta, tags, created_at, updated_at, asserted_at)
+    VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+        %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
+        %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
+        %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, GREATEST(%(version)s, (
+            -- a memory this store deleted comes back above every version it had here
+            SELECT max(h.version) + 1 FROM memory_history h
+            WHERE h.tenant_id = %(tenant)s AND h.memory_id = %(id)s)),
+        %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, tenant_id
+)
+INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash)
+SELECT id, tenant_id, %(lexical)s::bytea FROM m WHERE %(lexical)s::bytea IS NOT NULL
 """
 
 _REINFORCE = """

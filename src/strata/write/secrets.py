@@ -81,6 +81,10 @@ __all__ = ["Secret", "contains_secret", "find", "redact"]
 
 @dataclass(frozen=True)
 class Secret:
+    """A secret value at ``text[start:end]``. Kinds: password, pin, access_code,
+    card_security_code, card_number, account_number, iban, ssn, national_id, api_key,
+    license_key, token, secret, recovery_phrase, aws_key, private_key."""
+
     start: int
     end: int
     kind: str
@@ -200,7 +204,8 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _widened(text: str, start: int, end: int) -> tuple[int, int]:
     """Out to the whole token: some plugins match a fixed-length prefix (Stripe's keys grew
-    past the 24 characters its regex reads), and a redacted tail would still be the key."""
+    past the 24 characters its regex reads) or capture only a prefix (GitHub's group is
+    ``ghp``), and a redacted tail would still be the key."""
     while start > 0 and _TOKEN_CHAR.match(text, start - 1):
         start -= 1
     while end < len(text) and _TOKEN_CHAR.match(text, end):
@@ -253,7 +258,8 @@ def _cards(text: str) -> Iterator[Secret]:
 def _card_window(text: str, groups: list[tuple[int, int]], i: int) -> int | None:
     """The last group of the longest card number starting at group ``i``, if any. Groups
     of one or two digits are lists of small numbers ("10 12 15 ..."), not a card."""
-    for j in range(len(groups) - 1, i - 1, -1):
+    # 19 digits at most, in groups of 3+ but the last: never more than 6 groups.
+    for j in range(min(len(groups) - 1, i + 5), i - 1, -1):
         sizes = [e - s for s, e in groups[i:j + 1]]
         if not 13 <= sum(sizes) <= 19 or sizes[0] < 4 or any(n < 3 for n in sizes[1:-1]):
             continue
@@ -336,20 +342,38 @@ _START = r"(?<![A-Za-z0-9])"
 _END = r"(?![A-Za-z0-9])"
 _S = r"[ _-]"  # between the words of a noun: "api key", "api_key", "api-key"
 
+# Words that describe a secret rather than give it ("the password is expired / on the
+# fridge / probably fine"). A list, not a suffix rule: "the password is aaaaaaed" gives one.
 _NOT_VALUE_WORDS = (
+    # function words
     "a an the my your his her our their its this that these those it one mine yours ours "
     "in on at under behind inside with without for from by to of into onto near like "
     "not no none never still also just now too very so quite really pretty rather always "
-    "usually probably definitely only even already again here there somewhere elsewhere "
-    "what which whatever where when how why who whoever if because and or but then than "
-    "something anything nothing everything someone somebody nobody everyone all any some "
-    "both either each every same different wrong right correct incorrect invalid valid weak "
-    "strong secure insecure safe unsafe long short simple easy hard difficult complex new old "
-    "temporary default blank empty required optional mandatory needed necessary missing lost "
-    "gone fine ok okay good bad great terrible awful annoying impossible stupid silly funny "
-    "random unique case hidden visible known unknown due about set ready sensitive more less "
-    "n/a na tbd unchanged being been going getting supposed meant written is are was were be "
-    "has have had will would can could should must may might does did do got gets keeps"
+    "here there somewhere elsewhere what which whatever where when how why who whoever if "
+    "because and or but then than something anything nothing everything someone somebody "
+    "nobody everyone all any some both either each every is are was were be been being has "
+    "have had will would can could should must may might does did do n/a na tbd "
+    # judgements and states
+    "same different wrong right correct incorrect invalid valid weak strong secure insecure "
+    "safe unsafe long short simple easy hard difficult complex new old temporary default "
+    "blank empty optional mandatory necessary fine ok okay good bad great terrible awful "
+    "annoying impossible stupid silly funny random unique case sensitive hidden visible known "
+    "unknown due about ready more less unchanged personal special obvious common popular "
+    "generic typical standard normal memorable guessable unguessable crackable unbreakable "
+    "available reasonable horrible predictable unpredictable readable unreadable "
+    # participles
+    "expired expiring changed changing encrypted hashed salted saved stored locked blocked "
+    "disabled enabled required needed shared protected compromised leaked hacked stolen "
+    "updated generated rotated rotating printed attached included enclosed listed noted "
+    "mentioned provided emailed texted taped pinned synced managed used reused reset removed "
+    "deleted revoked renewed regenerated accepted rejected working failing missing pending "
+    "coming going getting doing done typed entered copied pasted cached remembered memorized "
+    "memorised shown written sent kept made given broken taken found bought told said left "
+    "put stuck forgotten chosen frozen lost gone set supposed meant got gets keeps "
+    # adverbs
+    "usually probably definitely actually currently likely obviously apparently basically "
+    "literally seriously totally simply only clearly certainly surely possibly mostly "
+    "hopefully honestly technically supposedly exactly nearly almost even already again"
 ).split()
 # A whole word: "wrong." is the word wrong, "IS+0" is not the word is.
 _WORD_END = r"(?=[.,;:!?)\"'’”]*(?:\s|$))"
@@ -358,14 +382,13 @@ _NOT_VALUE = (
     # A mask stands in for a value: redacted text holds no secret ("the pin is [secret]").
     rf"(?!(?:\[[^\s\]]*\]|<[^\s>]*>|\*+){_WORD_END})"
     r"(?!(?i:" + "|".join(re.escape(w) for w in _NOT_VALUE_WORDS) + rf"){_WORD_END})"
-    rf"(?![a-z]+(?:ed|ing|ly|ble){_WORD_END})"  # expired, changing, probably, memorable
 )
 # "12 characters long", "4 digits": a length, not the value (unless the clause ended first:
 # "the password is hunter2, number two ...").
 _NO_UNIT = (r"(?:(?<=[.,;:!?])|(?!\s+(?i:characters?|chars?|digits?|letters?|numbers?|symbols?"
             r"|words?|long|times?|days?|weeks?|months?|years?|hours?|minutes?|mins?|seconds?"
             r"|attempts?|tries|ago|percent|km|miles?|kg|lbs?)(?![A-Za-z])))")
-_QUOTED = r'"[^"\n]{1,200}"|“[^”\n]{1,200}”|\'[^\'\n]{1,200}\'|‘[^’\n]{1,200}’|`[^`\n]{1,200}`'
+_QUOTED = "|".join(rf"{o}[^{c}\n]{{1,200}}{c}" for o, c in ('""', "“”", "''", "‘’", "``"))
 _TOKEN = r"\S{1,200}+"
 # Looks chosen, not said: a digit, a symbol inside it, or a capital after a small letter.
 _CRED_LIKE = r"(?=\S*?(?:\d|[a-z][A-Z]|[!@#$%^&*+=~|\\/<>{}\[\]_-]\S))"
@@ -387,7 +410,13 @@ _STATED = rf"(?:{_FOR}{_SAYS}(?P<v>{_QUOTED}|{_NOT_VALUE}{_TOKEN}){_NO_UNIT}" \
           rf"|{_SAYS_LOOSELY}(?P<w>{_NOT_VALUE}{_CRED_LIKE}{_TOKEN}){_NO_UNIT})"
 _LOOSE = rf"(?:{_FOR}{_SAYS}(?P<v>{_QUOTED}|{_NOT_VALUE}{_TOKEN}){_NO_UNIT}" \
          rf"|{_SAYS_LOOSELY}(?P<w>{_NOT_VALUE}{_TOKEN}){_NO_UNIT})"
-_NUMERIC = rf"(?:{_FOR}{_SAYS}|\s+(?i:to|as|of)\s+|['’]s\s+|\s+|\s*#\s*)(?P<v>{_NUMBER}){_NO_UNIT}"
+_NUMERIC = (rf"(?:{_FOR}{_SAYS}|\s+(?i:to|as|of)\s+|['’]s\s+|\s+|\s*#\s*)"
+            rf"(?P<v>{_NUMBER}){_NO_UNIT}")
+# A code's noun is unambiguous ("the alarm code is 22aaaaaa"), but said loosely ("garage
+# code to 7781", "locker combo 12-7-33") only digits are its value.
+_CODE = (rf"(?:{_FOR}{_SAYS}(?P<v>{_QUOTED}|{_NOT_VALUE}{_TOKEN}){_NO_UNIT}"
+         rf"|(?:\s+(?i:to|as|of)\s+|['’]s\s+|\s+|\s*#\s*)(?=(?:\S*?\d){{3}})(?P<w>{_NUMBER})"
+         rf"{_NO_UNIT})")
 _MACHINE = rf"(?:{_FOR}{_SAYS}|\s+)(?P<v>{_MACHINE_MADE})"
 _PHRASE = rf"{_FOR}{_SAYS}(?P<v>{_NOT_VALUE}[^.;!?\n]{{1,500}})"
 # "login is bob/hunter2"; not "login is bob / pw x" (the password rule finds "x", and a
@@ -418,6 +447,7 @@ _RULES = (
                       rf"|master{_S}key|(?:network|wi{_S}?fi|wpa2?|wep)(?:{_S}security)?{_S}key"
                       rf"|security{_S}(?:answer|key)|secret{_S}answer"
                       rf"|unlock{_S}(?:pattern|password)", _STATED),
+    # Abbreviations with no other everyday sense: whatever follows is the value ("pw x").
     _Rule("password", r"pw|pwd|passwd", _LOOSE),
     # "pass" is an everyday word: only "pass: ..." / "pass=..." with a value that has a
     # letter and a digit or symbol ("Day pass: $20" is a price).
@@ -426,10 +456,10 @@ _RULES = (
     _Rule("password", rf"credentials|creds|login{_S}(?:details|info|credentials)", _STATED),
     _Rule("password", rf"login|log{_S}?in|sign{_S}?in|user{_S}?name", _PAIR, reverse=False),
     _Rule("access_code", rf"(?:{_CODE_PLACE}){_S}(?:code|pin|combination|combo)s?"
-                         rf"|combination|combo|otp"
                          rf"|(?:code|pin|combination|combo)\s+(?i:for|to|of|on)\s+(?:{_DET}\s+)?"
-                         rf"(?:front\s+|back\s+|main\s+)?(?:{_CODE_PLACE})",
-          _NUMERIC, 3),
+                         rf"(?:front\s+|back\s+|main\s+)?(?:{_CODE_PLACE})", _CODE),
+    # Everyday words too ("a combination of factors"): only digits.
+    _Rule("access_code", r"combination|combo|otp", _NUMERIC, 3),
     _Rule("pin", rf"pin(?:{_S}?(?:code|number|no\.?|#))?|sim{_S}pin|puk(?:{_S}code)?",
           _NUMERIC, 3),
     _Rule("card_security_code", rf"cvv2?|cvc2?|csc|card{_S}(?:security|verification)"

@@ -224,7 +224,8 @@ def context_in(content: str, value: str | None = None) -> str | None:
     for scripting" → ``scripting``; "At work, the user uses a Mac" → ``work``; "drinks
     coffee in the morning" → ``morning``. Not a context: a reason ("for its speed"), a
     duration or date ("for years", "on Monday", "in May 2026"), the value itself ("at
-    Acme"), "in" with anything but a time ("in Python"), "when"/"while" without an activity.
+    Acme"), a name after "on"/"at" ("back on Postgres": the value in another spelling), "in"
+    with anything but a time ("in Python"), "when"/"while" without an activity.
     None when the content names none."""
     text = unicodedata.normalize("NFKC", content).replace("\u2019", "'")
     named = set((value_part(value) or "").split("_")) - {""}
@@ -240,10 +241,12 @@ def context_in(content: str, value: str | None = None) -> str | None:
         q = qualifier_of(phrase)
         if not q:
             continue
-        words = set(q.split("_"))
-        lead = phrase.split()[0].casefold()
-        if lead in _NOT_CONTEXT or q in _NOT_CONTEXT or (named and named <= words):
+        words = set(q.split("_")) | set((value_part(phrase) or "").split("_"))
+        lead = phrase.split()[0]
+        if lead.casefold() in _NOT_CONTEXT or q in _NOT_CONTEXT or (named and named <= words):
             continue
+        if word in ("on", "at") and lead[:1].isupper():
+            continue  # a name: "on Mac", "back on Postgres", "at Acme" say what, not when
         if word == "in" and not (words & _TIMES or q in _TIMES):
             continue
         if word in ("when", "while") and not any(w.endswith("ing") for w in words):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from strata.ingest.rules.text import ADVERBS, squash
@@ -24,7 +24,8 @@ TRAILING = re.compile(
     r"(?:[\s,]+(?:any\s?more|any\s+longer|these\s+days|nowadays|now|for\s+now|at\s+the\s+moment|"
     r"currently|too|as\s+well|instead|again|actually|though|personally|honestly|a\s+lot|"
     r"very\s+much|so\s+much|the\s+most|mostly|exclusively|really|daily|every\s+day|lately|"
-    r"full[- ]time|myself|by\s+far|for\s+good))+$", re.I,
+    r"full[- ]time|myself|by\s+far|for\s+good|from\s+now\s+on|rn|atm|tbh|lol|haha|fwiw|"
+    r"finally|already|yet|so\s+far))+$", re.I,
 )
 CHANGE_TAIL = re.compile(r"\b(?:now|instead|for\s+good|these\s+days)\s*$", re.I)
 CUT = re.compile(
@@ -81,6 +82,9 @@ class Found:
     value: str | None = None
     confidence: float = 0.8
     change: bool = False
+    # More facts in the same clause, each its own memory: "I'm a data engineer at Acme" is an
+    # occupation and an employer, so leaving Acme retires one and not the other.
+    also: list["Found"] = field(default_factory=list)
 
 
 @dataclass

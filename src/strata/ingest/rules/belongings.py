@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from strata.ingest.rules.base import (
-    A, I, Found, Handler, clean_object, is_stop_object, rx,
+    VAGUE, A, I, Found, Handler, clean_object, is_stop_object, rx,
 )
 from strata.ingest.rules.identity import fact
 from strata.ingest.rules.person import third_person
@@ -48,9 +48,35 @@ def _each(family: str, confidence: float = 0.85, article: bool = True) -> Handle
     return handle
 
 
+_LANGUAGES = frozenset("""
+english spanish french german italian portuguese dutch swedish norwegian danish finnish polish
+czech slovak hungarian romanian greek turkish russian ukrainian arabic hebrew persian farsi hindi
+urdu bengali punjabi tamil telugu mandarin cantonese chinese japanese korean vietnamese thai
+indonesian malay tagalog swahili latin catalan basque welsh irish icelandic croatian serbian
+bulgarian estonian latvian lithuanian asl
+""".split())
+
+
+def _learning(m: re.Match[str], clause: str) -> Found | str | None:
+    raw, _ = clean_object(m["v"])
+    if is_stop_object(raw):
+        return VAGUE
+    head = _CUT.split(raw)[0]
+    family = "user.languages" if head.lower() in _LANGUAGES else "user.skills"
+    value = normalize_value(head)
+    if not value or len(value.split()) > 4:
+        return None
+    return Found(third_person(clause), "fact", slots.key(family, value=value), value, 0.8)
+
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
-    (rx(I, A, r"have\s+", _A_FEW, r"\s+(?P<v>", _PETS_AND_FAMILY,
-        r")(?:\s+(?:named|called)\s+.+)?$"), fact(None, 0.8)),
+    (rx(I, A, r"(?:have\s+got|have|got)\s+", _A_FEW, r"\s+(?P<v>", _PETS_AND_FAMILY,
+        r")(?:[,\s]+(?:(?:named|called)\s+)?.+)?$"), fact(None, 0.8)),
+    (rx(I, r"am\s+", A, r"(?:pretty\s+|really\s+|quite\s+|very\s+|super\s+|fairly\s+)?",
+        r"(?:good|great|skilled|proficient|experienced|an\s+expert|a\s+pro)\s+(?:at|in|with)\s+",
+        r"(?P<v>.+)$"), _learning),
+    (rx(I, r"(?:am|have\s+been)\s+", A, r"(?:learning|teaching\s+myself|studying|",
+        r"picking\s+up)\s+(?!to\b)(?P<v>.+)$"), _learning),
     (rx(I, A, r"(?:drive|ride)\s+(?P<v>(?:a|an|the|my)\s+.+)$"), _each("user.vehicles")),
     (rx(I, A, r"(?:own|have\s+got|have)\s+(?P<v>(?:a|an)\s+(?:\w+\s+){0,3}?",
         r"(?:car|bike|bicycle|motorbike|motorcycle|scooter|truck|van|boat|house|flat|apartment|",

@@ -39,8 +39,8 @@ def _decision(change: bool) -> Handler:
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_WE, HAVE, A, r"(?:decided|agreed|chose|opted)\s+(?:to\s+(?:use|go\s+with|adopt|",
         r"move\s+to|switch\s+to)|on|for)\s+(?P<obj>.+)$"), _decision(False)),
-    (rx(_WE, HAVE, A, r"(?:went|are\s+going|will\s+go|picked|settled\s+on|selected)",
-        r"(?:\s+with)?\s+(?P<obj>.+)$"), _decision(False)),
+    (rx(_WE, HAVE, A, r"(?:went\s+with|are\s+going\s+with|will\s+go\s+with|picked|",
+        r"settled\s+on|selected)\s+(?P<obj>.+)$"), _decision(False)),
     (rx(_WE, r"(?:are|have|will)?\s*", A, r"(?:switching|switched|moving|moved|migrating|",
         r"migrated|changing|changed|going\s+back|went\s+back|reverting|reverted)\s+",
         r"(?:(?:the|our)\s+[\w-]+(?:\s+[\w-]+)?\s+)?(?:back\s+)?(?:over\s+)?to\s+(?P<obj>.+)$"),

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    belongings, decisions, health, identity, negations, people, preferences, statements,
+    belongings, decisions, health, identity, negations, people, plans, preferences, statements,
 )
-from strata.ingest.rules.base import A, I, Handler, Result, rx, snake
+from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
-from strata.ingest.rules.instructions import instruction
+from strata.ingest.rules.instructions import instruction, instruction_slot
 from strata.ingest.rules.person import named, third_person
 from strata.ingest.rules.screen import about_speaker, screen
 from strata.ingest.rules.text import (
@@ -24,7 +24,7 @@ from strata.ingest.rules.text import (
 )
 from strata.write import secrets
 from strata.write.canonical import canonicalize
-from strata.write.values import _EDGE, normalize_value
+from strata.write.values import _EDGE, lexicon_terms, normalize_value
 
 # The statement families, in the order they are tried. To add a kind of statement, write a
 # module with a PATTERNS list of (pattern, handler) and put it here, before any family whose
@@ -61,13 +61,79 @@ class RuleExtractor:
     def extract(self, messages: list[Message], now: datetime) -> Extraction:
         now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         out = Extraction()
+        thread = Thread()
         for index, message in enumerate(messages):
+            if message.role == "assistant":
+                # Never a fact about the user, but what a short answer ("no, Lyon") corrects.
+                thread.antecedent = _claim(message.content, message.at or now) or (
+                    thread.antecedent)
+                continue
             if message.role != "user":
                 continue
-            said = read_message(message.content, message.at or now, index, message.name)
+            said = read_message(message.content, message.at or now, index, message.name, thread)
             out.memories.extend(said.memories)
             out.not_kept.extend(said.not_kept)
         return out
+
+
+@dataclass
+class Thread:
+    """What a conversation carries from one clause to the next: the last slotted statement,
+    which a short correction ("actually it's Porto, not Lisbon", "no, Lyon") replaces."""
+
+    antecedent: Result | None = None
+
+
+_TAG_QUESTION = re.compile(r"[,\s]*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you|"
+                           r"didn't\s+you|is\s+that\s+right|yeah)?\s*\?*$", re.I)
+_YOU = [(re.compile(r"^you're\b|^you\s+are\b", re.I), "I am"),
+        (re.compile(r"^you've\b|^you\s+have\b", re.I), "I have"),
+        (re.compile(r"^you\b", re.I), "I"), (re.compile(r"^your\b", re.I), "my")]
+
+
+def _claim(text: str, at: datetime) -> Result | None:
+    """The last slotted statement an assistant makes about the user ("You live in Paris,
+    right?" -> user.location = paris), read as the user's own words."""
+    found = None
+    for sentence in sentences(clean(text)):
+        said = _TAG_QUESTION.sub("", sentence).strip()
+        if not re.match(r"^you(?:r|'re|'ve)?\b", said, re.I):
+            continue
+        for pattern, mine in _YOU:
+            said = pattern.sub(mine, said, count=1)
+        said = re.sub(r"\byour\b", "my", said, flags=re.I)
+        result = _clause(said, at, False)
+        if isinstance(result, Result) and result.slot and result.value:
+            found = result
+    return found
+
+
+_ELLIPSIS = re.compile(
+    r"^(?:(?:it|that)\s+is|it's|that's|i\s+meant|i\s+mean|make\s+(?:that|it))?\s*"
+    r"(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:[\s,]+(?:and\s+)?not\s+(?P<y>[\w'.&-]+"
+    r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
+
+
+def _corrected(clause: str, antecedent: Result | None) -> Result | None:
+    """A short correction of the last slotted statement: "actually it's Porto, not Lisbon"
+    or, after "You live in Paris, right?", "no, Lyon"."""
+    if antecedent is None or not antecedent.slot or not antecedent.value:
+        return None
+    lead = strip_leads(clause)
+    m = _ELLIPSIS.match(lead.text)
+    if m is None or not (lead.change or m["y"]) or is_stop_object(m["x"]):
+        return None
+    # A value, not a remark: a name ("Lyon"), a number, or a known term ("Postgres").
+    if not (m["x"][:1].isupper() or m["x"][:1].isdigit() or lexicon_terms(m["x"])):
+        return None
+    if m["y"] is not None and normalize_value(m["y"]) != antecedent.value:
+        return None
+    old = re.search(re.escape(antecedent.value), antecedent.content, re.I)
+    if old is None or normalize_value(m["x"]) == antecedent.value:
+        return None
+    content = antecedent.content[:old.start()] + m["x"] + antecedent.content[old.end():]
+    return Result(content, antecedent.kind, antecedent.slot, normalize_value(m["x"]),
+                  antecedent.confidence, True, valid_from=antecedent.valid_from)
 
 
 def extract_message(text: str, at: datetime, index: int = 0,
@@ -82,10 +148,12 @@ class _Reading:
     not_kept: list[NotKept] = field(default_factory=list)
 
 
-def read_message(text: str, at: datetime, index: int = 0, name: str | None = None) -> Extraction:
+def read_message(text: str, at: datetime, index: int = 0, name: str | None = None,
+                 thread: Thread | None = None) -> Extraction:
     """One user message written at ``at``: its candidates, and why each other clause was not
-    kept."""
+    kept. ``thread`` carries the conversation's last slotted statement across messages."""
     at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    thread = thread if thread is not None else Thread()
     out = _Reading()
     seen: set[tuple] = set()
     carry_change = False
@@ -107,24 +175,28 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             skip("hypothetical", sentence)
             continue
         for clause in clauses(sentence):
-            found = _clause(clause, at, carry_change)
+            found = _corrected(clause, thread.antecedent) or _clause(clause, at, carry_change)
             carry_change |= _marks_change(clause)
+            if isinstance(found, Result) and found.slot and found.value:
+                thread.antecedent = found
             if isinstance(found, str):
                 if not _marks_change(clause):
                     skip(found, clause)
                 continue
-            candidate = Candidate(
-                content=named(found.content, name)[:4000], kind=found.kind, slot=found.slot,
-                value=found.value, valid_from=found.valid_from, valid_to=found.valid_to,
-                confidence=round(min(max(found.confidence, 0.0), 1.0), 2),
-                asserts_change=found.change, evidence=[index],
-            )
-            key = (candidate.kind, candidate.slot, candidate.value, canonicalize(candidate.content))
-            if key in seen:
-                skip("duplicate", clause)
-            else:
-                seen.add(key)
-                out.memories.append(candidate)
+            for one in (found, *found.also):
+                candidate = Candidate(
+                    content=named(one.content, name)[:4000], kind=one.kind, slot=one.slot,
+                    value=one.value, valid_from=one.valid_from, valid_to=one.valid_to,
+                    confidence=round(min(max(one.confidence, 0.0), 1.0), 2),
+                    asserts_change=one.change, evidence=[index],
+                )
+                key = (candidate.kind, candidate.slot, candidate.value,
+                       canonicalize(candidate.content))
+                if key in seen:
+                    skip("duplicate", clause)
+                else:
+                    seen.add(key)
+                    out.memories.append(candidate)
     return Extraction(memories=out.memories, not_kept=out.not_kept)
 
 
@@ -149,18 +221,21 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
 
     standing = instruction(text)
     if standing is not None:
-        return Result(standing, "instruction", confidence=0.85, change=change, valid_from=at)
+        slot, value = instruction_slot(standing)
+        return Result(standing, "instruction", slot, value, confidence=0.85, change=change,
+                      valid_from=at)
     if CONDITIONAL.search(text):
         return "hypothetical"
 
-    expanded = expand(text)
+    # "got a new job at Datadog": the "I" put back before the tense and the date are read.
+    expanded = statements.restore_subject(expand(text))
     change |= bool(re.search(r"\bactually\b", expanded, re.I))
     hedged = lead.hedge or re.search(r"\b(?:maybe|probably|perhaps)\b", expanded, re.I)
     penalty = 0.15 if hedged else 0.0
     tense = guess_tense(expanded)
     date = find_date(expanded, at, tense)
 
-    annual = _annual(expanded, date, at)
+    annual = plans.scheduled(expanded, date, at) or _annual(expanded, date, at)
     if annual is not None:
         annual.change |= change
         return annual
@@ -168,7 +243,7 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
     body = expanded
     if date is not None:
         inner = strip_leads(remove_date(expanded, date))
-        body, change = expand(inner.text), change or inner.change
+        body, change = statements.restore_subject(expand(inner.text)), change or inner.change
         lead.context = ", ".join(c for c in (lead.context, inner.context) if c)
         penalty = max(penalty, 0.15 if inner.hedge else 0.0)
         reason = screen(body) if body else "small_talk"
@@ -186,9 +261,12 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
             continue
         if isinstance(found, str):
             return found
+        when = date.when if date is not None else at
         return Result(_with_context(lead, found.content), found.kind, found.slot, found.value,
                       found.confidence - penalty, found.change or change,
-                      valid_from=date.when if date is not None else at)
+                      also=[Result(f.content, f.kind, f.slot, f.value, f.confidence - penalty,
+                                   f.change or change, valid_from=when) for f in found.also],
+                      valid_from=when)
     ended = LIVED_IN.match(body)
     if ended is not None and date is not None and date.when < at:
         m = re.match(r"(?P<v>.+)$", body[ended.end():])
@@ -231,12 +309,14 @@ def _span_end(date: DateMatch) -> datetime:
 
 
 def _with_context(lead: Lead, content: str) -> str:
-    """Put back a qualifier the clause opened with: "For backends, the user prefers Mongo"."""
+    """Put back a qualifier the clause opened with: "For backends, the user prefers Mongo",
+    "When the user flies, the user always books an aisle seat"."""
     if not lead.context:
         return content
     if content.startswith("The user"):
         content = "t" + content[1:]
-    return f"{lead.context[:1].upper()}{lead.context[1:]}, {content}"
+    context = third_person(expand(lead.context))
+    return f"{context}, {content}"
 
 
 def _annual(text: str, date: DateMatch | None, at: datetime) -> Result | None:

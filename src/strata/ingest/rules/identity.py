@@ -24,7 +24,7 @@ _ROLES = frozenset(
     "salesperson marketer recruiter entrepreneur economist mathematician physicist chemist "
     "biologist statistician librarian veterinarian vet paramedic firefighter soldier retiree "
     "tutor coach owner editor producer actor actress dancer singer barista waiter waitress "
-    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc".split()
+    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc dev eng".split()
 )
 _ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)
 PLACE_CUT = re.compile(
@@ -82,12 +82,55 @@ def _name(slot: str, template: str | None = None, kind: str = "fact") -> Handler
     return handle
 
 
+_AT_ORG_TAIL = re.compile(r"\s+(?:at|for|with)\s+(?P<org>(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9])"
+                          r"[\w&.'-]*){0,3})(?P<rest>.*)$", re.I)
+
+
+# Capitalised words that follow "I'm" without being a name.
+_NOT_A_NAME = frozenset("""
+american canadian british english french german spanish italian irish scottish welsh dutch
+swiss swedish norwegian danish polish russian ukrainian greek turkish chinese japanese korean
+indian mexican brazilian argentinian australian african european asian latino latina jewish
+christian catholic muslim hindu buddhist atheist mormon protestant vegan gay lesbian bi trans
+okay ok fine good great sorry back here home done ready sure new
+""".split())
+
+
+def _belonging(m: re.Match[str], clause: str) -> Found | None:
+    """"I'm Canadian", "I'm Catholic": who the user is, one of many (slotless)."""
+    if m["v"].lower() not in _NOT_A_NAME or m["v"].lower() in _NOT_A_GROUP:
+        return None
+    return Found(third_person(clause), "fact", confidence=0.8)
+
+
+_NOT_A_GROUP = frozenset("okay ok fine good great sorry back here home done ready sure new vegan".split())
+
+
+def _introduction(m: re.Match[str], clause: str) -> Found | None:
+    """"I'm Robert": a name, unless the capitalised word is a nationality or a faith."""
+    name = m["v"]
+    if name.lower() in _NOT_A_NAME or is_role(name):
+        return None
+    return Found(f"The user's name is {name}", "fact", "user.name", normalize_value(name), 0.8)
+
+
 def _occupation(m: re.Match[str], clause: str) -> Found | None:
     raw, _ = clean_object(m["v"])
     if not is_role(raw):
         return None
     value = normalize_value(_ROLE_CUT.split(raw)[0])
-    return Found(third_person(clause), "fact", "user.occupation", value, 0.8)
+    org = _AT_ORG_TAIL.search(raw)
+    if org is None or org["rest"].strip():
+        return Found(third_person(clause), "fact", "user.occupation", value, 0.8)
+    # "I'm a data engineer at Acme": the role and the employer, two facts.
+    role = raw[:org.start()]
+    return Found(f"The user is {_article(role)} {role}", "fact", "user.occupation", value, 0.8,
+                 also=[Found(f"The user works at {org['org']}", "fact", "user.employer",
+                             normalize_value(org["org"]), 0.8)])
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _work_as(m: re.Match[str], clause: str) -> Found | None:
@@ -146,9 +189,13 @@ NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)
 NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True, check=not_article)
 
 
+_JOB_AT = re.compile(r"^(?:my|the|our)\s+(?:job|position|role|gig|post)\s+(?:at|with|in)\s+", re.I)
+
+
 def _left(m: re.Match[str], clause: str) -> Found | None:
     """"I left Acme": the employer Acme no longer holds (a negation: no value)."""
     raw, _ = clean_object(m["v"])
+    raw = _JOB_AT.sub("", raw)
     org = value_of(raw, ORG_CUT)
     if not org or is_stop_object(raw) or not not_article(raw) or len(org.split()) > 4:
         return None
@@ -173,7 +220,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^my\s+(?:full\s+|real\s+|first\s+)?name\s+is\s+(?P<v>.+)$"), _name("user.name")),
     (rx(I, r"am\s+(?:called|named)\s+(?P<v>.+)$"),
      _name("user.name", "The user's name is {name}")),
-    (rx(r"^(?:you\s+can\s+|you\s+may\s+|just\s+)?call\s+me\s+(?P<v>.+)$"),
+    (rx(r"^(?:please\s+)?(?:you\s+can\s+|you\s+may\s+|just\s+)?(?:please\s+)?call\s+me\s+(?P<v>.+)$"),
      _name("user.preferred_name", "The user wants to be called {name}", "preference")),
     (rx(I, A, r"(?:live|reside)\s+in\s+(?P<v>.+)$"), IN_PLACE),
     (rx(I, r"am\s+", A, r"(?:living|based|located|residing)\s+in\s+(?P<v>.+)$"), IN_PLACE),
@@ -198,10 +245,17 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      NEW_PLACE),
     (rx(I, HAVE, A, r"(?:became|got\s+promoted\s+to|was\s+promoted\s+to|am\s+now)\s+",
         r"(?:a|an|the)?\s*(?P<v>.+)$"), _new_role),
+    (rx(I, HAVE, A, r"(?:went|gone|become|became|turned|switched\s+to|am\s+now)\s+",
+        r"(?:fully\s+|completely\s+|totally\s+|full\s+)?",
+        r"(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
+     fact("user.diet", 0.85, change=True)),
+    (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+))$"), _introduction),
+    (rx(I, r"am\s+", A, r"(?:a\s+|an\s+)?(?P<v>[a-z]+)$"), _belonging),
     (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
      fact("user.diet", 0.85)),
     (rx(I, r"am\s+", A, r"(?:a|an|the)\s+(?P<v>.+)$"), _occupation),
-    (rx(I, r"am\s+(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?$"), _age(False)),
+    (rx(I, r"am\s+(?:now\s+)?(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?",
+        r"(?:\s+(?:now|today|already))?$"), _age(False)),
     (rx(I, r"(?:have\s+)?", A, r"turned\s+(?P<n>", NUMBER, r")$"), _age(True)),
 ]
 

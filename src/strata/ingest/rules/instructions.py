@@ -49,3 +49,17 @@ def instruction(text: str) -> str | None:
         return _imperative(text)
     return None
 
+
+
+_IN_LANGUAGE = re.compile(
+    r"\b(?:answer|reply|respond|write|talk|speak|communicate|chat|text)\b.*?\bin\s+"
+    r"(?P<lang>(?-i:[A-Z])[a-z]+)\b", re.I)
+
+
+def instruction_slot(content: str) -> tuple[str | None, str | None]:
+    """The slot a standing instruction holds, when it has one: the language to answer in
+    ("always answer in French", later "from now on reply in English")."""
+    m = _IN_LANGUAGE.search(content)
+    if m is None or re.search(r"\b(?:never|don't|do\s+not)\b", content, re.I):
+        return None, None
+    return "agent.reply_language", m["lang"].lower()

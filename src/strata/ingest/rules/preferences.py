@@ -16,7 +16,7 @@ from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import squash
 from strata.write.values import CATEGORY_NOUNS, normalize_value
 
-_FAVOURITE = r"my\s+(?:all[- ]time\s+|absolute\s+)?favou?rite"
+_FAVOURITE = r"my\s+(?:all[- ]time\s+|absolute\s+)?(?:favou?rite|fave?)"
 
 
 def _preference(confidence: float, change: bool = False, need_term: bool = False) -> Handler:
@@ -87,6 +87,9 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^(?P<obj>.+?)\s+(?:is|are)\s+(?:definitely\s+|probably\s+)?", _FAVOURITE,
          r"(?:\s+(?P<noun>[a-z][a-z -]{0,30}))?$"), _favourite),
     (rx(I, A, r"prefer\s+(?P<obj>.+)$"), _preference(0.85)),
+    (rx(I, r"(?:am|have\s+been)\s+", A, r"on\s+(?P<obj>.+)$"), _preference(0.75, need_term=True)),
+    (rx(I, r"(?:will\s+|am\s+going\s+to\s+|am\s+gonna\s+)?", A, r"(?:stick|stay)\s+with\s+",
+        r"(?P<obj>.+)$"), _preference(0.8)),
     (rx(I, r"would\s+", A, r"(?:prefer|rather\s+(?:use|have|drink))\s+(?P<obj>.+)$"),
      _preference(0.7)),
     (rx(I, A, r"(?:like|love|enjoy|adore)\s+(?P<obj>.+)$"), _preference(0.75)),

@@ -48,7 +48,7 @@ _FEELING = re.compile(
     r"(?:happy|glad|excited|stoked|pumped|thrilled|tired|exhausted|great|good|fine|okay|ok|"
     r"amazing|awesome|sad|bummed|nervous|anxious|stressed|blessed|lucky|grateful|thankful|"
     r"hopeful|determined|ready|sure|positive|overwhelmed|proud|relieved|speechless|touched|"
-    r"inspired|motivated|busy|well)\b(?:\s+\S+){0,3}$",
+    r"inspired|motivated|busy|well)\b(?!\s+(?:at|in|with)\b)(?:\s+\S+){0,3}$",
     re.I,
 )
 _SMALL_TALK = re.compile(
@@ -70,15 +70,18 @@ _MODAL = re.compile(
     re.I,
 )
 _SUBJECT_DROPPED = re.compile(
-    r"^(?:(?:just|finally|recently|also|still|really|now)\s+)*"
+    r"^(?:(?:just|finally|recently|also|still|really|now|only)\s+)*"
     r"(?:got|started|finished|went|been|working|trying|doing|having|made|took|bought|visited|"
     r"joined|signed|learned|learning|planning|thinking|going|spent|spending|had|found|tried|"
     r"picked|getting|taking|making|reading|playing|painting|writing|watching|heading|"
     r"researching|practicing|practising|volunteering|teaching|training|building|moved|"
-    r"moving|launched|opened|adopted|applied|finished|completed|won|lost|met|saw|"
-    r"hoping|looking\s+forward|gonna|wanna)\b(?!\s+(?:a|an|the|and|is|was|can|will)\b)",
+    r"moving|launched|opened|adopted|applied|completed|won|lost|met|saw|quit|switched|"
+    r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna)\b",
     re.I,
 )
+# "Been a long road", "Going to be a blast": an "it" left out, not an "I".
+_IT_DROPPED = re.compile(r"^(?:been|going\s+to\s+be|gonna\s+be)\s+(?:a|an|the|so|such|really)\b",
+                         re.I)
 _PRONOUN_ONLY = re.compile(
     r"^(?:i|we)\s+(?:\w+\s+){1,2}(?:it|that|this|them|these|those|one|so|too)"
     r"(?:\s+(?:myself|ourselves|too|so\s+much|a\s+lot|very\s+much|as\s+well))?$",
@@ -159,7 +162,7 @@ def about_speaker(text: str) -> str | None:
         return "hypothetical"
     if _PRONOUN_ONLY.match(text):
         return "vague"
-    if not (FIRST_PERSON.search(text) or _SUBJECT_DROPPED.match(text)):
+    if not (FIRST_PERSON.search(text) or subject_dropped(text)):
         return "no_statement"
     return None
 
@@ -174,4 +177,4 @@ _GERUND_SUBJECT = re.compile(r"^\w+ing\s+(?:\w+\s+){0,3}?(?:is|was|has|can|could
 def subject_dropped(text: str) -> bool:
     """"Got a new job last week", "Working on a prototype": the speaker left out "I"."""
     return (bool(_SUBJECT_DROPPED.match(text)) and not FIRST_PERSON.match(text)
-            and not _GERUND_SUBJECT.match(text))
+            and not _GERUND_SUBJECT.match(text) and not _IT_DROPPED.match(text))

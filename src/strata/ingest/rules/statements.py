@@ -39,6 +39,8 @@ def restore_subject(text: str) -> str:
         return text
     first = text.split(maxsplit=1)[0].lower()
     text = text[:1].lower() + text[1:]
+    if first in ("based", "living", "located"):
+        return f"I am {text}"
     if first == "been":
         return f"I have {text}"
     if first == "gonna":

@@ -34,9 +34,15 @@ _ABBREVIATIONS = frozenset(
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n+|;\s+")
 
 
+# Emoji and other pictographs carry tone, not facts: "started at Stripe 🎉" is "started at
+# Stripe".
+_PICTOGRAPHS = re.compile(
+    "[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\U0001F1E6-\U0001F1FF]+")
+
+
 def clean(text: str) -> str:
     text = _CODE.sub("\n", unicodedata.normalize("NFKC", text))
-    text = text.translate(_QUOTES)
+    text = _PICTOGRAPHS.sub(" ", text.translate(_QUOTES))
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
 
 
@@ -61,7 +67,11 @@ _SUBORDINATE = re.compile(
 FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|our|us)\b", re.I)
 _BUT = re.compile(r",?\s+but\s+|\s+[-–—]+\s+", re.I)
 _NEW_CLAUSE = re.compile(
-    r",\s+(?:and\s+|so\s+)?(?=(?:i|i'm|i've|my|we)\b)|\s+and\s+(?=(?:i|i'm|i've|my)\b)", re.I,
+    r",\s+(?:and\s+|so\s+)?(?=(?:i|i'm|i've|my|we)\b)|\s+and\s+(?=(?:i|i'm|i've|my)\b)"
+    # "at work I use a Mac, at home I'm on Linux": a new context opens a new clause
+    r"|,\s+(?=(?:at|on|for|in|during)\s+(?:\w+\s+){0,3}?(?:i|i'm|i've|my|we)\b)"
+    # "sushi is my fav food, can't get enough": a new clause with its subject left out
+    r"|,\s+(?=(?:can't|cannot|gotta|gonna|wanna|love|loved|hate|hated|miss)\b)", re.I,
 )
 
 
@@ -133,11 +143,18 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"nowadays|currently|lately|at\s+the\s+moment|right\s+now|"
         r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
         r"good\s+news|fun\s+fact|in\s+fact|big\s+news|guess\s+what|news|so\s+yeah|yup|"
-        r"wow|woah|whoa|aw+|omg|ha(?:ha)+|lol|cool|great|awesome|nice|amazing|sweet|yay|o+h+|"
+        r"wow|woah|whoa|aw+|omg|ugh|argh|meh|sigh|phew|yikes|oof|ha(?:ha)+|lol|cool|great|awesome|nice|amazing|sweet|yay|o+h+|"
         r"ah+|hm+|um+|true|right|exactly|totally|definitely|absolutely|"
         r"(?:good|great|nice)\s+to\s+(?:hear|see)\s+from\s+you|"
         r"long\s+time\s+no\s+(?:see|talk|chat))\b" + _SEP, re.I), None),
 ]
+# "When I fly I always book an aisle seat": a habitual condition, kept as context.
+_WHENEVER = re.compile(
+    r"^(?P<lead>(?:when|whenever|every\s+time)\s+(?:i|we)\s+(?!(?:was|were|used|had|lived|did)\b)"
+    r"\w+(?:\s+\w+){0,3}?)[,\s]+(?=(?:i|we)\s)", re.I)
+# "At work I use a Mac": a scope opening the clause, kept as context.
+_SCOPE = re.compile(r"^(?P<lead>(?:at|on|for|in|during)\s+(?:\w+\s+){0,2}?\w+)\s+(?=(?:i|we)\s)",
+                    re.I)
 # "For backends, I ..." (a qualifier, kept as context) or "Big news: I ..." (a filler).
 _COMMA_LEAD = re.compile(r"^(?P<lead>[^,:]{1,40})(?P<mark>[,:])\s+(?=(?:i|i'm|i've|my|we)\b)",
                          re.I)
@@ -173,6 +190,10 @@ def strip_leads(text: str) -> Lead:
     for _ in range(8):
         before = lead.text
         lead.text = _ADDRESS.sub("", lead.text)
+        m = _WHENEVER.match(lead.text) or _SCOPE.match(lead.text)
+        if m and find_date(m["lead"], EPOCH) is None:
+            lead.text = lead.text[m.end():]
+            lead.context = squash(f"{lead.context}, {m['lead']}" if lead.context else m["lead"])
         for pattern, flag in _LEADS:
             m = pattern.match(lead.text)
             if m and m.end() > 0:
@@ -205,7 +226,8 @@ HYPOTHETICAL_START = re.compile(
     r"i\s+wonder|wish|in\s+theory|theoretically|in\s+an?\s+ideal\s+world)\b", re.I,
 )
 NOT_NOW = re.compile(
-    r"^(?:when|whenever|back\s+(?:when|then|in)|in\s+the\s+past|as\s+a\s+(?:kid|child|student)|"
+    r"^(?:(?:when|whenever)(?=\s+(?:i|we)\s+(?:was|were|used|had|lived|did|\w+ed)\b)|"
+    r"(?:when|whenever)(?!\s+(?:i|we)\b)|back\s+(?:when|then|in)|in\s+the\s+past|as\s+a\s+(?:kid|child|student)|"
     r"years\s+ago|i\s+used\s+to|we\s+used\s+to|used\s+to|i\s+(?:once|previously|originally)|"
     r"before\s+that|i\s+(?:said|told|mentioned|thought|claimed|wrote)|"
     r"(?:you|he|she|they|someone|somebody|people)\s+(?:said|say|told|think|thought))\b", re.I,
