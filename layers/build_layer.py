@@ -15,6 +15,10 @@ CPython 3.11). Unlike it:
   and s3transfer, so also python-dateutil, six and urllib3 (jmespath stays: Powertools needs
   it too). aws-xray-sdk, which Powertools' Tracer imports, depends on botocore: 30 MB the
   runtime already has.
+- Data a distribution ships that strata never reads is removed (``PRUNE``): simplemma's
+  lemma dictionaries for 48 languages other than English, 18 of its 19 MB
+  (strata.write.lexical lemmatises English only; simplemma finds its languages by listing
+  that folder, so the rest still load).
 - ``--beside REQUIREMENTS``: the layer is always used together with the layer built from those
   requirements (the MCP layer beside the core layer). Shared dependencies are pinned to the
   versions that layer gets and left to it, so no package is in both: Lambda unpacks all layers
@@ -43,6 +47,8 @@ except ImportError:  # pip always carries a copy
     from pip._vendor.packaging.utils import canonicalize_name
 
 RUNTIME = {"boto3", "botocore", "s3transfer"}
+# folder inside the layer -> the files in it to keep; every other file there is removed.
+PRUNE = {"simplemma/strategies/dictionaries/data": {"en.plzma"}}
 PLATFORM = ["--platform", "manylinux2014_x86_64", "--implementation", "cp",
             "--python-version", "3.11", "--abi", "cp311", "--only-binary=:all:"]
 # Environment markers as the python3.11 runtime evaluates them.
@@ -114,10 +120,22 @@ def main() -> None:
         *(f"{name}=={resolved[name]['version']}" for name in names))
     # Console scripts, whose #! names the build machine's interpreter: nothing on Lambda runs them.
     shutil.rmtree(args.target / "bin", ignore_errors=True)
+    prune(args.target)
     for folder in args.copy:
         shutil.copytree(folder, args.target / folder.name, symlinks=False,
                         ignore=shutil.ignore_patterns("__pycache__"))
     compile_bytecode(args.target)
+
+
+def prune(target: Path) -> None:
+    for folder, keep in PRUNE.items():
+        path = target / folder
+        if not path.is_dir():
+            continue
+        gone = [f for f in path.iterdir() if f.is_file() and f.name not in keep]
+        for f in gone:
+            f.unlink()
+        print(f"{target}: {folder}: kept {', '.join(sorted(keep))}, removed {len(gone)} files")
 
 
 def compile_bytecode(target: Path) -> None:

@@ -723,3 +723,67 @@ def test_generated_qualifiers_keep_values_apart(db, settings, make_tenant, conte
     held = {r["slot"]: r["value"] for r in rows(db, t) if r["status"] == "active"}
     assert held == {**{s["slot"]: s["value"] for s in statements},
                     statements[0]["slot"]: replacement}
+
+
+def test_ingest_lexical_twin_reinforces_and_another_allergy_is_kept(client, db, tenant):
+    """Given "I'm allergic to peanuts" ingested (POST /v1/ingest, rule extractor)
+    When "I have a peanut allergy" is ingested the next day
+    Then it reinforces (or merges into) the one peanut memory; "I'm allergic to shellfish"
+    then is a second active memory (control)."""
+    def say(text: str, day: int) -> dict:
+        r = client.post("/v1/ingest", headers=tenant.headers, json={
+            "path": ALICE, "wait": True,
+            "messages": [{"role": "user", "content": text,
+                          "at": (NOW + timedelta(days=day)).isoformat()}]})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    say("I'm allergic to peanuts", 0)
+    again = say("I have a peanut allergy", 1)
+    assert [i["outcome"] for i in again["items"]] in (["reinforced"], ["merged"]), again
+    say("I'm allergic to shellfish", 2)
+    now = active(db, tenant.tenant_id)
+    assert len([c for c in now if "peanut" in c.lower()]) == 1, now
+    assert len([c for c in now if "shellfish" in c.lower()]) == 1, now
+
+
+def test_import_keys_a_legacy_multi_valued_slot_and_finds_lexical_twins(db, settings, tenant,
+                                                                       embedder):
+    """Given records of an older export: French and Spanish both under the unkeyed slot
+    user.languages, and a slotless "I have a peanut allergy"
+    When they are imported into a store holding "I'm allergic to peanuts"
+    Then both languages are inserted under their own keys (neither held for review as a
+    second holder of one slot), and the allergy reinforces the stored twin."""
+    from psycopg.types.json import Jsonb
+    from psycopg.types.range import Range
+
+    from strata.write import imports
+
+    t = tenant.tenant_id
+    direct_write(db, settings, t, {"content": "I'm allergic to peanuts"}, at=NOW)
+
+    def record(content: str, slot: str | None, value: str | None) -> imports.Incoming:
+        canonical = canonicalize(content)
+        return imports.Incoming(row={
+            "id": uuid.uuid4(), "tenant": t, "path": ALICE, "name": None, "content": content,
+            "canonical": canonical, "hash": value_hash(canonical), "kind": "fact",
+            "slot": slot, "value": value, "status": "active", "origin": "user_stated",
+            "importance": 0.5, "confidence": 0.9, "pinned": False, "access_count": 0,
+            "last_accessed_at": None, "reinforcements": 0, "tier": "long_term",
+            "expires_at": None, "valid": Range(NOW, None, "[)"), "recorded_at": NOW,
+            "asserted_at": NOW, "embedding": embedder.embed([content])[0],
+            "model": embedder.model, "version": 1, "evidence": Jsonb([]), "meta": Jsonb({}),
+            "tags": [], "created_at": NOW, "updated_at": NOW,
+        }, embedding=embedder.embed([content])[0])
+
+    items = [record("The user speaks French", "user.languages", "french"),
+             record("The user speaks Spanish", "user.languages", "spanish"),
+             record("I have a peanut allergy", None, None)]
+    with db.transaction(cause="test") as cur:
+        decisions = imports.write(cur, t, items, gating.bands(settings, embedder.model), set())
+    assert [d.action for d in decisions] == ["inserted", "inserted", "reinforced"], decisions
+    now = active(db, t)
+    assert now["The user speaks French"]["slot"] == "user.languages:french"
+    assert now["The user speaks Spanish"]["slot"] == "user.languages:spanish"
+    assert now["I'm allergic to peanuts"]["reinforcements"] == 1
+    assert "I have a peanut allergy" not in now

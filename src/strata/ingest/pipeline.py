@@ -164,9 +164,15 @@ def _without_secrets(extraction: Extraction) -> Extraction:
 
 
 def accounted(extraction: Extraction, messages: list[Message]) -> list[NotKept]:
-    """What the extraction did not keep: its own account, plus every user message that no
-    candidate cites and the extractor said nothing about (a model's silence)."""
+    """What the extraction did not keep: its own account; every user message holding a
+    secret (withheld before a model saw it), unless the extractor said so already; and every
+    user message that no candidate cites and the extractor said nothing about (a model's
+    silence)."""
     cited = {i for c in extraction.memories for i in c.evidence}
+    said_secret = {n.message for n in extraction.not_kept if n.reason == "secret"}
+    extraction = extraction.model_copy(update={"not_kept": [*extraction.not_kept, *(
+        NotKept(message=i, reason="secret") for i, m in enumerate(messages)
+        if m.role == "user" and i not in said_secret and secrets.contains_secret(m.content))]})
     told = {n.message for n in extraction.not_kept}
     silent = [
         NotKept(message=i, reason="model_skipped")

@@ -181,12 +181,16 @@ class LLMExtractor(_ModelCaller):
             # misattributed it: provenance we cannot show is no provenance.
             if any(i < 0 or i >= len(messages) for i in candidate.evidence):
                 continue
+            # What only the assistant said is never a fact about the user.
+            if not any(messages[i].role == "user" for i in candidate.evidence):
+                continue
             kept.append(_tidy(candidate))
         # What the model says it left out, where it names a message it was shown; a secret's
         # text is never kept, whatever the model echoed.
         not_kept = [
             n.model_copy(update={"text": None}) if n.reason == "secret" else n
-            for n in answer.not_kept if n.message < len(messages)
+            for n in answer.not_kept
+            if n.message < len(messages) and messages[n.message].role == "user"
         ]
         return Extraction(memories=kept, not_kept=not_kept)
 

@@ -39,8 +39,6 @@ import re
 import unicodedata
 from functools import lru_cache
 
-import simplemma
-
 from strata.write.canonical import canonicalize
 
 # Multi-valued families, each with the other names a model or caller may give it.
@@ -67,14 +65,15 @@ MULTI_VALUED: dict[str, tuple[str, ...]] = {
     "user.projects": ("user.project",),
     "user.goals": ("user.goal",),
 }
-# Single-valued families the extractors use (documentation and tests: any family not in
-# MULTI_VALUED is single-valued anyway).
+# Single-valued families the extractors use, besides every preference family
+# (``<namespace>.preferred_<x>``, ``<namespace>.favorite_<x>``: ``user.preferred_<category>``
+# for the lexicon's categories in strata.write.values). Any other family not in MULTI_VALUED
+# is single-valued too; these are the ones a value part cannot make multi-valued.
 SINGLE_VALUED = frozenset({
     "user.name", "user.preferred_name", "user.location", "user.home_city", "user.employer",
     "user.occupation", "user.role", "user.job_title", "user.age", "user.diet",
     "user.birthday", "user.timezone", "user.partner", "user.spouse",
 })
-SINGLE_VALUED_PREFIXES = ("user.preferred_", "user.favorite_")
 
 _FAMILY_OF = {alias: family for family, aliases in MULTI_VALUED.items()
               for alias in (family, *aliases)}
@@ -112,6 +111,8 @@ def _singular(word: str) -> str:
     forms stay: "scripting" names an activity, not a script)."""
     if not word.isalpha() or not word.endswith("s") or len(word) < 4:
         return word
+    import simplemma  # on first use, as in strata.write.lexical
+
     lemma = simplemma.lemmatize(word, lang="en", low_memory=True).casefold()
     return lemma if lemma != word and word.startswith(lemma[:-1]) else word
 
@@ -168,6 +169,10 @@ def value_part(value: str | None) -> str | None:
     return part
 
 
+def _preference(family: str) -> bool:
+    return family.rsplit(".", 1)[-1].startswith(("preferred_", "favorite_"))
+
+
 def single_valued(family: str) -> bool:
     """Whether ``family`` is known to hold one value per context."""
     return family in SINGLE_VALUED or _preference(family)
@@ -212,11 +217,6 @@ _DATES = re.compile(
     r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|"
     r"yesterday|tonight)\b", re.I)
 _MAX_CONTEXT_WORDS = 4
-
-
-def _preference(family: str) -> bool:
-    last = family.rsplit(".", 1)[-1]
-    return last.startswith(("preferred_", "favorite_"))
 
 
 def context_in(content: str, value: str | None = None) -> str | None:

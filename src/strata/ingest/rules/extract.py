@@ -262,6 +262,8 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
         if isinstance(found, str):
             return found
         when = date.when if date is not None else at
+        if found.kind == "event" and date is not None:
+            found.content = f"{found.content} {render(date)}"
         return Result(_with_context(lead, found.content), found.kind, found.slot, found.value,
                       found.confidence - penalty, found.change or change,
                       also=[Result(f.content, f.kind, f.slot, f.value, f.confidence - penalty,

@@ -192,6 +192,19 @@ NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True, check=not_articl
 _JOB_AT = re.compile(r"^(?:my|the|our)\s+(?:job|position|role|gig|post)\s+(?:at|with|in)\s+", re.I)
 
 
+def _now_at(m: re.Match[str], clause: str) -> Found | None:
+    """"I'm now at Globex": the new employer, said the way a question about work finds it."""
+    found = NEW_ORG(m, clause)
+    if not isinstance(found, Found):
+        return found
+    org = _ORG_NAME.match(m["v"])
+    found.content = f"The user now works at {org.group() if org else m['v']}"
+    return found
+
+
+_ORG_NAME = re.compile(r"(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9])[\w&.'-]*){0,3}")
+
+
 def _left(m: re.Match[str], clause: str) -> Found | None:
     """"I left Acme": the employer Acme no longer holds (a negation: no value)."""
     raw, _ = clean_object(m["v"])
@@ -199,7 +212,8 @@ def _left(m: re.Match[str], clause: str) -> Found | None:
     org = value_of(raw, ORG_CUT)
     if not org or is_stop_object(raw) or not not_article(raw) or len(org.split()) > 4:
         return None
-    return Found(third_person(clause), "fact", "user.employer", None, 0.8, change=True)
+    # An event (leaving happened at a time) that retires the employer it names.
+    return Found(third_person(clause), "event", "user.employer", None, 0.8, change=True)
 
 
 def _new_role(m: re.Match[str], clause: str) -> Found | None:
@@ -234,7 +248,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(I, HAVE, A, r"(?:joined|started\s+at|moved\s+to\s+a\s+job\s+at|been\s+hired\s+by|",
         r"got\s+(?:a\s+|the\s+)?(?:new\s+)?job\s+(?:at|with)|signed\s+(?:on\s+)?with|",
         r"accepted\s+(?:an?\s+)?(?:job\s+)?offer\s+(?:from|at))\s+(?P<v>.+)$"), NEW_ORG),
-    (rx(I, r"am\s+", A, r"now\s+(?:working\s+)?(?:at|with|for)\s+(?P<v>.+)$"), NEW_ORG),
+    (rx(I, r"am\s+", A, r"now\s+(?:working\s+)?(?:at|with|for)\s+(?P<v>(?-i:[A-Z0-9]).+)$"),
+     _now_at),
     (rx(r"^(?:i\s+have\s+)?(?:a\s+|my\s+)?new\s+job\s+(?:at|with)\s+(?P<v>.+)$"), NEW_ORG),
     (rx(I, HAVE, A, r"(?:left|resigned\s+from|quit|was\s+laid\s+off\s+(?:from|by)|",
         r"got\s+laid\s+off\s+(?:from|by))\s+(?P<v>.+)$"), _left),

@@ -39,7 +39,25 @@ def _relation(m: re.Match[str], clause: str) -> Found | None:
     return Found(third_person(clause), "fact", confidence=0.8)
 
 
+# What happened to someone in the user's life, said by name: "Leo started kindergarten this
+# week", "Anna got into Oxford". Past tense only: "Tom thinks ..." is an opinion.
+_HAPPENED = (r"(?:just\s+|finally\s+|recently\s+)?(?:started|began|finished|graduated|won|got|"
+             r"turned|passed|joined|moved|learned|lost|broke|had|took|went|made|married|"
+             r"adopted|retired|quit|left|landed|booked|bought|sold|visited|arrived|became)\b")
+_NOT_PEOPLE = _NOT_NAMES | frozenset(
+    "january february march april may june july august september october november december "
+    "mom dad mum mother father everyone everybody someone somebody nobody people nothing "
+    "everything something life work school it's that's".split())
+
+
+def _happened(m: re.Match[str], clause: str) -> Found | None:
+    if m["who"].split()[0].lower() in _NOT_PEOPLE:
+        return None
+    return Found(third_person(clause), "event", confidence=0.7)
+
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(r"^", _NAME, r"\s+", _HAPPENED, r".+$"), _happened),
     # "Bob's birthday is May 4", "Anna's favourite colour is green"
     (rx(r"^", _NAME, r"'s\s+(?P<x>[a-z][a-z -]{0,30}?)\s+(?:is|are)\s+(?P<y>.+)$"), _their),
     # "Anna is my sister", "Tom is our new CTO"
