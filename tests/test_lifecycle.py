@@ -394,7 +394,7 @@ def test_history_retention_is_floored_at_90_days_and_forgotten_history_stays_con
     from strata.memories import forget
 
     caller = caller_for(tenant.key)
-    kept, secret = make(db, caller, embedder, words(6, 50), "The locker combination is 31-7-19")
+    kept, secret = make(db, caller, embedder, words(6, 50), "The locker is number 31-7-19")
     for days in (120, 95, 30):
         with db.transaction(cause="test.edit") as cur:
             cur.execute("UPDATE memories SET importance = importance / 2, version = version + 1"

@@ -536,7 +536,7 @@ def test_restore_never_reuses_a_version_number(client, tenant):
 # Forget
 # --------------------------------------------------------------------------------------
 
-SECRET = "My locker code is quokka-4417"
+SECRET = "My locker is quokka-4417"
 # Searched for in raw rows: letters outside [0-9a-f] cannot turn up inside a hash or a uuid.
 NEEDLE = "quokka"
 
@@ -581,8 +581,8 @@ def test_forget_erases_content_from_row_and_history_and_leaves_tombstone(client,
     ("content", "path"),
     [
         (SECRET, ALICE),
-        ("  my LOCKER code is QUOKKA-4417!!", ALICE),
-        ("My locker code is quokka-4417.", "users.alice.work"),
+        ("  my LOCKER is QUOKKA-4417!!", ALICE),
+        ("My locker is quokka-4417.", "users.alice.work"),
     ],
     ids=["verbatim", "case-punctuation-variant", "sub-path"],
 )
@@ -614,11 +614,11 @@ def test_forget_tombstones_every_value_the_memory_held(client, tenant):
     When it is forgotten
     Then both A and B are blocked on re-create in its path."""
     h = tenant.headers
-    mid = new_id(client, h, "Alice's PIN is 1234")
-    assert patch(client, h, mid, {"content": "Alice's PIN is 9876"}, if_match="1").status_code == 200
+    mid = new_id(client, h, "Alice's desk is 1234")
+    assert patch(client, h, mid, {"content": "Alice's desk is 9876"}, if_match="1").status_code == 200
     tombs = _forget(client, h, mid)
     assert len(tombs) == 2
-    res = create_ok(client, h, item("alice's pin is 1234"), item("Alice's PIN is 9876!"),
+    res = create_ok(client, h, item("alice's desk is 1234"), item("Alice's desk is 9876!"),
                     item("Alice's PIN changes yearly"))
     assert [r["status"] for r in res] == ["blocked", "blocked", "inserted"]
     assert {r["tombstone_id"] for r in res[:2]} <= set(tombs)
@@ -649,7 +649,7 @@ def test_patch_to_forgotten_value_is_409_suppressed(client, tenant):
     h = tenant.headers
     [tomb] = _forget(client, h, new_id(client, h, SECRET))
     mid = new_id(client, h, "Alice's locker is on floor 2")
-    r = patch(client, h, mid, {"content": "MY LOCKER CODE IS QUOKKA-4417!"}, if_match="1")
+    r = patch(client, h, mid, {"content": "MY LOCKER IS QUOKKA-4417!"}, if_match="1")
     err = assert_error(r, 409, "suppressed", "content")
     assert err["tombstone_id"] == tomb
     got = get(client, h, mid).json()

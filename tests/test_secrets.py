@@ -591,3 +591,19 @@ def test_patching_a_memory_to_hold_a_secret_is_refused(client, tenant, db):
                      json={"expected_version": 1, "content": "the wifi network is called Home-6G"})
     assert r.status_code == 200 and r.json()["version"] == 2, r.text
     assert stored_contents(db, tenant) == ["the wifi network is called Home-6G"]
+
+
+def test_a_secret_cannot_come_in_through_a_slot_value(client, tenant):
+    """Given a direct create whose content is harmless but whose slot names a password and
+    whose value is one
+    Then it is refused naming the value, and (control) a harmless slot value is stored."""
+    res = client.post("/v1/memories", headers=tenant.headers, json={"memories": [
+        {"content": "The home network", "slot": "home.wifi_password", "value": "hunter2",
+         "path": ALICE}]})
+    assert res.status_code == 422, res.text
+    assert res.json()["error"]["field"] == "memories[0].value"
+    assert "hunter2" not in res.text
+    ok = client.post("/v1/memories", headers=tenant.headers, json={"memories": [
+        {"content": "The home network is called Bluebird", "slot": "home.wifi_name",
+         "value": "bluebird", "path": ALICE}]})
+    assert ok.status_code == 201, ok.text

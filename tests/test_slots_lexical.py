@@ -33,6 +33,7 @@ from strata.write import lexical, slots
 from strata.write.canonical import canonicalize, value_hash
 from strata.write.conflict import RuleJudge, judge_candidate
 from strata.write.models import Candidate, Neighbour, Verdict
+from strata.write.values import normalise_value
 
 from support import create_ok
 
@@ -449,7 +450,8 @@ def active(db, tenant_id, path: str = ALICE) -> dict[str, dict]:
 
 def direct_write(db, settings, tenant_id, *statements: dict, at: datetime | None = None):
     """``strata.write.apply.write`` with what an extractor produces: a content, a kind, a
-    slot and value (None for a negation), asserts_change; said at ``at``."""
+    slot and value (None for a negation; else normalised, as the pipeline stages it),
+    asserts_change; said at ``at``."""
     embedder = HashingEmbedder(settings.embedding_dim)
     vectors = embedder.embed([s["content"] for s in statements])
     at = at or datetime.now(UTC)
@@ -460,7 +462,7 @@ def direct_write(db, settings, tenant_id, *statements: dict, at: datetime | None
         items.append(persist.Staged(
             idx=i, path=s.get("path", ALICE), content=s["content"], canonical=canonical,
             value_hash=value_hash(canonical), kind=s.get("kind", "fact"), slot=s.get("slot"),
-            value=s.get("value"), valid_from=said, confidence=0.9, evidence=[],
+            value=normalise_value(s.get("value")), valid_from=said, confidence=0.9, evidence=[],
             embedding=vec, gate=None, verdicts=None, asserted_at=said,
             asserts_change=s.get("asserts_change", False)))
     with db.transaction(cause="test") as cur:
@@ -787,3 +789,34 @@ def test_import_keys_a_legacy_multi_valued_slot_and_finds_lexical_twins(db, sett
     assert now["The user speaks Spanish"]["slot"] == "user.languages:spanish"
     assert now["I'm allergic to peanuts"]["reinforcements"] == 1
     assert "I have a peanut allergy" not in now
+
+
+def test_a_value_retired_from_the_general_key_stays_retired_in_a_context(db, settings, tenant):
+    """Given MongoDB superseded by PostgreSQL as the user's database (the general key)
+    When MongoDB comes back scoped ("likes Mongo for backends")
+    Then it is blocked by MongoDB's tombstone. Given Python retired for scripting only, Python
+    for data science is a new fact (control: a context's tombstone leaves the others)."""
+    t = tenant.tenant_id
+    pref = {"kind": "preference", "slot": "user.preferred_database"}
+    direct_write(db, settings, t, {**pref, "content": "The user prefers MongoDB",
+                                   "value": "mongodb"}, at=NOW)
+    [o] = direct_write(db, settings, t, {**pref, "content": "The user switched to PostgreSQL",
+                                         "value": "postgresql", "asserts_change": True},
+                       at=NOW + timedelta(days=1))
+    assert o.outcome == "superseded_existing", o
+    [o] = direct_write(db, settings, t, {**pref, "content": "The user likes Mongo for backends",
+                                         "value": "Mongo"}, at=NOW + timedelta(days=2))
+    assert o.outcome == "blocked", o
+    lang = {"kind": "preference", "slot": "user.preferred_language"}
+    direct_write(db, settings, t, {**lang, "content": "The user prefers Python for scripting",
+                                   "value": "python"}, at=NOW)
+    [o] = direct_write(db, settings, t, {**lang, "content": "The user prefers Ruby for scripting",
+                                         "value": "ruby"}, at=NOW + timedelta(days=1))
+    assert o.outcome == "superseded_existing", o
+    [o] = direct_write(db, settings, t, {
+        **lang, "content": "The user prefers Python for data science", "value": "python"},
+        at=NOW + timedelta(days=2))
+    assert o.outcome == "created", o
+    assert set(active(db, t)) == {"The user switched to PostgreSQL",
+                                  "The user prefers Ruby for scripting",
+                                  "The user prefers Python for data science"}

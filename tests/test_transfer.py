@@ -77,7 +77,7 @@ def build_store(client, headers) -> dict[str, str]:
         {"content": "The team deploys on Fridays", "path": TEAM, "name": "deploy-day",
          "tags": ["ops", "release"], "meta": {"source": "wiki", "n": 3}, "importance": 0.7},
         {"content": "The user has a dog named Rex", "path": ALICE},
-        {"content": "The user's locker code is 4711", "path": ALICE},
+        {"content": "The user's locker is number 4711", "path": ALICE},
     ]})
     assert r.status_code == 200, r.text
     named, dog, locker = (x["id"] for x in r.json()["results"])
@@ -216,7 +216,7 @@ def test_imported_store_works_through_the_api(db, client, source, make_tenant, e
     hits = client.post("/v1/search", headers=h, json={"query": "database", "paths": [ALICE]}).json()
     assert any("PostgreSQL" in x["content"] for x in hits["results"]), hits
     r = client.post("/v1/memories", headers=h, json={"memories": [
-        {"content": "The user's locker code is 4711", "path": ALICE},
+        {"content": "The user's locker is number 4711", "path": ALICE},
         {"content": "The user's bike is red", "path": ALICE}]})
     assert [x["status"] for x in r.json()["results"]] == ["blocked", "inserted"], r.text
 
@@ -339,7 +339,7 @@ def test_export_format(db, source):
     # a forgotten memory's content is nowhere in the file (control: other content is); the
     # phrase has a space, so no id, hash or base64 vector can contain it by chance
     dumped = json.dumps(lines)
-    assert "dog named Rex" in dumped and "locker code is 4711" not in dumped
+    assert "dog named Rex" in dumped and "locker is number 4711" not in dumped
 
 
 def test_vectors_in_the_file_are_little_endian_float32_base64():

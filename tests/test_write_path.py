@@ -123,34 +123,34 @@ def forgotten_held(db, tenant_id) -> list[dict]:
 
 
 def test_named_replace_cannot_write_a_forgotten_value(client, tenant, db):
-    """Given a named memory "shed" ("The alarm code is 1234") in users.alice, and the value
-         "The alarm code is 4417" created there and forgotten
+    """Given a named memory "shed" ("The shed is number 1234") in users.alice, and the value
+         "The shed is number 4417" created there and forgotten
     When "shed" is re-sent with the forgotten content under on_conflict=replace
     Then that item is `blocked` with a reason naming the forgotten tombstone, the named memory
          keeps its old content and version, and no active row holds the forgotten value;
          a named replace with a fresh code is `updated` and GET shows it (control)."""
     h = tenant.headers
-    shed = new_id(client, h, "The alarm code is 1234", name="shed")
-    other = new_id(client, h, "The alarm code is 4417")
+    shed = new_id(client, h, "The shed is number 1234", name="shed")
+    other = new_id(client, h, "The shed is number 4417")
     forget_ok(client, h, other)
 
-    [res] = create_ok(client, h, {"name": "shed", "content": "The alarm code is 4417",
+    [res] = create_ok(client, h, {"name": "shed", "content": "The shed is number 4417",
                                   "path": ALICE}, on_conflict="replace")
     assert res["status"] == "blocked", res
     assert "forgotten" in (res.get("reason") or ""), res
     got = get_ok(client, h, shed)
-    assert (got["content"], got["version"]) == ("The alarm code is 1234", 1)
-    assert holding_text(db, tenant.tenant_id, "The alarm code is 4417",
+    assert (got["content"], got["version"]) == ("The shed is number 1234", 1)
+    assert holding_text(db, tenant.tenant_id, "The shed is number 4417",
                         statuses=("active", "candidate", "superseded")) == []
     assert forgotten_held(db, tenant.tenant_id) == []
     [row] = [r for r in memory_rows(db, tenant.tenant_id, ALICE) if r["id"] == shed]
-    assert (row["content"], row["status"]) == ("The alarm code is 1234", "active")
+    assert (row["content"], row["status"]) == ("The shed is number 1234", "active")
 
     # Control: a fresh value replaces in place.
-    [ok] = create_ok(client, h, {"name": "shed", "content": "The alarm code is 9051",
+    [ok] = create_ok(client, h, {"name": "shed", "content": "The shed is number 9051",
                                  "path": ALICE}, on_conflict="replace")
     assert (ok["status"], ok["id"]) == ("updated", shed), ok
-    assert get_ok(client, h, shed)["content"] == "The alarm code is 9051"
+    assert get_ok(client, h, shed)["content"] == "The shed is number 9051"
 
 
 # --------------------------------------------------------------------------------------
@@ -714,20 +714,20 @@ def test_a_forgotten_value_never_comes_back_through_any_entry_point(client, db, 
 
 
 def test_forget_erases_every_live_copy_of_the_value_in_its_scope(client, tenant, db):
-    """Given "The gate code is 7781" in users.carol and the same value in users.carol.home
+    """Given "The gate is number 7781" in users.carol and the same value in users.carol.home
     (inside the forgotten path's scope) and in users.dave (outside it), when the first is
     forgotten, then the copy inside the scope is forgotten with it (``also_forgotten``), so no
     live memory holds a forgotten value in a tombstone's scope; the copy outside stays (the
     control), and the value cannot be created again inside."""
     h = tenant.headers
-    first = create_ok(client, h, {"content": "The gate code is 7781", "path": "users.carol"})[0]["id"]
-    inside = create_ok(client, h, {"content": "The gate code is 7781.", "path": "users.carol.home"})[0]["id"]
-    outside = create_ok(client, h, {"content": "the gate code is 7781", "path": "users.dave"})[0]["id"]
+    first = create_ok(client, h, {"content": "The gate is number 7781", "path": "users.carol"})[0]["id"]
+    inside = create_ok(client, h, {"content": "The gate is number 7781.", "path": "users.carol.home"})[0]["id"]
+    outside = create_ok(client, h, {"content": "the gate is number 7781", "path": "users.dave"})[0]["id"]
     r = client.post(f"/v1/memories/{first}/forget", headers=h)
     assert r.status_code == 200, r.text
     assert r.json()["also_forgotten"] == [inside]
     assert client.get(f"/v1/memories/{inside}", headers=h).status_code == 404
     assert client.get(f"/v1/memories/{outside}", headers=h).status_code == 200
     assert forgotten_held(db, tenant.tenant_id) == []
-    [again] = create_ok(client, h, {"content": "The gate code is 7781", "path": "users.carol.home"})
+    [again] = create_ok(client, h, {"content": "The gate is number 7781", "path": "users.carol.home"})
     assert again["status"] == "blocked"

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
     MAX_CONTENT_BYTES, Instant, Kind, Meta, OnConflict, Status, Tag, Text, _content_ok, storable,
@@ -24,6 +24,14 @@ def _memory_content(value: str) -> str:
         kind = found[0].kind.replace("_", " ")
         raise ValueError(f"content contains a secret ({kind}); strata does not store secrets")
     return value
+
+
+def _slot_value_ok(slot: str | None, value: str | None) -> None:
+    """A slot's value read as the statement it makes ("wifi password is hunter2"): no secret
+    comes in through ``slot`` and ``value`` either."""
+    if slot and value and secrets.contains_secret(
+            f"the {slot.rsplit('.', 1)[-1].replace('_', ' ')} is {value}"):
+        raise ValueError("value is a secret; strata does not store secrets")
 
 
 class MemoryIn(BaseModel):
@@ -45,6 +53,12 @@ class MemoryIn(BaseModel):
     name: Text | None = Field(default=None, min_length=1, max_length=200)
 
     _content = field_validator("content")(_memory_content)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, value: str | None, info: ValidationInfo) -> str | None:
+        _slot_value_ok(info.data.get("slot"), value)
+        return value
 
 
 class CreateRequest(BaseModel):
@@ -78,6 +92,12 @@ class MemoryPatch(BaseModel):
     @classmethod
     def _content(cls, value: str | None) -> str | None:
         return None if value is None else _memory_content(value)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, value: str | None, info: ValidationInfo) -> str | None:
+        _slot_value_ok(info.data.get("slot"), value)
+        return value
 
 
 class Memory(BaseModel):

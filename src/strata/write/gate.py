@@ -202,6 +202,15 @@ def decide(
     exact = find_tombstones(
         cur, tenant_id, [(i.path, i.canonical, i.slot, i.value) for i in items]
     )
+    # A value retired from a family's general key stays retired in its contexts: "likes
+    # Mongo for backends", re-extracted after MongoDB gave way to PostgreSQL, is that value
+    # again, not a new scoped fact. (A value retired in one context leaves the others.)
+    general = [(n, slots.general(i.slot)) for n, i in enumerate(items)
+               if n not in exact and i.slot and i.value is not None and slots.general(i.slot)]
+    if general:
+        found = find_tombstones(cur, tenant_id, [
+            (items[n].path, items[n].canonical, key, items[n].value) for n, key in general])
+        exact.update({general[k][0]: t for k, t in found.items()})
     params = {
         "tenant": tenant_id, "paths": [i.path for i in items],
         "vecs": [i.embedding for i in items], "slots": [i.slot for i in items],

@@ -294,6 +294,15 @@ def context(slot: str) -> str:
     return f"{family}@{qualifier}" if qualifier else family
 
 
+def general(slot: str) -> str | None:
+    """The key without its qualifier (``user.preferred_database@backend`` →
+    ``user.preferred_database``); None for a key that has none."""
+    family, qualifier, value = parse(slot)
+    if qualifier is None:
+        return None
+    return f"{family}:{value}" if value is not None else family
+
+
 def covers(negation: str, holder: str) -> bool:
     """Whether a negation filed under ``negation`` (a statement with no value) is about the
     memory holding ``holder``: the same key; a key naming no value covers every value of its
