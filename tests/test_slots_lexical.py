@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings as hsettings, strategies as st
 
 from strata.providers import HashingEmbedder
 from strata.write import apply as persist

@@ -37,7 +37,7 @@ from strata.auth.access import Caller, Level
 from strata.errors import (
     Conflict, Forbidden, Gone, InvalidInput, NotFound, Suppressed, VersionConflict,
 )
-from strata.write import locks
+from strata.write import lexical, locks, slots
 from strata.write.apply import add_edge, retire
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
 from strata.write.rows import COLUMNS, evidence_entry, scope
@@ -156,6 +156,8 @@ def revise(
     if target.value is not None or target.content is not None or slot != row["slot"]:
         value = derive_value(slot, content, target.value,
                              previous=row["value"] if slot == row["slot"] else None)
+        # The key every entry point stores a slot under (contexts, multi-valued families).
+        slot, value = slots.normal(slot, value, content)
     status = target.status or row["status"]
     new_hash = value_hash(canonical)
     valid_from = target.valid_from or row["valid"].lower
@@ -206,8 +208,23 @@ def revise(
         "valid": Range(valid_from, valid_to, "[)"), "evidence": Jsonb(target.evidence or []),
         "reasserted": value_changed or status != row["status"],
     }).fetchone()
+    if content != row["content"]:
+        _set_lexical_key(cur, caller.tenant_id, row["id"], canonical)
     updated["retired_ids"] = retired
     return updated
+
+
+def _set_lexical_key(cur: psycopg.Cursor, tenant_id: uuid.UUID, memory_id: uuid.UUID,
+                     canonical: str) -> None:
+    """The memory's lexical key (migration 0012) for what it says now."""
+    key = lexical.lexical_key(canonical)
+    if key is None:
+        cur.execute("DELETE FROM memory_lexical_keys WHERE memory_id = %s", (memory_id,))
+        return
+    cur.execute(
+        "INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash) VALUES (%s, %s, %s)"
+        " ON CONFLICT (memory_id) DO UPDATE SET lexical_hash = excluded.lexical_hash",
+        (memory_id, tenant_id, key))
 
 
 def _check_tombstones(
@@ -523,10 +540,12 @@ def restore(
         " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
         scope(caller, id=memory_id),
     ).fetchone()["v"]
-    return cur.execute(_RESTORE_INSERT, {
+    restored = cur.execute(_RESTORE_INSERT, {
         "row": Jsonb(data), "embedding": vector, "model": model, "version": next_version,
         "evidence": Jsonb(evidence),
     }).fetchone()
+    _set_lexical_key(cur, caller.tenant_id, memory_id, canonicalize(restored["content"]))
+    return restored
 
 
 def _place(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, path: str,

@@ -72,6 +72,14 @@ class RuleJudge:
                 continue
             if slots.distinct_facts(candidate.slot, n.slot):
                 continue  # another context or value of the family: a fact of its own
+            if (not candidate.slot and candidate.asserts_change and n.slot and n.value
+                    and negates(candidate.model_copy(update={"slot": n.slot}), n.value)):
+                # "We dropped Jira and moved to Linear": a change that names a slot's value
+                # as given up retires that holder, whatever slot the new statement has.
+                verdicts.append(Verdict(
+                    target_id=n.id, relation="supersedes", confidence=0.85,
+                    reason=f"gives up the value of slot {n.slot}"))
+                continue
             mine_negated = lexical.negated(candidate.content)
             if mine_negated != lexical.negated(n.content) and (
                 lexical.without_negation(candidate.content) == lexical.without_negation(n.content)

@@ -12,20 +12,34 @@ A slot key names one fact a later statement can replace:
 **Cardinality.** A *single-valued* family holds one value per context: a new value in the
 same key supersedes the old one ("I live in Berlin" after "I live in Lisbon"). A
 *multi-valued* family (languages, allergies, pets, skills, ...) holds many: each value is a
-key of its own (``key`` appends it), so "I speak Spanish" never retires "I speak French",
-and a negation ("I'm no longer allergic to peanuts") retires only the value it names.
-``MULTI_VALUED`` lists the multi-valued families; every other family, known
-(``SINGLE_VALUED``, ``user.preferred_<category>``, ``user.favorite_<x>``) or not, is
-single-valued, as before keys had contexts. A slot that already carries a value part
-(``user.friends:anna``) is read as multi-valued whatever its family: the caller said so.
+key of its own (``key`` appends it, singular: "peanuts" → ``:peanut``), so "I speak
+Spanish" never retires "I speak French". ``MULTI_VALUED`` lists the multi-valued families
+(with the other names a model may use for them); every other family, known
+(``SINGLE_VALUED``, any ``*.preferred_<x>`` / ``*.favorite_<x>``) or not, is
+single-valued, as before keys had contexts. A slot that carries a value part for a family
+not known to be single-valued (``user.friends_at_school:anna``) is multi-valued: the caller
+said so.
 
 **Contexts.** A qualifier ("for scripting", "at work", "on weekends", "for the new
 platform") is part of the key, normalised by ``qualifier_of`` (lowercase, articles,
 possessives and prepositions dropped, plurals singular, words joined by ``_``): values in
-different contexts are different facts and coexist. An unqualified key and a qualified one
-of the same family coexist too: "I prefer Python" does not retire "I prefer Rust for
-systems programming", nor the reverse — a general preference and a scoped one are both
-true at once, and only a statement in the same context replaces either.
+different contexts are different facts and coexist. A preference family given without a
+qualifier takes the context its content names (``context_in``), so a model that files
+"Python for scripting" and "Rust for systems programming" under one
+``user.preferred_language`` still stores two facts. An unqualified key and a qualified one
+of the same family coexist: "I prefer Python" does not retire "I prefer Rust for systems
+programming", nor the reverse — a general preference and a scoped one are both true at
+once. Two exceptions, both in the write gate: an unqualified statement that asserts a
+change ("I've switched to Go") replaces the family's value in another context when that is
+the only one there is; and a value retired from the unqualified key stays retired in every
+context ("likes Mongo for backends" after MongoDB gave way to PostgreSQL is blocked).
+
+**Negations** (a slot, no value: "I'm no longer allergic to peanuts") retire only the holder
+whose value they name (``values.negates``), among the holders their key ``covers``: the same
+key; every value of the family when the key has no value part; every context when it has no
+qualifier. An extractor that knows the value should still put it in the key
+(``key(family, value=...)`` with the candidate's value None); a negation filed under the
+family is stored under the key of the value it retired.
 
 Every entry point puts a slot through ``normal`` (the ``Candidate`` of an extractor, the
 write path's ``Staged`` item for direct creates and ingest, import's ``Incoming`` record),

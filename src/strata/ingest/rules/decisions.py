@@ -13,6 +13,7 @@ from strata.ingest.rules.base import (
 )
 from strata.ingest.rules.person import third_person
 from strata.write import slots
+from strata.write.values import normalize_value
 
 _WE = r"^(?:i|we|the\s+team|our\s+team)\s+"
 _FOR = re.compile(r"\s+(?:for|on|in)\s+(?P<q>(?:the|our|my|this|a)\s+.+|\w+(?:\s+\w+)?)$", re.I)
@@ -31,12 +32,19 @@ def _decision(change: bool) -> Handler:
         slot, value = preference_slot(obj)
         if slot is not None:
             slot = slots.key("team." + slot.removeprefix("user.preferred_"), qualifier=qualifier)
+        elif qualifier is not None and len(obj.split()) <= 3:
+            # A tool the lexicon does not know, chosen for something: "Jira for tickets".
+            slot, value = slots.key("team.tool", qualifier=qualifier), normalize_value(obj)
         return Found(third_person(clause), "fact", slot, value, 0.8, change=change or tail_change)
 
     return handle
 
 
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # a replacement: "we dropped Jira and moved to Linear", "I ditched Notion for Obsidian"
+    (rx(_WE, HAVE, A, r"(?:dropped|ditched|replaced|abandoned|got\s+rid\s+of)\s+(?P<old>.+?)\s+",
+        r"(?:and\s+(?:moved|switched|went|changed|migrated)\s+(?:over\s+)?to|for|with|",
+        r"in\s+favou?r\s+of)\s+(?P<obj>.+)$"), _decision(True)),
     (rx(_WE, HAVE, A, r"(?:decided|agreed|chose|opted)\s+(?:to\s+(?:use|go\s+with|adopt|",
         r"move\s+to|switch\s+to)|on|for)\s+(?P<obj>.+)$"), _decision(False)),
     (rx(_WE, HAVE, A, r"(?:went\s+with|are\s+going\s+with|will\s+go\s+with|picked|",

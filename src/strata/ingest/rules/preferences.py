@@ -14,6 +14,7 @@ from strata.ingest.rules.base import (
 from strata.ingest.rules.identity import PLACE_CUT
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import squash
+from strata.write import slots
 from strata.write.values import CATEGORY_NOUNS, normalize_value
 
 _FAVOURITE = r"my\s+(?:all[- ]time\s+|absolute\s+)?(?:favou?rite|fave?)"
@@ -61,7 +62,28 @@ def _favourite(m: re.Match[str], clause: str) -> Found | None:
     return Found(third_person(clause), "preference", slot, value if slot else None, 0.85)
 
 
+# Devices and places a context is named by: "my home machine" is the context "home".
+_DEVICE = re.compile(r"\b(?:machine|computer|laptop|pc|desktop|setup|box|rig|phone|device|"
+                     r"workstation|server)s?\b", re.I)
+
+
+def _switched_in(m: re.Match[str], clause: str) -> Found | str | None:
+    """"I switched my home machine to Windows": a preference change in the context named."""
+    obj, _ = clean_object(m["obj"])
+    if is_stop_object(obj):
+        return VAGUE
+    slot, value = preference_slot(obj)
+    context = squash(_DEVICE.sub(" ", m["ctx"]))
+    if slot is None or not context:
+        return None
+    return Found(third_person(clause), "preference", slots.key(slot, qualifier=context), value,
+                 0.85, change=True)
+
+
 CHANGES: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(I, HAVE, A, r"(?:switched|changed|moved|migrated)\s+(?:my|our|the)\s+",
+        r"(?P<ctx>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:over\s+)?(?:from\s+.+?\s+)?to\s+(?P<obj>.+)$"),
+     _switched_in),
     # changes of preference
     (rx(I, HAVE, A, r"(?:gone|went|come|came|moved|switched|changed|returned)\s+back\s+",
          r"(?:to|over\s+to)\s+(?P<obj>.+)$"), _preference(0.85, change=True)),

@@ -153,8 +153,8 @@ _WHENEVER = re.compile(
     r"^(?P<lead>(?:when|whenever|every\s+time)\s+(?:i|we)\s+(?!(?:was|were|used|had|lived|did)\b)"
     r"\w+(?:\s+\w+){0,3}?)[,\s]+(?=(?:i|we)\s)", re.I)
 # "At work I use a Mac": a scope opening the clause, kept as context.
-_SCOPE = re.compile(r"^(?P<lead>(?:at|on|for|in|during)\s+(?:\w+\s+){0,2}?\w+)\s+(?=(?:i|we)\s)",
-                    re.I)
+_SCOPE = re.compile(r"^(?P<lead>(?:at|on|for|in|during)\s+(?:\w+\s+){0,2}?\w+)\s+"
+                    r"(?=(?:i|i'm|i've|we|we're)\b)", re.I)
 # "For backends, I ..." (a qualifier, kept as context) or "Big news: I ..." (a filler).
 _COMMA_LEAD = re.compile(r"^(?P<lead>[^,:]{1,40})(?P<mark>[,:])\s+(?=(?:i|i'm|i've|my|we)\b)",
                          re.I)
