@@ -18,7 +18,10 @@ CPython 3.11). Unlike it:
 - Data a distribution ships that strata never reads is removed (``PRUNE``): simplemma's
   lemma dictionaries for 48 languages other than English, 18 of its 19 MB
   (strata.write.lexical lemmatises English only; simplemma finds its languages by listing
-  that folder, so the rest still load).
+  that folder, so the rest still load), pydantic's v1 API (2 MB with its bytecode) and the
+  Swagger UI bundle of Powertools' API handler (1.7 MB; strata's API is FastAPI).
+  Distributions only a part of a dependency strata never uses imports are left out
+  (``UNUSED``: pyyaml, 3 MB, which detect-secrets needs for scanning YAML files).
 - ``--beside REQUIREMENTS``: the layer is always used together with the layer built from those
   requirements (the MCP layer beside the core layer). Shared dependencies are pinned to the
   versions that layer gets and left to it, so no package is in both: Lambda unpacks all layers
@@ -47,8 +50,19 @@ except ImportError:  # pip always carries a copy
     from pip._vendor.packaging.utils import canonicalize_name
 
 RUNTIME = {"boto3", "botocore", "s3transfer"}
-# folder inside the layer -> the files in it to keep; every other file there is removed.
-PRUNE = {"simplemma/strategies/dictionaries/data": {"en.plzma"}}
+# Distributions a dependency declares that strata's use of it never imports: pyyaml, which
+# detect-secrets needs only to scan YAML files (strata scans strings; tests/infra imports
+# every handler from the built layer alone).
+UNUSED = {"pyyaml"}
+# folder inside the layer -> the files in it to keep (every other file there is removed), or
+# None: the folder goes. pydantic.v1 is pydantic 1's API, which nothing in the layer imports.
+PRUNE: dict[str, set[str] | None] = {
+    "simplemma/strategies/dictionaries/data": {"en.plzma"},
+    "pydantic/v1": None,
+    # Powertools' own API handler serves Swagger UI from these; strata's API is FastAPI.
+    "aws_lambda_powertools/event_handler/openapi/swagger_ui": {"__init__.py", "html.py",
+                                                               "oauth2.py"},
+}
 PLATFORM = ["--platform", "manylinux2014_x86_64", "--implementation", "cp",
             "--python-version", "3.11", "--abi", "cp311", "--only-binary=:all:"]
 # Environment markers as the python3.11 runtime evaluates them.
@@ -107,7 +121,7 @@ def main() -> None:
                         help="a package folder to copy in as it is (symlinks followed)")
     args = parser.parse_args()
 
-    provided, pins = set(RUNTIME), {}
+    provided, pins = set(RUNTIME) | UNUSED, {}
     if args.beside:
         other = resolve(args.beside, {})
         provided |= reachable(roots(args.beside), other, RUNTIME)
@@ -131,6 +145,10 @@ def prune(target: Path) -> None:
     for folder, keep in PRUNE.items():
         path = target / folder
         if not path.is_dir():
+            continue
+        if keep is None:
+            shutil.rmtree(path)
+            print(f"{target}: {folder}: removed")
             continue
         gone = [f for f in path.iterdir() if f.is_file() and f.name not in keep]
         for f in gone:
