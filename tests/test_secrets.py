@@ -606,4 +606,5 @@ def test_a_secret_cannot_come_in_through_a_slot_value(client, tenant):
     ok = client.post("/v1/memories", headers=tenant.headers, json={"memories": [
         {"content": "The home network is called Bluebird", "slot": "home.wifi_name",
          "value": "bluebird", "path": ALICE}]})
-    assert ok.status_code == 201, ok.text
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["results"][0]["status"] == "inserted"
