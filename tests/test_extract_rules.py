@@ -733,7 +733,7 @@ def test_third_person(text, out):
     assert third_person(text) == out
 
 
-def test_extraction_is_deterministic_and_fast():
+def test_extraction_is_deterministic():
     texts = [
         "I prefer MongoDB and I live in Berlin. Yesterday I met Sam at the cafe, it was fun!",
         "Could you help me write a function that parses dates? Thanks, that looks great.",
@@ -744,8 +744,5 @@ def test_extraction_is_deterministic_and_fast():
     second = RuleExtractor().extract(messages, NOW)
     assert first == second
     assert len(first.memories) == 334 * 5
-    import time
-
-    started = time.perf_counter()
-    RuleExtractor().extract(messages, NOW)
-    assert (time.perf_counter() - started) / len(messages) < 0.005  # well under 5 ms a message
+    # Its speed is measured by eval/locomo_extract.py (seconds for 5,882 turns), not here:
+    # no timing thresholds in unit tests.
