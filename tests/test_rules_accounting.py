@@ -137,3 +137,35 @@ def test_multi_valued_facts_key_each_value_and_paraphrases_meet():
                        for lang in ("French", "Spanish"))
     assert french.slot != spanish.slot
     assert {french.value, spanish.value} == {"french", "spanish"}
+
+
+EDITORS = ["vim", "Emacs", "VS Code", "Sublime", "Helix", "nano"]
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(st.sampled_from(PLACES), st.sampled_from(PLACES), st.sampled_from(EDITORS),
+       st.sampled_from(EDITORS), st.sampled_from(["actually it's {x}, not {y}", "no, {x}",
+                                                  "sorry, I meant {x}", "actually, {x}"]))
+def test_a_short_correction_replaces_the_value_of_the_last_statement_of_its_kind(
+        home, other, editor, other_editor, form):
+    """A short correction replaces the value of the last slotted statement when it names a
+    value of that slot's kind, and leaves it alone when it names something else."""
+    if home == other or editor.lower() == other_editor.lower():
+        return
+    def said(*texts: tuple[str, str]):
+        return RuleExtractor().extract([Message(role=r, content=t) for r, t in texts], NOW)
+
+    moved = said(("user", f"I live in {home}"), ("user", form.format(x=other, y=home)))
+    [first, fixed] = moved.memories
+    assert (fixed.slot, fixed.value, fixed.asserts_change) == (
+        "user.location", other.lower(), True)
+    assert other in fixed.content and home not in fixed.content
+    # Control: an editor is no city — the correction of a home by one is not kept as a home.
+    odd = said(("user", f"I live in {home}"), ("user", form.format(x=other_editor, y=home)))
+    assert [c.slot for c in odd.memories] == ["user.location"]
+    # The assistant's claim is what a bare answer corrects; the claim itself is not kept.
+    answered = said(("assistant", f"You use {editor}, right?"),
+                    ("user", form.format(x=other_editor, y=editor)))
+    [answer] = answered.memories
+    assert answer.slot == "user.preferred_editor" and answer.asserts_change
+    assert answer.evidence == [1]

@@ -2,7 +2,8 @@
 
 The local default when no model is configured, and the fallback when the model fails or
 returns garbage. Pure Python, deterministic, no I/O. Only ``user`` messages are mined:
-assistant, system and tool messages are context, never facts about the user.
+assistant, system and tool messages are context, never facts about the user (an assistant's
+claim about the user is only what a short answer such as "no, Lyon" corrects).
 
 Where things are
     ``extract``       the orchestration: sentences -> clauses -> screen -> families
@@ -19,9 +20,16 @@ Where things are
         ``identity``     name, home, employer, occupation, age, diet, "my X is Y"
         ``health``       allergies and intolerances
         ``belongings``   pets, family, vehicles, possessions, languages, instruments
-        ``people``       other people by name ("Bob's birthday is May 4")
+        ``people``       other people by name ("Bob's birthday is May 4", "Leo started
+                         kindergarten this week")
         ``decisions``    "we decided to use X for Y", "we're switching back to X"
         ``statements``   everything else the speaker says about themselves (runs last)
+    ``plans``         dated plans keyed for rescheduling ("my flight to Tokyo is on July 10",
+                      "the airline moved my Tokyo flight to July 14"), tried before the
+                      families on a dated clause
+    short corrections ("actually it's Porto, not Lisbon"; "no, Lyon" after the assistant's
+    "You live in Paris, right?") replace the value of the last slotted statement
+    (``extract.Thread``)
     ``instructions``  standing instructions to the agent ("always answer in French")
 
 To add a kind of statement: a module with ``PATTERNS: list[(pattern, handler)]`` — a handler

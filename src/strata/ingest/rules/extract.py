@@ -24,7 +24,8 @@ from strata.ingest.rules.text import (
 )
 from strata.write import secrets
 from strata.write.canonical import canonicalize
-from strata.write.values import _EDGE, lexicon_terms, normalize_value
+from strata.write import slots
+from strata.write.values import _EDGE, CATEGORY, lexicon_terms, normalize_value
 
 # The statement families, in the order they are tried. To add a kind of statement, write a
 # module with a PATTERNS list of (pattern, handler) and put it here, before any family whose
@@ -114,6 +115,17 @@ _ELLIPSIS = re.compile(
     r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
 
 
+def _span_of(value: str, content: str) -> tuple[int, int] | None:
+    """Where ``content`` names ``value``, aliases folded ("VS Code" for ``vscode``)."""
+    words = list(re.finditer(r"[\w+#.'-]+", content))
+    for size in (3, 2, 1):
+        for i in range(len(words) - size + 1):
+            start, end = words[i].start(), words[i + size - 1].end()
+            if normalize_value(content[start:end]) == value:
+                return start, end
+    return None
+
+
 def _corrected(clause: str, antecedent: Result | None) -> Result | None:
     """A short correction of the last slotted statement: "actually it's Porto, not Lisbon"
     or, after "You live in Paris, right?", "no, Lyon"."""
@@ -123,15 +135,21 @@ def _corrected(clause: str, antecedent: Result | None) -> Result | None:
     m = _ELLIPSIS.match(lead.text)
     if m is None or not (lead.change or m["y"]) or is_stop_object(m["x"]):
         return None
-    # A value, not a remark: a name ("Lyon"), a number, or a known term ("Postgres").
-    if not (m["x"][:1].isupper() or m["x"][:1].isdigit() or lexicon_terms(m["x"])):
+    # A value, not a remark: a name ("Lyon"), a number, or a known term ("Postgres") — and of
+    # the kind the slot holds: "actually, Emacs" corrects an editor, never a city.
+    terms = {CATEGORY[t.canonical] for t in lexicon_terms(m["x"])}
+    family = slots.parse(antecedent.slot)[0]
+    wanted = family.split(".preferred_", 1)[1] if ".preferred_" in family else None
+    if wanted is not None and wanted not in terms:
+        return None
+    if wanted is None and (terms or not (m["x"][:1].isupper() or m["x"][:1].isdigit())):
         return None
     if m["y"] is not None and normalize_value(m["y"]) != antecedent.value:
         return None
-    old = re.search(re.escape(antecedent.value), antecedent.content, re.I)
+    old = _span_of(antecedent.value, antecedent.content)
     if old is None or normalize_value(m["x"]) == antecedent.value:
         return None
-    content = antecedent.content[:old.start()] + m["x"] + antecedent.content[old.end():]
+    content = antecedent.content[:old[0]] + m["x"] + antecedent.content[old[1]:]
     return Result(content, antecedent.kind, antecedent.slot, normalize_value(m["x"]),
                   antecedent.confidence, True, valid_from=antecedent.valid_from)
 
