@@ -169,3 +169,17 @@ def test_a_short_correction_replaces_the_value_of_the_last_statement_of_its_kind
     [answer] = answered.memories
     assert answer.slot == "user.preferred_editor" and answer.asserts_change
     assert answer.evidence == [1]
+
+
+def test_a_message_with_no_sentence_in_it_is_accounted_for_too():
+    """An emoji or a code block alone is no statement, and the receipt says so (control: the
+    message after it is kept)."""
+    out = RuleExtractor().extract([
+        Message(role="user", content="👍🎉"),
+        Message(role="user", content="```\nI prefer MongoDB\n```"),
+        Message(role="user", content="I prefer tea"),
+    ], NOW)
+    assert [(n.message, n.reason) for n in out.not_kept] == [(0, "no_statement"),
+                                                             (1, "no_statement")]
+    [tea] = out.memories
+    assert tea.evidence == [2] and tea.value == "tea"

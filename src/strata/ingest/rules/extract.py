@@ -215,6 +215,9 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 else:
                     seen.add(key)
                     out.memories.append(candidate)
+    if not out.memories and not out.not_kept:
+        # Nothing that reads as a sentence (an emoji, a code block, a quote): said so too.
+        skip("no_statement", text.strip() or None)
     return Extraction(memories=out.memories, not_kept=out.not_kept)
 
 
