@@ -29,8 +29,8 @@ What it must not merge (tests/test_slots_lexical.py holds each as a control): "I
 "I use emacs", "I have a dog" / "I have two dogs", "I live in Lisbon" / "I lived in
 Lisbon", "I like tea" / "I don't like tea", "I'm from Lisbon" / "I'm in Lisbon".
 
-``lexical_key`` is the hash the write path stores beside ``value_hash`` (column
-``memories.lexical_hash``, migration 0012) so the gate finds a lexical twin whatever the
+``lexical_key`` is the hash the write path stores beside each memory (table
+``memory_lexical_keys``, migration 0012) so the gate finds a lexical twin whatever the
 embedder says. It is versioned: a change to these rules changes the prefix, so an old key
 never equals a new one (a miss, never a false match; the gate also re-checks the text).
 """
