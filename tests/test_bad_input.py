@@ -402,10 +402,21 @@ def test_bad_cursors_and_limits(seed):
         "bad-utf8": _b64(b"\xff\xfe\xfd\xfc"),
         "nul": "\x00",
         "non-ascii": "ä",
+        # A 5,000-deep JSON array used to exhaust the parser's recursion limit: a 500.
+        "deep-json": _b64(b"[" * 5000 + b"]" * 5000),
+        "shallow-deep": _b64(b"[" * 60 + b"]" * 60),
+        "long": "A" * 5000,
     }
     for case, cur in cursors.items():
         r = c.get("/v1/memories", headers=h, params={"cursor": cur})
         seed.reject(r, 422, "invalid_input", "cursor", f"cursor {case}")
+        r = c.get("/v1/review", headers=h, params={"cursor": cur})
+        seed.reject(r, 422, "invalid_input", "cursor", f"review cursor {case}")
+    # The audit chain's cursor is a sequence number: ASCII digits, not any Unicode digit.
+    for bad in ["²", "٣", "-1", "1e3", "9" * 40]:
+        r = c.get("/v1/audit", headers=h, params={"cursor": bad})
+        seed.reject(r, 422, "invalid_input", "cursor", f"audit cursor {bad!r}")
+    assert c.get("/v1/audit", headers=h, params={"cursor": "0"}).status_code == 200
     for bad in ["0", "-1", "201", "10000", "ten", "1.5", ""]:
         r = c.get("/v1/memories", headers=h, params={"limit": bad})
         seed.reject(r, 422, "invalid_input", "limit", f"limit {bad!r}")

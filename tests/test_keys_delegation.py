@@ -611,3 +611,21 @@ def test_cli_modules_do_not_import_each_other_back():
     assert "strata.cli" not in client_side and "strata.cli_support" in client_side
     support = _imports("cli_support")
     assert not {"strata.cli", "strata.cli_client"} & support
+
+
+@pytest.mark.parametrize("days", ["0", "-3", "nan", "inf", "soon"])
+def test_cli_keys_create_refuses_a_lifetime_that_is_not_positive(org, operator, capsys, days):
+    """`--expires-in-days 0` used to make a key that never expires: a lifetime must be a
+    positive number of days (exit 2, nothing created); 1.5 days works (control)."""
+    from strata.cli import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["keys", "create", "--tenant", "acme", "--principal", "ghost",
+              "--expires-in-days", days])
+    assert refused.value.code == 2
+    assert "expires-in-days" in capsys.readouterr().err
+    code, out, err = run(capsys, "keys", "create", "--tenant", "acme", "--principal", "ghost",
+                         "--expires-in-days", "1.5", "--json")
+    assert code == 0, err
+    expires = datetime.fromisoformat(json.loads(out)["expires_at"])
+    assert timedelta(days=1.4) < expires - datetime.now(UTC) < timedelta(days=1.6)

@@ -125,7 +125,8 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
     db = open_database()
     caller = system_caller(db, args.tenant)
     principal = find_principal(db, caller.tenant_id, args.principal)
-    expires = datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
+    expires = (datetime.now(UTC) + timedelta(days=args.expires_in_days)
+               if args.expires_in_days is not None else None)
     key = create_key(
         db, caller, principal_id=principal.id, ceiling=args.ceiling or None, name=args.name,
         expires_at=expires, default_path=args.default_path,
@@ -301,6 +302,17 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     return _eval_script("locomo_eval").main(argv + (["--json"] if args.json else []))
 
 
+def _positive_days(text: str) -> float:
+    """A key's lifetime in days: a finite number above 0 (0 used to mean "never expires")."""
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
+    if not (0 < days < 36500):
+        raise argparse.ArgumentTypeError("must be more than 0 days and less than 100 years")
+    return days
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -336,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ceiling", type=_ceiling, nargs="*", metavar="PATH:LEVEL")
     p.add_argument("--default-path")
     p.add_argument("--name")
-    p.add_argument("--expires-in-days", type=float)
+    p.add_argument("--expires-in-days", type=_positive_days,
+                   help="the key stops working after this many days (more than 0)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_keys_create)
     p = keys.add_parser("list", help="every key of the tenant (never a secret), with the key "

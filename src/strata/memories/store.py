@@ -220,12 +220,22 @@ def encode_cursor(created_at: datetime, memory_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+# An issued cursor is under 100 characters: anything much longer is not one, and is refused
+# before it is decoded (a deeply nested JSON array would otherwise exhaust the recursion
+# limit of the parser).
+_MAX_CURSOR = 200
+
+
 def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
+        if len(cursor) > _MAX_CURSOR or not cursor.isascii():
+            raise ValueError("not an issued cursor")
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         at, ident = json.loads(raw)
+        if not (isinstance(at, str) and isinstance(ident, str)):
+            raise ValueError("not an issued cursor")
         return datetime.fromisoformat(at), uuid.UUID(ident)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, RecursionError):
         raise InvalidInput("cursor is not one this server issued", field="cursor") from None
 
 

@@ -20,7 +20,8 @@ def list_entries(
     cursor: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict:
-    if cursor is not None and not cursor.isdigit():
+    # ASCII digits only: str.isdigit() also takes "²" or "٣", which int() then refuses.
+    if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 19):
         raise InvalidInput("cursor is not one this server issued", field="cursor")
     items, next_seq = core.list_entries(db, caller, after_seq=int(cursor or 0), limit=limit)
     return {"items": items, "next_cursor": str(next_seq) if next_seq else None}
