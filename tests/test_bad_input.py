@@ -604,6 +604,33 @@ def test_meta_must_be_an_object(seed):
         seed.reject(r, 422, "invalid_input", "meta", f"patch meta={bad!r}")
 
 
+def test_instants_outside_the_storable_years_are_refused(seed):
+    """Given a seeded memory
+    When a create, a patch, an ingest message or a search carries a timestamp in year 1 or
+         9999 (which used to end an ingest as db_write_failed)
+    Then 422 naming the field, nothing changes; a date in 1850 is accepted (control)."""
+    c, h, mid, v = seed.client, seed.headers, seed.id, seed.version
+    for when in ("0001-01-01T00:00:00Z", "9999-12-31T00:00:00Z"):
+        seed.reject(c.post("/v1/memories", headers=h, json=one(valid_from=when)), 422,
+                    "invalid_input", "memories[0].valid_from", f"create {when}")
+        seed.reject(c.patch(f"/v1/memories/{mid}", headers=h,
+                            json={"expected_version": v, "valid_from": when}),
+                    422, "invalid_input", "valid_from", f"patch {when}")
+        seed.reject(c.post("/v1/ingest", headers=h, json={"path": ALICE, "wait": True,
+                                                           "messages": [{
+                                                               "role": "user", "at": when,
+                                                               "content": "I live in Rome"}]}),
+                    422, "invalid_input", "messages[0].at", f"ingest {when}")
+        seed.reject(c.post("/v1/search", headers=h, json={"query": "fact", "valid_at": when}),
+                    422, "invalid_input", "valid_at", f"search {when}")
+    old = c.post("/v1/memories", headers=h, json=one(content="The mill was built",
+                                                     valid_from="1850-06-01T00:00:00Z"))
+    assert old.status_code == 200 and old.json()["results"][0]["status"] == "inserted", old.text
+    said = c.post("/v1/ingest", headers=h, json={"path": ALICE, "wait": True, "messages": [
+        {"role": "user", "at": "1999-12-31T00:00:00Z", "content": "I live in Rome"}]})
+    assert said.status_code == 200 and said.json()["status"] == "wrote", said.text
+
+
 def test_valid_range_in_patch(seed):
     """Given a seeded memory valid from its creation (now)
     When a patch sets valid_to before or equal to valid_from (given in the patch, or the
@@ -667,10 +694,18 @@ def test_numbers_and_sizes_out_of_range(seed):
          "memories[0].name"),
         ("empty name", c.post("/v1/memories", headers=h, json=one(name="")), "memories[0].name"),
         ("empty slot", c.post("/v1/memories", headers=h, json=one(slot="")), "memories[0].slot"),
+        # meta is for filters and small annotations: a 10 MB one used to be accepted.
+        ("huge meta", c.post("/v1/memories", headers=h, json=one(meta={"blob": "x" * 70_000})),
+         "memories[0].meta"),
+        ("patch huge meta", c.patch(f"/v1/memories/{mid}", headers=h, json={
+            "expected_version": v, "meta": {f"k{i}": "y" * 1000 for i in range(80)}}), "meta"),
     ]
     for case, r, field in cases:
         seed.reject(r, 422, "invalid_input", field, case)
 
+    near_limit = c.post("/v1/memories", headers=h, json=one(
+        content="a fact with a big meta", meta={"blob": "x" * 60_000}))
+    assert near_limit.status_code == 200, near_limit.text
     ok = c.post("/v1/memories", headers=h, json={"memories": [
         {**item, "content": f"edge {i}", "importance": i % 2} for i in range(500)]})
     assert ok.status_code == 200, ok.text

@@ -45,12 +45,37 @@ def storable(value: Any) -> Any:
 
 Text = Annotated[str, AfterValidator(storable)]
 Tag = Annotated[Text, Field(min_length=1, max_length=64)]
-Meta = Annotated[dict[str, Any], AfterValidator(storable)]
+# A memory's meta is filters and small annotations, not a document store: 64 KB of JSON.
+MAX_META_BYTES = 64 * 1024
+
+
+def _meta_ok(value: dict[str, Any]) -> dict[str, Any]:
+    storable(value)
+    import json
+
+    size = len(json.dumps(value, ensure_ascii=False, default=str).encode())
+    if size > MAX_META_BYTES:
+        raise ValueError(f"meta is over {MAX_META_BYTES} bytes of JSON")
+    return value
+
+
+Meta = Annotated[dict[str, Any], AfterValidator(_meta_ok)]
+
+
+# Instants strata accepts: PostgreSQL stores far more, but a date a century from either end
+# of Python's calendar leaves room for the arithmetic done on it ("last week", the end of a
+# named year, validity ranges). Year 1 or 9999 used to fail deep in the pipeline.
+EARLIEST = datetime(100, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def _utc_if_naive(value: datetime) -> datetime:
-    """A timestamp without an offset is UTC, so it compares with stored (aware) ones."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    """A timestamp without an offset is UTC, so it compares with stored (aware) ones; it
+    must lie between ``EARLIEST`` and ``LATEST``."""
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    if not EARLIEST <= value < LATEST:
+        raise ValueError("must be between the years 100 and 9000")
+    return value
 
 
 Instant = Annotated[datetime, AfterValidator(_utc_if_naive)]
