@@ -47,34 +47,12 @@ Decisions (each has a test on both sides):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.cloudant import CloudantDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.softlayer import SoftlayerDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 __all__ = ["Secret", "contains_secret", "find", "redact"]
 
@@ -125,34 +103,65 @@ def _merged(found: list[Secret]) -> list[Secret]:
 
 # -- Token formats ---------------------------------------------------------------------
 
-_DETECTORS: tuple[tuple[RegexBasedDetector, str], ...] = (
-    (AWSKeyDetector(), "aws_key"),
-    (ArtifactoryDetector(), "token"),
-    (AzureStorageKeyDetector(), "api_key"),
-    (BasicAuthDetector(), "password"),
-    (CloudantDetector(), "api_key"),
-    (DiscordBotTokenDetector(), "token"),
-    (GitHubTokenDetector(), "token"),
-    (GitLabTokenDetector(), "token"),
-    (IbmCloudIamDetector(), "api_key"),
-    (IbmCosHmacDetector(), "api_key"),
-    (JwtTokenDetector(), "token"),
-    (MailchimpDetector(), "api_key"),
-    (NpmDetector(), "token"),
-    (OpenAIDetector(), "api_key"),
-    (PrivateKeyDetector(), "private_key"),
-    (PypiTokenDetector(), "token"),
-    (SendGridDetector(), "api_key"),
-    (SlackDetector(), "token"),
-    (SoftlayerDetector(), "api_key"),
-    (SquareOAuthDetector(), "api_key"),
-    (StripeDetector(), "api_key"),
-    (TelegramBotTokenDetector(), "token"),
-    (TwilioKeyDetector(), "api_key"),
-)
+@functools.cache
+def _detectors() -> tuple[tuple[Any, str, Callable[[str], bool] | None], ...]:
+    """detect-secrets' format plugins with the kind each finds and, where a match can have
+    the token's shape but not its content, the plugin's own check (a JWT whose parts are not
+    JSON). Loaded on first use: importing them (and the requests they import for verifying
+    over the network, which strata never does) is a quarter of a second no cold start that
+    writes nothing should pay."""
+    from detect_secrets.plugins.artifactory import ArtifactoryDetector
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.cloudant import CloudantDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+    from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.softlayer import SoftlayerDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-# A match that has the token's shape but not its content (a JWT whose parts are not JSON).
-_VALID: dict[type, Callable[[str], bool]] = {JwtTokenDetector: JwtTokenDetector.is_formally_valid}
+    detectors = (
+        (AWSKeyDetector(), "aws_key"),
+        (ArtifactoryDetector(), "token"),
+        (AzureStorageKeyDetector(), "api_key"),
+        (BasicAuthDetector(), "password"),
+        (CloudantDetector(), "api_key"),
+        (DiscordBotTokenDetector(), "token"),
+        (GitHubTokenDetector(), "token"),
+        (GitLabTokenDetector(), "token"),
+        (IbmCloudIamDetector(), "api_key"),
+        (IbmCosHmacDetector(), "api_key"),
+        (JwtTokenDetector(), "token"),
+        (MailchimpDetector(), "api_key"),
+        (NpmDetector(), "token"),
+        (OpenAIDetector(), "api_key"),
+        (PrivateKeyDetector(), "private_key"),
+        (PypiTokenDetector(), "token"),
+        (SendGridDetector(), "api_key"),
+        (SlackDetector(), "token"),
+        (SoftlayerDetector(), "api_key"),
+        (SquareOAuthDetector(), "api_key"),
+        (StripeDetector(), "api_key"),
+        (TelegramBotTokenDetector(), "token"),
+        (TwilioKeyDetector(), "api_key"),
+    )
+    return tuple((d, kind, JwtTokenDetector.is_formally_valid
+                  if isinstance(d, JwtTokenDetector) else None) for d, kind in detectors)
+
 
 # Formats detect-secrets 1.5 does not know (OpenAI's plugin only knows the 2023 key shape).
 _MORE_FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -169,8 +178,7 @@ _KEY_BLOCK_END = re.compile(r"-----END [A-Z0-9 ]*-----|---- END SSH2 [A-Z ]*----
 
 
 def _formats(text: str) -> Iterator[Secret]:
-    for detector, kind in _DETECTORS:
-        valid = _VALID.get(type(detector))
+    for detector, kind, valid in _detectors():
         for regex in detector.denylist:
             for m in regex.finditer(text):
                 start, end = _trimmed(text, *_value_span(m))
