@@ -192,8 +192,9 @@ def test_mixed_http_run_appends_one_entry_per_request_and_verifies(client, db, t
     assert report["first_bad_seq"] is None
     after = audit_rows(db, tenant.tenant_id)
     assert (after[-1]["seq"], after[-1]["operation"]) == (24, "audit.verify")
-    assert audit.verify(db, tenant.tenant_id) == {
-        "ok": True, "checked": 24, "first_bad_seq": None, "gaps": [], "head_seq": 24}
+    check = audit.verify(db, tenant.tenant_id)
+    assert {k: check[k] for k in ("ok", "failed", "checked", "first_bad_seq", "gaps", "head_seq")} == {
+        "ok": True, "failed": [], "checked": 24, "first_bad_seq": None, "gaps": [], "head_seq": 24}
 
 
 def test_audit_rows_hold_no_content_and_no_key(client, db, tenant):
@@ -374,7 +375,8 @@ def test_audit_failure_fails_open_and_is_counted(client, db, tenant, caplog):
     """Given audit_log refusing inserts (a trigger that raises), when a write and a refused
     read are made, then both answer as without the fault (200 with the memory stored, 404),
     each failure is counted in failure_count() and /healthz, logged, and no row or gap is left;
-    once the fault is gone the next append continues a chain that verifies."""
+    once the fault is gone the next append continues a chain that verifies, followed by an
+    audit.missed entry counting the two lost appends, which verification reports."""
     mid = create_memory(client, tenant)
     base = audit.failure_count()
     assert client.get(f"/v1/memories/{mid}", headers=tenant.headers).status_code == 200
@@ -408,7 +410,10 @@ def test_audit_failure_fails_open_and_is_counted(client, db, tenant, caplog):
     assert client.get(f"/v1/memories/{new_id}", headers=tenant.headers).status_code == 200
     assert audit.failure_count() == base + 2
     report = audit.verify(db, tenant.tenant_id)
-    assert (report["ok"], report["checked"]) == (True, rows_before + 1)
+    # the read, then the marker that two appends are missing: the trail says what it lacks
+    assert (report["ok"], report["checked"], report["missed_appends"]) == (True, rows_before + 2, 2)
+    after = audit_rows(db, tenant.tenant_id)[-2:]
+    assert [(r["operation"], r["count"]) for r in after] == [("memory.get", 1), ("audit.missed", 2)]
 
 
 def test_audit_failure_from_a_held_head_lock_fails_open(client, db, tenant):
@@ -428,7 +433,8 @@ def test_audit_failure_from_a_held_head_lock_fails_open(client, db, tenant):
         holder.close()
     assert client.get(f"/v1/memories/{mid}", headers=tenant.headers).status_code == 200
     assert audit.failure_count() == base + 1  # control: released, the append succeeds again
-    assert [r["operation"] for r in audit_rows(db, tenant.tenant_id)] == ["tenant.create", "memory.get"]
+    assert [(r["operation"], r["count"]) for r in audit_rows(db, tenant.tenant_id)] == [
+        ("tenant.create", 1), ("memory.get", 1), ("audit.missed", 1)]
 
 
 # --------------------------------------------------------------------------------------

@@ -151,8 +151,9 @@ def test_full_verify_catches_an_edit_behind_the_checkpoint_and_a_reforged_chain(
     When row 3 is edited, then incremental verify (which trusts the checked prefix) looks at
     no row, while --full names seq 3.
     When instead every row is re-linked from row 3 and the head moved to match (an attacker
-    who knows the algorithm), then a walk alone finds nothing (control: verify() is ok), and
-    --full fails at the checkpoint, whose recorded hash the forged row 6 no longer carries."""
+    who knows the algorithm), then the links all verify and --full fails only at the
+    checkpoint (the one part that failed), whose recorded hash the forged row 6 no longer
+    carries."""
     t = bare_tenant(db)
     seed(db, t, days_ago(6, 5, 4, 3, 2, 1))
     assert audit.verify_tenant(db, t)["verified_seq"] == 6
@@ -171,7 +172,8 @@ def test_full_verify_catches_an_edit_behind_the_checkpoint_and_a_reforged_chain(
                         " AND seq = %s", (prev, new, t, row["seq"]))
             prev = new
         cur.execute("UPDATE audit_heads SET row_hash = %s WHERE tenant_id = %s", (prev, t))
-    assert audit.verify(db, t)["ok"] is True  # the forged chain links up
+    forged = audit.verify(db, t)  # the forged chain links up: only the checkpoint is off
+    assert (forged["ok"], forged["failed"]) == (False, ["checkpoint"]), forged
     full = audit.verify_tenant(db, t, full=True)
     assert (full["ok"], full["first_bad_seq"], full["checkpoint"]) == (False, 6, {"seq": 6, "ok": False})
 
@@ -231,8 +233,9 @@ def test_prune_with_a_7_day_setting_still_keeps_90_days_and_the_chain_verifies(d
         last = conn.execute("SELECT operation, action, count FROM audit_log WHERE tenant_id = %s"
                             " AND seq = 8", (t,)).fetchone()
     assert last == {"operation": "audit.prune", "action": "delete", "count": 4}
-    assert audit.verify(db, t) == {"ok": True, "checked": 4, "first_bad_seq": None, "gaps": [],
-                                   "head_seq": 8}
+    check = audit.verify(db, t)
+    assert {k: check[k] for k in ("ok", "failed", "checked", "first_bad_seq", "gaps", "head_seq")} == {
+        "ok": True, "failed": [], "checked": 4, "first_bad_seq": None, "gaps": [], "head_seq": 8}
     inc = audit.verify_tenant(db, t)  # the prune verified up to 7 before it pruned
     assert (inc["ok"], inc["from_seq"], inc["checked"]) == (True, 7, 1)
     assert audit.verify_tenant(db, t, full=True)["ok"] is True

@@ -1,7 +1,10 @@
-"""Scheduled maintenance (EventBridge Scheduler -> Lambda): lifecycle, audit verify, audit prune.
+"""Scheduled maintenance (EventBridge Scheduler -> Lambda): lifecycle, audit verify, audit
+digests, audit prune.
 
-One module, three entry points (``handler.lifecycle``, ``handler.audit_verify``,
-``handler.audit_prune``). The schedule's ``Input`` is a JSON object; every key is optional:
+One module, four entry points (``handler.lifecycle``, ``handler.audit_verify`` (daily:
+incremental plus a slice of the rolling full walk, against the latest digest),
+``handler.audit_digest`` (hourly: the verified head of each chain, signed by KMS, into the
+Object Lock bucket) and ``handler.audit_prune``). The schedule's ``Input`` is a JSON object; every key is optional:
 ``tenant`` (name or id; default every tenant), ``dry_run`` (lifecycle, prune), ``full``
 (verify), and ``scheduled_time`` / ``execution_id`` (the ``<aws.scheduler.scheduled-time>``
 and ``<aws.scheduler.execution-id>`` context attributes, logged for tracing).
@@ -11,7 +14,7 @@ reports ``complete: false``; the next scheduled run resumes (unfinished tenants 
 Metrics go out as CloudWatch embedded metric format (Powertools Metrics, namespace
 ``strata``, dimension ``service=maintenance``): ``AuditChainBroken`` (tenants whose chain did
 not verify; the alarm's metric, published as 0 when all verify) with the broken tenants' ids
-in the entry's metadata, ``AuditRowsVerified``, ``AuditRowsPruned``, ``Lifecycle<Step>``
+in the entry's metadata, ``AuditRowsVerified``, ``AuditDigestsPublished``, ``AuditRowsPruned``, ``Lifecycle<Step>``
 counts, and ``MaintenanceErrors`` (tenants whose job raised). A broken chain is a finding,
 not a failed invocation: the handler returns its report rather than raising, so the
 scheduler does not retry it; an error escaping the core does raise.
@@ -30,7 +33,7 @@ from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from strata import logs
-from strata.audit import prune, verify_tenant
+from strata.audit import digests, prune, publish_digest, verify_tenant
 from strata.audit.maintenance import for_each_tenant
 from strata.auth import find_tenant
 from strata.config import get_settings
@@ -93,15 +96,35 @@ def lifecycle(event, context):
 @metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
 def audit_verify(event, context):
-    _, db, tenant_id, keep_going = _setup(event, context, "audit_verify")
-    full = bool(event.get("full"))
+    settings, db, tenant_id, keep_going = _setup(event, context, "audit_verify")
+    full, store = bool(event.get("full")), digests.from_settings(settings)
     report = for_each_tenant(
-        db, "audit_verify", lambda tid: verify_tenant(db, tid, full=full, keep_going=keep_going),
+        db, "audit_verify",
+        lambda tid: verify_tenant(db, tid, full=full, rolling=not full, digests=store,
+                                  keep_going=keep_going,
+                                  full_verify_days=settings.audit_full_verify_days),
         tenant_id=tenant_id, keep_going=keep_going)
     _chain_breaks(report)
     metrics.add_metric(name="AuditRowsVerified", unit=MetricUnit.Count,
                        value=sum(t.get("checked", 0) for t in report["tenants"]))
     return _finish("audit_verify", report)
+
+
+@logs.lambda_context("execution_id")
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler(capture_response=False)
+def audit_digest(event, context):
+    settings, db, tenant_id, keep_going = _setup(event, context, "audit_digest")
+    store = digests.from_settings(settings)
+    if store is None:  # the stack always sets the bucket; a copy without one says so loudly
+        raise RuntimeError("STRATA_AUDIT_DIGEST_BUCKET is not set: no digest can be published")
+    report = for_each_tenant(
+        db, "audit_digest", lambda tid: publish_digest(db, tid, store, keep_going=keep_going),
+        tenant_id=tenant_id, keep_going=keep_going)
+    _chain_breaks(report)
+    metrics.add_metric(name="AuditDigestsPublished", unit=MetricUnit.Count,
+                       value=sum(bool(t.get("published")) for t in report["tenants"]))
+    return _finish("audit_digest", report)
 
 
 @logs.lambda_context("execution_id")

@@ -10,7 +10,7 @@ from strata.audit.chain import (
     row_hash,
 )
 from strata.audit.retention import prune
-from strata.audit.verify import verify, verify_for, verify_tenant
+from strata.audit.verify import publish_digest, verify, verify_for, verify_tenant
 
 __all__ = ["AuditEvent", "append", "audited", "failure_count", "list_entries", "prune",
-           "row_hash", "verify", "verify_for", "verify_tenant"]
+           "publish_digest", "row_hash", "verify", "verify_for", "verify_tenant"]

@@ -4,6 +4,11 @@ Entries record who did what to which ids, never memory content, query text or ke
 run in their own short transaction after the operation and are serialised per tenant by a
 row lock on ``audit_heads`` (no global lock). An append that fails is logged and counted and
 never fails the request; since seq is contiguous, a deleted row shows as a gap.
+
+A failed append is also detectable after the fact: the process remembers, per tenant, how
+many appends failed, and the next append that succeeds for that tenant is followed by an
+``audit.missed`` entry whose ``count`` is that number. Verification sums them
+(``missed_appends``); logs carry each failure (operation and tenant, never content).
 """
 
 from __future__ import annotations
@@ -28,12 +33,26 @@ if TYPE_CHECKING:  # audit sits below auth: it only reads the caller's ids
 log = logging.getLogger(__name__)
 
 GENESIS = b"\x00" * 32
+MISSED = "audit.missed"
 _failures = 0
+_missed: dict[uuid.UUID, int] = {}  # per tenant: failed appends not yet marked in its chain
 _failures_lock = threading.Lock()
 
 
 def failure_count() -> int:
     return _failures
+
+
+def _failed(tenant_id: uuid.UUID) -> None:
+    global _failures
+    with _failures_lock:
+        _failures += 1
+        _missed[tenant_id] = _missed.get(tenant_id, 0) + 1
+
+
+def _take_missed(tenant_id: uuid.UUID) -> int:
+    with _failures_lock:
+        return _missed.pop(tenant_id, 0)
 
 
 @dataclass
@@ -142,7 +161,18 @@ def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
     so the chain stays consistent and verifies. Writes, deletes and admin actions keep
     synchronous commits.
     """
-    global _failures
+    seq = _append(db, caller, event)
+    if seq is None:
+        _failed(caller.tenant_id)
+        return None
+    missed = _take_missed(caller.tenant_id)
+    if missed and _append(db, caller, AuditEvent("admin", MISSED, count=missed)) is None:
+        with _failures_lock:  # still owed: the next successful append marks it
+            _missed[caller.tenant_id] = _missed.get(caller.tenant_id, 0) + missed
+    return seq
+
+
+def _append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
     durable = event.action != "read"
     try:
         with db.connection() as conn:
@@ -157,13 +187,22 @@ def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
                     return seq
             raise RuntimeError(f"audit head stayed contended for {_ATTEMPTS} attempts")
     except Exception:  # fail open: the request has already done its work
-        with _failures_lock:
-            _failures += 1
         log.exception(
             "audit append failed",
             extra={"tenant_id": str(caller.tenant_id), "operation": event.operation},
         )
         return None
+
+
+def append_in(conn, caller: "Caller", event: AuditEvent) -> int:
+    """Append inside the caller's open transaction, so the entry commits (or rolls back) with
+    the change it records. It queues on the head's row lock; it raises rather than fail open."""
+    seq = _try_append(conn, caller, event, locked=True)
+    if seq is None:  # the tenant had no head yet: the first call made it
+        seq = _try_append(conn, caller, event, locked=True)
+    if seq is None:
+        raise RuntimeError("audit head could not be moved")
+    return seq
 
 
 @contextlib.contextmanager

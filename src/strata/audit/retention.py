@@ -11,6 +11,11 @@ and a chain that does not verify is left whole (deleting the evidence of a tampe
 thing retention must not do). Batches are bounded and each commits on its own, so a run that
 stops early has pruned a consistent prefix. Two prunes at once serialise on the checkpoint
 row: the checkpoint only moves forward, and a batch whose move lost the race deletes nothing.
+
+Each batch appends its ``audit.prune`` entry (``count``: the rows the checkpoint moved over)
+in the same transaction as the move: the chain then always accounts for every move of the
+checkpoint, which is how verification tells a prune from rows deleted behind a rewritten
+checkpoint (:mod:`strata.audit.verify`, the ``prune`` part).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from strata.audit.chain import AuditEvent, append
+from strata.audit.chain import AuditEvent, append_in
 from strata.audit.maintenance import KeepGoing, floored
 from strata.audit.verify import BATCH, verify_tenant
 from strata.db import Database
@@ -69,26 +74,29 @@ def prune(
     if dry_run:
         return {**report, "ok": True, "complete": True, "pruned": max(0, cut - done),
                 "pruned_to_seq": max(cut, done)}
+    from strata.auth.access import Caller  # audit sits below auth
+
+    system = Caller.system(tenant_id, surface=surface)
     pruned, complete, failure = 0, True, None
     while done < cut:
         target = min(done + batch, cut)
         with db.transaction() as cur:
-            moved = cur.execute(_MOVE, {"tenant": tenant_id, "seq": target}).rowcount
+            # The head's row lock first: prunes of one tenant serialise with each other and
+            # with appends, so the checkpoint seen here is the one this batch moves from.
+            cur.execute("SELECT 1 FROM audit_heads WHERE tenant_id = %s FOR UPDATE", (tenant_id,))
+            before = cur.execute(_PRUNED_UP_TO, (tenant_id,)).fetchone()["seq"]
+            moved = before < target and cur.execute(_MOVE, {"tenant": tenant_id, "seq": target}).rowcount
             if moved:
                 pruned += cur.execute(
                     "DELETE FROM audit_log WHERE tenant_id = %s AND seq <= %s", (tenant_id, target)
                 ).rowcount
-            before, done = done, cur.execute(_PRUNED_UP_TO, (tenant_id,)).fetchone()["seq"]
-        if done == before:  # the row to checkpoint vanished since it verified: stop, do not guess
+                append_in(cur.connection, system, AuditEvent("delete", "audit.prune", count=target - before))
+            done = target if moved else before  # or further: another prune got here first
+        if before < target and not moved:  # the row to checkpoint vanished since it verified
             failure, complete = f"seq {target} is gone since it verified", False
             break
         if done < cut and keep_going is not None and not keep_going():
             complete = False
             break
-    if pruned:
-        from strata.auth.access import Caller  # audit sits below auth
-
-        append(db, Caller.system(tenant_id, surface=surface),
-               AuditEvent("delete", "audit.prune", count=pruned))
     report |= {"ok": failure is None, "complete": complete, "pruned": pruned, "pruned_to_seq": done}
     return report | ({"reason": failure} if failure else {})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from strata import audit as core
+from strata.audit import digests
 from strata.api.deps import DB, CallerDep
 from strata.errors import InvalidInput
 
@@ -28,5 +29,6 @@ def list_entries(
 
 
 @router.post("/verify")
-def verify(db: DB, caller: CallerDep) -> dict:
-    return core.verify_for(db, caller)
+def verify(request: Request, db: DB, caller: CallerDep) -> dict:
+    # Every retained row, the checkpoints and the latest digest: one verdict, ok only if all held.
+    return core.verify_for(db, caller, digests.from_settings(request.app.state.runtime.settings))
