@@ -65,6 +65,7 @@ class Walk:
     complete: bool = False  # reached the end of the chain (not stopped by the budget)
     good: tuple[int, bytes] | None = None  # the last row vouched for (verified, within the head)
     anchor_ok: bool | None = None
+    anchor_missing: bool = False  # the row at the checkpoint is not there (and not pruned)
     missed: int = 0  # appends that failed, as the audit.missed entries walked record
 
 
@@ -125,6 +126,7 @@ def _walk(
     if anchor is not None and w.anchor_ok is None and w.complete:
         # The checkpointed row is not there: fine if it was pruned, a truncation if not.
         w.anchor_ok = anchor["seq"] <= w.start_seq
+        w.anchor_missing = not w.anchor_ok
     return w
 
 
@@ -177,6 +179,9 @@ def _against_digest(
             problems.append(f"seq {d_seq} no longer carries the hash the digest recorded")
     elif d_seq == p_seq and d_seq > 0 and p_hash != d_hash:
         problems.append(f"the prune checkpoint at seq {p_seq} does not carry the digest's hash")
+    else:  # prunes cut only rows verified and 90 days old: the hourly digest is always past them
+        problems.append(f"the prune checkpoint (seq {p_seq}) is past the digest's head (seq {d_seq}):"
+                        " rows no digest vouched for were removed")
     # The prune checkpoint: it moves forward only, by what the prunes since the digest record.
     prune_problems: list[str] = []
     dp_seq, dp_hash = latest.pruned or (0, GENESIS)
@@ -261,6 +266,8 @@ def verify_tenant(
     for walk in filter(None, (w, roll)):
         if walk.anchor_ok is False:
             problems["checkpoint"].append(
+                f"seq {verified['seq']}, where the verified checkpoint is, is missing"
+                if walk.anchor_missing else
                 f"seq {verified['seq']} no longer carries the hash the verified checkpoint recorded")
         if walk.first_bad is not None and not (walk.anchor_ok is False and walk.first_bad == verified["seq"]):
             problems["chain"].append(_chain_problem(walk, head))
