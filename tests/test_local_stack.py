@@ -79,8 +79,8 @@ def test_dev_first_start_bootstraps_and_second_start_reuses_data(home: Path):
     """Given an empty STRATA_HOME
     When `strata dev` starts, a memory is written with the printed key, and it is stopped with
     Ctrl-C and started again
-    Then the first start printed an owner key (also in admin.key, mode 0600), Ctrl-C stopped
-    PostgreSQL too, and the second start printed no new key and still serves the memory."""
+    Then the first start printed an owner key (also in admin.key, mode 0600), published a
+    signed audit digest the full verification checks against, Ctrl-C stopped PostgreSQL too, and the second start printed no new key and still serves the memory."""
     port = _free_port()
     proc = _start(home, port)
     key_file = home / "admin.key"
@@ -103,6 +103,20 @@ def test_dev_first_start_bootstraps_and_second_start_reuses_data(home: Path):
     assert joined.returncode == 0, joined.stderr
     assert json.loads(joined.stdout)["key"].startswith("sk_")
     assert _postgres_running(home), "the CLI must not stop the server `strata dev` runs"
+
+    # The local digest schedule published the default tenant's head at start: a read-only
+    # file under audit-digests/, signed under a 0600 key beside it.
+    deadline = time.monotonic() + 30  # its own thread: give it the time a slow machine needs
+    while not (digests := sorted((home / "audit-digests").glob("*/*.json"))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert digests, "strata dev publishes audit digests at start"
+    assert stat.S_IMODE(digests[0].stat().st_mode) == 0o444
+    assert stat.S_IMODE((home / "audit-digests.key").stat().st_mode) == 0o600
+    verified = subprocess.run(STRATA + ["audit", "verify", "--full"], env=_env(home, port),
+                              capture_output=True, text=True, timeout=60)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    anchors = [t["anchor"]["ok"] for t in json.loads(verified.stdout)["tenants"]]
+    assert True in anchors, anchors  # checked against a digest, not merely unanchored
 
     first_out = _stop(proc)
     assert key in first_out, "the first start prints the owner key once"

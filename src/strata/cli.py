@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,6 +39,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     from strata.api.app import create_app
     from strata.auth import create_tenant
+    from strata.db import embedded
     from strata.db.migrate import check_schema
     from strata.errors import Conflict
     from strata.providers.embedders import describe, get_embedder
@@ -76,8 +78,40 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print("strata: for the client and the CLI, paste:\n\n"
           f"    export STRATA_URL={url}\n"
           f"    export STRATA_KEY=$(cat {settings.admin_key_file})\n", flush=True)
-    uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port, log_level="info")
+    # An embedded server that dies is started again (one at STRATA_DATABASE_URL is not ours
+    # to run); meanwhile requests answer 503 and /readyz says why.
+    watchdog = embedded.watch(settings)
+    stop_digests = _publish_digests_every(db, settings)
+    try:
+        uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port,
+                    log_level="info")
+    finally:
+        stop_digests.set()
+        if watchdog is not None:
+            watchdog.stop()
     return 0
+
+
+def _publish_digests_every(db, settings) -> threading.Event:
+    """The local stand-in for the hourly digest schedule: now, then every
+    STRATA_AUDIT_DIGEST_INTERVAL_MINUTES, on a daemon thread. Returns the event that stops it."""
+    from strata.audit import digests, publish_digest
+    from strata.audit.maintenance import for_each_tenant
+
+    stop, store = threading.Event(), digests.from_settings(settings)
+
+    def run() -> None:
+        while True:
+            try:
+                for_each_tenant(db, "audit_digest", lambda tid: publish_digest(db, tid, store))
+            except Exception:  # the database is down, say: the next round tries again
+                logging.getLogger("strata.audit").warning("audit digests not published this round")
+            if stop.wait(settings.audit_digest_interval_minutes * 60):
+                return
+
+    if store is not None:
+        threading.Thread(target=run, name="audit-digests", daemon=True).start()
+    return stop
 
 
 def cmd_tenants_create(args: argparse.Namespace) -> int:
@@ -187,13 +221,29 @@ def _report(report: dict[str, Any]) -> int:
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
-    from strata.audit import verify_tenant
+    from strata.audit import digests, verify_tenant
     from strata.audit.maintenance import for_each_tenant
 
-    db = open_database()
+    settings, db = get_settings(), open_database()
+    store = digests.from_settings(settings)
     return _report(for_each_tenant(
-        db, "audit_verify", lambda tid: verify_tenant(db, tid, full=args.full),
+        db, "audit_verify",
+        lambda tid: verify_tenant(db, tid, full=args.full, rolling=args.rolling, digests=store,
+                                  full_verify_days=settings.audit_full_verify_days),
         tenant_id=_tenant_id(db, args)))
+
+
+def cmd_audit_digest(args: argparse.Namespace) -> int:
+    from strata.audit import digests, publish_digest
+    from strata.audit.maintenance import for_each_tenant
+
+    db, store = open_database(), digests.from_settings(get_settings())
+    if store is None:
+        print("strata: no digest store: set STRATA_AUDIT_DIGEST_BUCKET and "
+              "STRATA_AUDIT_DIGEST_KEY_ID", file=sys.stderr)
+        return 2
+    return _report(for_each_tenant(db, "audit_digest", lambda tid: publish_digest(db, tid, store),
+                                   tenant_id=_tenant_id(db, args)))
 
 
 def cmd_audit_prune(args: argparse.Namespace) -> int:
@@ -374,11 +424,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit").add_subparsers(dest="action", required=True)
     p = audit.add_parser("verify", help="verify the audit hash chain from the last verified "
-                         "checkpoint (exit 1 on a break)")
+                         "checkpoint and against the latest digest (exit 1 if any part failed)")
     p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")
-    p.add_argument("--full", action="store_true", help="re-verify from the start (or the prune "
-                   "checkpoint) and check the verified checkpoint still holds")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--full", action="store_true", help="re-verify from the start (or the prune "
+                      "checkpoint) and check the verified checkpoint still holds")
+    mode.add_argument("--rolling", action="store_true", help="what the daily schedule runs: "
+                      "incremental, plus the next slice of a full walk that covers every row "
+                      "within STRATA_AUDIT_FULL_VERIFY_DAYS runs")
     p.set_defaults(func=cmd_audit_verify)
+    p = audit.add_parser("digest", help="publish each tenant's verified chain head as a signed "
+                         "digest outside the database (what the hourly schedule runs)")
+    p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")
+    p.set_defaults(func=cmd_audit_digest)
     p = audit.add_parser("prune", help="delete verified audit entries older than the retention "
                          "window (STRATA_AUDIT_RETENTION_DAYS, at least 90 days)")
     p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")

@@ -43,6 +43,12 @@ class Settings(BaseModel):
     db_user: str | None = None
     pool_min: int = 0
     pool_max: int = 8
+    # How long a checkout waits for a pooled connection. Requests (the API, MCP) wait
+    # briefly and answer 503 unavailable with Retry-After when the database is down or
+    # saturated; jobs (CLI commands, maintenance, migrations, the state machine's steps)
+    # wait longer.
+    pool_timeout_s: float = Field(default=2.0, gt=0, le=60)
+    pool_job_timeout_s: float = Field(default=30.0, gt=0, le=900)
 
     # The embedder (strata.providers.embedders). "hash" needs nothing and is the default;
     # "openai" is any OpenAI-compatible /embeddings endpoint, "bedrock" Amazon Titan Text
@@ -101,6 +107,24 @@ class Settings(BaseModel):
     max_batch: int = 500
     log_level: str = "INFO"
 
+    # Local rate limits (strata.ratelimit; on AWS API Gateway throttles instead): token
+    # buckets of `burst` requests refilled at `per_s` a second, per API key and per source
+    # address, and a much smaller one per address that each 401 takes from; answered 429
+    # with Retry-After. The key and address defaults sit above what one machine's clients
+    # get through the server on loopback (~300 keyed requests/s here), so only runaway loops
+    # on a fast host meet them; lower them for a server others can reach. The failed-auth
+    # budget is the one that bites: a key-guessing loop is slowed after 200 401s.
+    rate_limit: bool = True
+    rate_limit_key_per_s: float = Field(default=500, gt=0)
+    rate_limit_key_burst: int = Field(default=5000, ge=1)
+    rate_limit_address_per_s: float = Field(default=1000, gt=0)
+    rate_limit_address_burst: int = Field(default=10_000, ge=1)
+    rate_limit_auth_failures_per_s: float = Field(default=2, gt=0)
+    rate_limit_auth_failures_burst: int = Field(default=200, ge=1)
+    # Origins browsers may call the local API from, comma-separated ("*": any); empty: no
+    # CORS. On AWS the template's CorsAllowedOrigins parameter does this at API Gateway.
+    cors_origins: str = ""
+
     # Lifecycle (strata.lifecycle). A memory is archived when its strength (importance,
     # decayed by kind since last use, lifted by use) falls below the threshold and it is
     # older than the minimum age -- never when pinned or important (>= 0.8).
@@ -118,6 +142,14 @@ class Settings(BaseModel):
     # Audit entries: strata audit prune. History: unbounded (None) unless set.
     audit_retention_days: int = Field(default=365, ge=1)
     history_retention_days: int | None = Field(default=None, ge=1)
+    # Audit digests (strata.audit.digests): the chain heads, published outside the database.
+    # On AWS an Object Lock bucket and a KMS signing key; locally $STRATA_HOME/audit-digests.
+    audit_digest_bucket: str | None = None
+    audit_digest_key_id: str | None = None
+    # How often `strata dev` publishes digests (on AWS the hourly schedule does).
+    audit_digest_interval_minutes: float = Field(default=60, gt=0)
+    # The scheduled verification re-walks every retained row within this many daily runs.
+    audit_full_verify_days: int = Field(default=7, ge=1, le=31)
 
     @model_validator(mode="before")
     @classmethod
