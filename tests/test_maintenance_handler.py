@@ -135,7 +135,8 @@ def test_audit_verify_function_publishes_a_break(maintenance, db, make_tenant, c
     ok = maintenance.audit_verify(schedule_input(), Context())
     assert ok["ok"] is True and ok["complete"] is True
     metrics = emitted_metrics(capsys)
-    assert (metrics["AuditChainBroken"], metrics["AuditRowsVerified"]) == (0, 2)
+    # each tenant's one row, walked by the incremental run and by the rolling slice
+    assert (metrics["AuditChainBroken"], metrics["AuditRowsVerified"]) == (0, 4)
     assert "broken_tenants" not in metrics
 
     sql(db, "UPDATE audit_log SET outcome = 'forged' WHERE tenant_id = %s AND seq = 1", (a.tenant_id,))
@@ -162,3 +163,50 @@ def test_audit_prune_function_prunes_past_the_retention_floor(maintenance, db, m
     metrics = emitted_metrics(capsys)
     assert (metrics["AuditRowsPruned"], metrics["AuditChainBroken"]) == (1, 0)
     assert datetime.fromisoformat(r["cutoff"]) < datetime.now(UTC) - timedelta(days=89)
+
+
+def test_audit_digest_function_signs_with_kms_into_the_locked_bucket(maintenance, db, make_tenant,
+                                                                      monkeypatch, capsys):
+    """Given the stack's digest bucket (Object Lock, compliance) and KMS signing key, under moto
+    When the hourly digest function runs, then every tenant gets one signed digest and
+    AuditDigestsPublished counts them; a second run with no new entries publishes none
+    And when a tenant's tail is then deleted with its head moved back, the daily verify
+    function (which reads the same bucket and verifies with KMS) reports that tenant broken
+    by its digest, and the other (control) ok."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="stack-audit-digests", ObjectLockEnabledForBucket=True)
+        s3.put_object_lock_configuration(Bucket="stack-audit-digests", ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled",
+            "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Days": 365}}})
+        key = boto3.client("kms", region_name="us-east-1").create_key(
+            KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["Arn"]
+        monkeypatch.setenv("STRATA_AUDIT_DIGEST_BUCKET", "stack-audit-digests")
+        monkeypatch.setenv("STRATA_AUDIT_DIGEST_KEY_ID", key)
+        get_settings.cache_clear()
+        a, b = make_tenant("alpha"), make_tenant("beta")
+        for tk in (a, b):
+            seed(db, tk.tenant_id, days_ago(3, 2, 1))
+        capsys.readouterr()
+        report = maintenance.audit_digest(schedule_input(), Context())
+        assert report["ok"] and all(t["published"] for t in report["tenants"]), report
+        assert emitted_metrics(capsys)["AuditDigestsPublished"] == 2
+        objects = s3.list_objects_v2(Bucket="stack-audit-digests")["Contents"]
+        assert sorted(o["Key"].split("/")[1] for o in objects) == sorted([str(a.tenant_id), str(b.tenant_id)])
+        again = maintenance.audit_digest(schedule_input(), Context())
+        assert not any(t["published"] for t in again["tenants"])
+        assert emitted_metrics(capsys)["AuditDigestsPublished"] == 0
+
+        with db.transaction() as cur:
+            cur.execute("DELETE FROM audit_log WHERE tenant_id = %s AND seq >= 3", (a.tenant_id,))
+            cur.execute("UPDATE audit_heads SET seq = 2, row_hash = (SELECT row_hash FROM audit_log"
+                        " WHERE tenant_id = %s AND seq = 2) WHERE tenant_id = %s", (a.tenant_id, a.tenant_id))
+        verified = maintenance.audit_verify(schedule_input(), Context())
+        by_name = {t["tenant"]: t for t in verified["tenants"]}
+        assert (by_name["alpha"]["ok"], by_name["beta"]["ok"]) == (False, True)
+        assert "digest" in by_name["alpha"]["failed"], by_name["alpha"]
+        assert emitted_metrics(capsys)["broken_tenants"] == [str(a.tenant_id)]
