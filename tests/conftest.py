@@ -29,8 +29,9 @@ from strata.providers import HashingEmbedder
 
 import support
 
-# The loopback OpenAI-compatible server (fixture ``fake_llm``) for model-backed providers.
-pytest_plugins = ["fake_openai"]
+# The loopback OpenAI-compatible server (fixture ``fake_llm``) for model-backed providers, and
+# the log and audit scan every test runs under (log_scan: no content, query text or keys).
+pytest_plugins = ["fake_openai", "log_scan"]
 
 TEMPLATE = "strata_template"
 
@@ -110,7 +111,11 @@ def embedder(settings) -> HashingEmbedder:
 
 @pytest.fixture
 def app(db, embedder, settings):
-    return create_app(db=db, embedder=embedder, settings=settings)
+    from log_scan import Witness  # the plugin's module (imported by pytest, rewritten)
+
+    app = create_app(db=db, embedder=embedder, settings=settings)
+    app.add_middleware(Witness)  # tells the log scan what user text this test sent
+    return app
 
 
 @pytest.fixture
@@ -129,7 +134,11 @@ def server(db, embedder, settings) -> Iterator[str]:
     the test database: its base URL, for tests that need real HTTP (clients, MCP, CLI)."""
     harness = support.load_module(
         "strata_eval_harness", Path(__file__).resolve().parents[1] / "eval" / "harness.py")
-    with harness.serving(create_app(db=db, embedder=embedder, settings=settings)) as url:
+    from log_scan import Witness
+
+    app = create_app(db=db, embedder=embedder, settings=settings)
+    app.add_middleware(Witness)
+    with harness.serving(app) as url:
         yield url
 
 

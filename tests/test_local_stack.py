@@ -118,8 +118,14 @@ def test_dev_first_start_bootstraps_and_second_start_reuses_data(home: Path):
     anchors = [t["anchor"]["ok"] for t in json.loads(verified.stdout)["tenants"]]
     assert True in anchors, anchors  # checked against a digest, not merely unanchored
 
+    # The access log names the route, never the query string's user values.
+    listed = httpx.get(f"{base}/v1/memories", params={"path": "users.quillonwhisk"}, headers=headers)
+    assert listed.status_code == 200, listed.text
+
     first_out = _stop(proc)
     assert key in first_out, "the first start prints the owner key once"
+    assert '"GET /v1/memories HTTP/1.1" 200' in first_out  # control: the access log is on
+    assert "quillonwhisk" not in first_out
     assert not _postgres_running(home), "Ctrl-C stops PostgreSQL too"
 
     proc = _start(home, port)

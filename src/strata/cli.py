@@ -37,6 +37,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from strata import logs
     from strata.api.app import create_app
     from strata.auth import create_tenant
     from strata.db import embedded
@@ -84,7 +85,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     stop_digests = _publish_digests_every(db, settings)
     try:
         uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port,
-                    log_level="info")
+                    log_level="info", log_config=logs.uvicorn_log_config())
     finally:
         stop_digests.set()
         if watchdog is not None:

@@ -70,3 +70,28 @@ def lambda_context(correlation_id_path: str | None = None):
         return invoke
 
     return decorate
+
+
+class NoQueryStrings(logging.Filter):
+    """uvicorn's access log without query strings: ``?q=...&path=users.alice`` carries user
+    values, the path alone (ids) does not. uvicorn passes the request line's parts as the
+    record's args: (client, method, full path, HTTP version, status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            record.args = (args[0], args[1], args[2].split("?", 1)[0], args[3], args[4])
+        return True
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's own logging configuration, with :class:`NoQueryStrings` on its access log."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["no_query_strings"] = {"()": NoQueryStrings}
+    config["handlers"]["access"]["filters"] = ["no_query_strings"]
+    return config
+
