@@ -16,7 +16,8 @@ script:
 When the script runs out, ``fallback`` answers (if set); otherwise the server answers 500 with
 ``x-should-retry: false`` so a test that under-scripts fails loudly instead of retrying.
 
-``POST /v1/embeddings`` has its own script (``script_embeddings``), so a test may drive chat
+``POST /v1/embeddings`` has its own script (``script_embeddings``) and its own
+``embedding_fallback`` (a callable, for when that script is empty), so a test may drive chat
 and embeddings at once. Unscripted, it answers deterministic vectors of the requested
 ``dimensions`` (else ``embedding_dim``), in the requested ``encoding_format`` (the client asks
 for base64 unless told otherwise). Entries: ``int`` / ``Reply`` as above, a list of vectors
@@ -177,6 +178,7 @@ class FakeLLM:
         self.requests: list[Recorded] = []
         self.fallback: Responder | None = None
         self._embedding_script: deque[Any] = deque()
+        self.embedding_fallback: Responder | None = None
         self.embedding_dim = 8  # when a request names no ``dimensions``
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -267,6 +269,8 @@ class FakeLLM:
         with self._lock:
             self.requests.append(request)
             entry = self._embedding_script.popleft() if self._embedding_script else None
+            if entry is None:
+                entry = self.embedding_fallback
         if callable(entry) and not isinstance(entry, Reply):
             entry = entry(request)
         if entry is None:

@@ -117,8 +117,9 @@ def strings_in(value, fields=_TEXT_FIELDS, *, under: bool = False) -> Iterable[s
 
 
 class Witness:
-    """ASGI observer: remembers the user text of each request (JSON body text fields, query
-    string values), so the scan knows what must not show up in logs. It changes nothing."""
+    """ASGI observer: remembers the user text of each request (the text fields of its JSON
+    body and query string), so the scan knows what must not show up in logs. It changes
+    nothing."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -129,8 +130,9 @@ class Witness:
             return
         from urllib.parse import parse_qsl
 
-        for _, value in parse_qsl(scope.get("query_string", b"").decode("latin-1")):
-            SCAN.witnessed.add(value)
+        for name, value in parse_qsl(scope.get("query_string", b"").decode("latin-1")):
+            if name in _TEXT_FIELDS:  # not ids (a principal's id is in its audit rows, rightly)
+                SCAN.witnessed.add(value)
         chunks: list[bytes] = []
 
         async def observed_receive():

@@ -266,9 +266,9 @@ def rds_connect_users(function: dict) -> list[str]:
 def test_template_requires_iam_auth_and_lets_each_database_function_connect(template):
     """Given template.yaml
     Then the proxy requires IAM auth and TLS; every function turns IAM auth on (Globals) as
-    the cluster's master user; every function that talks to the database may rds-db:connect
-    as exactly that user on this proxy, and none may read the master secret; control: the
-    health function, which never touches the database, has no rds-db:connect."""
+    the cluster's master user; every function (the health function too: readiness asks the
+    database) may rds-db:connect as exactly that user on this proxy, and none may read the
+    master secret."""
     resources = template["Resources"]
     [auth] = resources["DbProxy"]["Properties"]["Auth"]
     assert auth["IAMAuth"] == "REQUIRED" and resources["DbProxy"]["Properties"]["RequireTLS"] is True
@@ -278,7 +278,6 @@ def test_template_requires_iam_auth_and_lets_each_database_function_connect(temp
     assert "STRATA_DB_SECRET_ARN" not in env
     functions = {n: r for n, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
     for name, function in functions.items():
-        expected = [] if name == "HealthFunction" else [user]
-        assert rds_connect_users(function) == expected, name
+        assert rds_connect_users(function) == [user], name
         assert "MasterUserSecret" not in json.dumps(function["Properties"].get("Policies")), name
     assert len([n for n in functions if rds_connect_users(functions[n])]) >= 10

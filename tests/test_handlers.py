@@ -101,6 +101,16 @@ def test_health_handler(handlers):
     assert body["runtime"] == "aws"
 
 
+def test_health_handler_answers_readiness(handlers):
+    """Given the health function over the migrated test database
+    When API Gateway sends GET /readyz without a key
+    Then it answers 200 ready with every check ok (the database answers, at this code's
+    migration level and embedding dimension)."""
+    status, body = invoke(handlers["health"], http_event("GET", "/readyz"))
+    assert (status, body) == (200, {"status": "ready", "checks": {
+        "database": "ok", "migrations": "ok", "embedding_dim": "ok"}})
+
+
 def test_memories_handler_round_trip(handlers, tenant):
     """Given the memories function and a tenant key
     When a memory is created, read, patched and listed through API Gateway events

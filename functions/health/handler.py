@@ -1,4 +1,5 @@
-"""GET /healthz behind the HTTP API: the core's `health` router under Mangum."""
+"""GET /healthz (liveness) and GET /readyz (readiness) behind the HTTP API: the core's `health`
+router under Mangum."""
 
 from strata import coldstart
 

@@ -15,13 +15,12 @@ cache (``ReauthorizeEvery``) in front of it. ``STRATA_AUTH_CACHE_TTL`` (seconds,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -120,22 +119,6 @@ def caller_from_context(context: dict[str, Any], *, surface: str = "http") -> Ca
         raise Unauthenticated("authorizer context is missing or malformed") from exc
 
 
-class _BoundedWait:
-    """The ``Database`` seen by ``authenticate`` (which only calls ``connection()``), with
-    a bounded wait for a pooled connection."""
-
-    def __init__(self, db: Database, wait_s: float) -> None:
-        self._db = db
-        self._wait_s = wait_s
-
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[Any]:
-        from strata.db import translate_errors
-
-        with translate_errors(), self._db.pool.connection(timeout=self._wait_s) as conn:
-            yield conn
-
-
 class KeyResolver:
     """Keys to authorizer decisions, with a bounded LRU cache whose entries live ``ttl_s``.
 
@@ -205,19 +188,22 @@ class KeyResolver:
 
         from strata.auth.keys import authenticate
         from strata.db import Database
-        from strata.errors import StrataError
+        from strata.errors import StrataError, Unavailable
 
         self.lookups += 1
         try:
             database = db if isinstance(db, Database) else db()
-            caller = authenticate(_BoundedWait(database, self.connect_wait_s), token)
+            caller = authenticate(database.waiting(self.connect_wait_s), token)
+        except Unavailable as exc:
+            # The server is gone or no connection came in time: deny, uncached, so the next
+            # request tries again.
+            return Decision(False, "unavailable", error=exc.failure)
         except StrataError:
             # Unauthenticated (unknown, wrong, revoked, expired, disabled principal), or a
             # value PostgreSQL refuses to compare (InvalidInput): the key is no good.
             return Decision(False, "rejected")
         except psycopg.Error as exc:
-            # OperationalError (server gone), PoolTimeout (no connection in time), and any
-            # other database failure: deny, uncached, so the next request tries again.
+            # Any other database failure: deny, uncached, too.
             return Decision(False, "unavailable", error=type(exc).__name__)
         return Decision(True, "ok", context=context_from_caller(caller))
 

@@ -72,6 +72,21 @@ class Gone(StrataError):
     code = "gone"
 
 
+class Unavailable(StrataError):
+    """The database cannot serve now (unreachable, shutting down, no connection in time).
+
+    Nothing about the request is wrong: it may be sent again after ``retry_after_s``.
+    ``failure`` names the database error (its type, never its message) for logs and metrics.
+    """
+
+    code = "unavailable"
+    retry_after_s = 5
+
+    def __init__(self, failure: str) -> None:
+        super().__init__(f"the database is unavailable: retry in {self.retry_after_s} s")
+        self.failure = failure
+
+
 def field_path(loc) -> str | None:
     """A pydantic error location as the field name errors report: ('memories', 3, 'content')
     -> 'memories[3].content', without pydantic's validator and type steps. Shared by the

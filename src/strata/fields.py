@@ -5,10 +5,11 @@ the ingest shapes can all use them."""
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 Kind = Literal[
     "fact", "preference", "event", "instruction", "strategy",
@@ -43,8 +44,23 @@ def storable(value: Any) -> Any:
     return value
 
 
-Text = Annotated[str, AfterValidator(storable)]
+# What the API's schema says of text (a pattern: no NUL), for clients and schemathesis;
+# ``storable`` is what refuses it.
+NO_NUL = r"^[^\x00]*$"
+Text = Annotated[str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]
 Tag = Annotated[Text, Field(min_length=1, max_length=64)]
+
+# A path (``users.alice``): dot-separated ltree labels. strata.paths validates paths with this
+# pattern, where the caller is known (a scope may be the tenant root, ""); these types put it
+# in the API's schema.
+PATH_LABEL = r"[A-Za-z0-9_-]{1,255}"
+PATH_PATTERN = rf"^{PATH_LABEL}(\.{PATH_LABEL})*$"
+ROOT_OR_PATH_PATTERN = rf"^({PATH_LABEL}(\.{PATH_LABEL})*)?$"
+MAX_PATH_LEN = 1024
+MemoryPath = Annotated[str, Field(
+    json_schema_extra={"pattern": PATH_PATTERN, "maxLength": MAX_PATH_LEN})]
+ScopePath = Annotated[str, Field(
+    json_schema_extra={"pattern": ROOT_OR_PATH_PATTERN, "maxLength": MAX_PATH_LEN})]
 # A memory's meta is filters and small annotations, not a document store: 64 KB of JSON.
 MAX_META_BYTES = 64 * 1024
 
@@ -70,15 +86,37 @@ LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def _utc_if_naive(value: datetime) -> datetime:
-    """A timestamp without an offset is UTC, so it compares with stored (aware) ones; it
-    must lie between ``EARLIEST`` and ``LATEST``."""
+    """A timestamp without an offset is UTC, so it compares with stored (aware) ones; its
+    year, as written, must lie between ``EARLIEST`` and ``LATEST``'s (as the schema's pattern
+    says; its offset moves it a day at most)."""
     value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
-    if not EARLIEST <= value < LATEST:
+    if not EARLIEST.year <= value.year < LATEST.year:
         raise ValueError("must be between the years 100 and 9000")
     return value
 
 
-Instant = Annotated[datetime, AfterValidator(_utc_if_naive)]
+def _not_a_number(value: Any) -> Any:
+    """An instant is a date and time, as the schema's ``date-time`` says: pydantic would also
+    read a number, or a string of one (``0.5``, ``"1700000000"``), as seconds since 1970."""
+    if isinstance(value, (int, float)) or (
+            isinstance(value, str) and _TIMESTAMP.fullmatch(value.strip())):
+        raise ValueError("must be a date and time (ISO 8601), not a number")
+    return value
+
+
+_TIMESTAMP = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+YEARS_PATTERN = r"^(0[1-9][0-9]{2}|[1-8][0-9]{3})-"  # 0100-8999
+Instant = Annotated[datetime, BeforeValidator(_not_a_number), AfterValidator(_utc_if_naive),
+                    Field(json_schema_extra={"pattern": YEARS_PATTERN})]
+
+
+# What str.isspace() calls whitespace (what strip() removes), as a regex character class.
+SPACE_CLASS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f"
+               r"\u205f\u3000")
+# Content as the schema states it: something besides whitespace, and no NUL. ``_content_ok``
+# refuses the rest too (unpaired surrogates, over MAX_CONTENT_BYTES of UTF-8).
+CONTENT_PATTERN = rf"^[^\x00]*[^\x00{SPACE_CLASS}][^\x00]*$"
+Content = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": CONTENT_PATTERN})]
 
 
 def _content_ok(value: str) -> str:

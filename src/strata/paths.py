@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 
 from strata.errors import InvalidInput
+from strata.fields import MAX_PATH_LEN, PATH_PATTERN  # the API's schema states the same
 
-_LABEL = r"[A-Za-z0-9_-]{1,255}"
-_PATH = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-MAX_PATH_LEN = 1024
+_PATH = re.compile(PATH_PATTERN)
 
 
 def validate_path(value: str, *, field: str = "path", allow_root: bool = False) -> str:

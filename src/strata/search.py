@@ -111,13 +111,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.ingest import dates
 from strata.write.bookkeeping import TOUCH as _TOUCH
+from strata.fields import MemoryPath
 from strata.memories.models import Instant, Kind, Meta, Tag, Text
 from strata.paths import validate_path
 from strata.providers import Embedder
@@ -150,16 +151,17 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: Text = Field(min_length=1, max_length=4000)
-    paths: list[str] | None = Field(default=None, max_length=50)
+    paths: list[MemoryPath] | None = Field(default=None, max_length=50)
     kinds: list[Kind] | None = None
     tags: list[Tag] | None = Field(default=None, max_length=32)
     meta: Meta | None = None
-    limit: int = Field(default=10, ge=1, le=100)
+    # Strict, as in every request shape (strata.memories.models.MemoryIn says why).
+    limit: StrictInt = Field(default=10, ge=1, le=100)
     valid_at: Instant | None = None
     include: list[Include] = Field(default_factory=list, max_length=2)
     mode: Mode = "hybrid"
-    expand: bool = False
-    explain: bool = False
+    expand: StrictBool = False
+    explain: StrictBool = False
 
 
 class SearchResult(BaseModel):

@@ -33,6 +33,7 @@ from strata.errors import (
     StrataError,
     Suppressed,
     Unauthenticated,
+    Unavailable,
     VersionConflict,
     field_path,
 )
@@ -55,10 +56,17 @@ class Runtime:
     _embedder: Embedder | None = None
 
     @cached_property
+    def database(self) -> Database:
+        """The process database as requests use it: a checkout waits at most
+        ``pool_timeout_s``, then the request answers 503 unavailable. Unchecked: readiness
+        reports on it what ``db`` would refuse."""
+        return (self._db or get_database()).waiting(self.settings.pool_timeout_s)
+
+    @cached_property
     def db(self) -> Database:
         from strata.db.migrate import check_schema
 
-        db = self._db or get_database()
+        db = self.database
         # Once per process, on first use: refuse a schema whose vector dimension is not the
         # configured one (its message names `strata reindex`). Not cached on failure, so
         # every request says why until the operator fixes it.
@@ -124,6 +132,7 @@ STATUS: dict[type[StrataError], int] = {
     Suppressed: 409,
     Gone: 410,
     VersionConflict: 412,
+    Unavailable: 503,
 }
 
 
@@ -141,9 +150,14 @@ def error_body_for(exc: StrataError) -> dict[str, Any]:
 
 
 def error_answer(exc: StrataError) -> tuple[int, dict[str, Any], dict[str, str] | None]:
-    """A core error as HTTP: (status, body, headers); a 401 asks for a bearer key."""
+    """A core error as HTTP: (status, body, headers); a 401 asks for a bearer key, a 503
+    says when to try again."""
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = None
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    elif isinstance(exc, Unavailable):
+        headers = {"Retry-After": str(exc.retry_after_s)}
     return status, error_body_for(exc), headers
 
 

@@ -33,6 +33,7 @@ TEMPLATE_PATH = ROOT / "template.yaml"
 # The core router (strata.api.app.create_app) that must serve each API path and its subtree.
 ROUTER_FOR_PREFIX = {
     "/healthz": "health",
+    "/readyz": "health",
     "/v1/memories": "memories",
     "/v1/keys": "access",
     "/v1/grants": "access",
@@ -50,6 +51,7 @@ INGESTING = {"ingest", "mcp"}
 # The v1 routes API Gateway must forward (method, path).
 REQUIRED_ROUTES = {
     ("GET", "/healthz"),
+    ("GET", "/readyz"),
     ("ANY", "/v1/memories"),
     ("ANY", "/v1/memories/{proxy+}"),
     ("ANY", "/v1/keys"),
@@ -547,9 +549,9 @@ def maintenance_constant(name: str) -> int:
 
 
 def test_maintenance_jobs_are_scheduled_with_retries_and_a_dead_letter_queue(template):
-    """Given the maintenance module's three entry points
+    """Given the maintenance module's four entry points
     Then each is a function with its own EventBridge Scheduler schedule (lifecycle hourly,
-    audit verify daily, prune at most weekly) whose Input carries the scheduler's context
+    audit verify daily, digests hourly, prune at most weekly) whose Input carries the scheduler's context
     attributes, with a retry policy and the dead-letter queue, and the function's own async
     failures go to that queue too; its timeout leaves the handler's reserve to finish."""
     functions = resources_of(template, "AWS::Serverless::Function")
@@ -557,6 +559,7 @@ def test_maintenance_jobs_are_scheduled_with_retries_and_a_dead_letter_queue(tem
     reserve_s = maintenance_constant("RESERVE_MS") / 1000
     expected = {"handler.lifecycle": {"rate(1 hour)"},
                 "handler.audit_verify": {"rate(1 day)", "cron(15 3 * * ? *)"},
+                "handler.audit_digest": {"rate(1 hour)"},
                 "handler.audit_prune": {"rate(1 day)", "rate(7 days)", "cron(45 4 ? * SUN *)"}}
     seen = {}
     for name, function in functions.items():
@@ -635,9 +638,9 @@ def test_alarms_watch_what_the_issue_names(template):
 def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
     """Given the HttpApi
     Then its default authorizer is the authorizer function (payload 2.0, simple responses,
-    keyed and cached on the Authorization header), only GET /healthz opts out, routes are
-    throttled, CORS origins come from a parameter, and access logs are JSON that names no
-    header (the key travels in one)."""
+    keyed and cached on the Authorization header), only GET /healthz and GET /readyz opt out,
+    routes are throttled, CORS origins come from a parameter, and access logs are JSON that
+    names no header (the key travels in one)."""
     [(api_name, api)] = resources_of(template, "AWS::Serverless::HttpApi").items()
     props = api["Properties"]
     auth = props["Auth"]
@@ -657,13 +660,15 @@ def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
                    and any(e["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
                            and (e["Properties"]["Method"].upper(), e["Properties"]["Path"]) == (m, p)
                            for e in template["Resources"][f]["Properties"]["Events"].values())]
-    assert open_routes == [("GET", "/healthz")]
+    assert sorted(open_routes) == [("GET", "/healthz"), ("GET", "/readyz")]
 
     throttle = props["DefaultRouteSettings"]
     assert {"ThrottlingRateLimit", "ThrottlingBurstLimit"} <= set(throttle)
-    origins = props["CorsConfiguration"]["AllowOrigins"]
-    assert "CorsAllowedOrigins" in json.dumps(origins)
-    assert "authorization" in props["CorsConfiguration"]["AllowHeaders"]
+    # CORS is all or nothing on the parameter (tests/test_cors.py checks the rest).
+    condition, cors, absent = props["CorsConfiguration"]["Fn::If"]
+    assert (condition, absent) == ("HasCorsOrigins", {"Ref": "AWS::NoValue"})
+    assert "CorsAllowedOrigins" in json.dumps(cors["AllowOrigins"])
+    assert "authorization" in cors["AllowHeaders"]
 
     logs = props["AccessLogSettings"]
     assert ref_target(logs["DestinationArn"]) in resources_of(template, "AWS::Logs::LogGroup")
@@ -1087,7 +1092,7 @@ def test_transformed_schedules_and_authorizer(transformed):
     resources = transformed["Resources"]
     schedules = {n: r["Properties"] for n, r in resources.items()
                  if r["Type"] == "AWS::Scheduler::Schedule"}
-    assert len(schedules) == 3
+    assert len(schedules) == 4  # one per maintenance entry point
     for name, props in schedules.items():
         target = props["Target"]
         role = resources[ref_target(target["RoleArn"])]["Properties"]
@@ -1304,3 +1309,51 @@ def test_built_handlers_import_from_their_layers_alone(built, tmp_path):
         assert report["mcp_loaded"] == (len(layers) == 2), (layers, report)
         imported.update(report["functions"])
     assert len(imported) >= 10
+
+
+# ----------------------------------------------------------------- audit anchoring
+
+
+def test_audit_digests_are_locked_signed_and_only_the_digest_job_may_write_them(template):
+    """Given the audit anchoring resources
+    Then the digest bucket has Object Lock in compliance mode with a default retention of at
+    least the 90-day floor, versioning, no public access and is retained with the stack; the
+    key is asymmetric (ECC_NIST_P256, SIGN_VERIFY) and retained; only the digest function may
+    sign or put digests, the verifying functions (daily verify, the admin API) may only read
+    and verify, and each of the three gets the bucket and key through its environment."""
+    [bucket] = resources_of(template, "AWS::S3::Bucket").items()
+    name, bucket = bucket
+    props = bucket["Properties"]
+    assert props["ObjectLockEnabled"] is True and bucket["DeletionPolicy"] == "Retain"
+    retention = props["ObjectLockConfiguration"]["Rule"]["DefaultRetention"]
+    assert retention["Mode"] == "COMPLIANCE"
+    days = template["Parameters"][retention["Days"]["Ref"]]
+    assert days["MinValue"] >= 90 and days["Default"] >= days["MinValue"]
+    assert props["VersioningConfiguration"]["Status"] == "Enabled"
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    [(key_name, key)] = resources_of(template, "AWS::KMS::Key").items()
+    assert (key["Properties"]["KeySpec"], key["Properties"]["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
+    assert key["DeletionPolicy"] == "Retain"
+
+    functions = resources_of(template, "AWS::Serverless::Function")
+    grants: dict[str, set[str]] = {}
+    for fname, function in functions.items():
+        for statement in statements_of_policies(function["Properties"].get("Policies")):
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if json.dumps(statement["Resource"]).count(name) or json.dumps(statement["Resource"]).count(key_name):
+                grants.setdefault(function_property(template, function, "Handler")
+                                  if function["Properties"].get("CodeUri") == "functions/maintenance"
+                                  else fname, set()).update(actions)
+    assert grants == {
+        "handler.audit_digest": {"s3:ListBucket", "s3:GetObject", "s3:PutObject",
+                                 "s3:PutObjectRetention", "kms:Sign", "kms:Verify"},
+        "handler.audit_verify": {"s3:ListBucket", "s3:GetObject", "kms:Verify", "kms:GetPublicKey"},
+        "AdminFunction": {"s3:ListBucket", "s3:GetObject", "kms:Verify", "kms:GetPublicKey"},
+    }, grants
+    for fname, function in functions.items():
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        named = function_property(template, function, "Handler") if function["Properties"].get(
+            "CodeUri") == "functions/maintenance" else fname
+        if named in grants:
+            assert env.get("STRATA_AUDIT_DIGEST_BUCKET") == {"Ref": name}, fname
+            assert env.get("STRATA_AUDIT_DIGEST_KEY_ID") == {"Fn::GetAtt": [key_name, "Arn"]}, fname

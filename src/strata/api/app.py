@@ -5,14 +5,18 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
 from strata import __version__
-from strata.api import errors
+from strata.api import errors, openapi
 from strata.config import Settings, get_settings
 from strata.db import Database
 from strata.providers import Embedder
+
+if TYPE_CHECKING:
+    from strata.ratelimit import RateLimiter
 
 # What a request runs against; shared with the MCP server, which imports nothing of strata.api
 # (this module mounts it), so it lives below both.
@@ -62,6 +66,7 @@ def create_app(
     db: Database | None = None,
     embedder: Embedder | None = None,
     settings: Settings | None = None,
+    rate_limiter: RateLimiter | None = None,
 ) -> FastAPI:
     import importlib
 
@@ -71,7 +76,24 @@ def create_app(
     logs.configure(settings)
     app = FastAPI(title="strata", version=__version__, docs_url="/docs", redoc_url=None)
     app.state.runtime = Runtime(settings, db, embedder)
+    openapi.install(app)
+    # Middleware, inner to outer: the rate limits (strata.ratelimit; the local server only,
+    # API Gateway throttles on AWS) inside the NeverLeak guard, so a fault there is the JSON
+    # 500; CORS outside it, so every answer (a 429, the guard's 500) carries the CORS
+    # headers and a preflight is answered before rate limits or auth see it.
+    if rate_limiter is None and settings.rate_limit and settings.runtime == "local":
+        from strata.ratelimit import RateLimiter
+
+        rate_limiter = RateLimiter.from_settings(settings)
+    if rate_limiter is not None:
+        from strata.api import throttle
+
+        throttle.install(app, rate_limiter)
     errors.install(app)
+    if settings.cors_origins:
+        from strata.api import cors
+
+        cors.install(app, settings)
     for name in routers or ROUTERS:
         if name not in ROUTERS:
             raise ValueError(f"unknown router {name!r}; known: {', '.join(ROUTERS)}")

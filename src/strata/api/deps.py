@@ -1,10 +1,12 @@
-"""Request-scoped dependencies: the database, the embedder, and the authenticated caller."""
+"""Request-scoped dependencies: the database, the embedder, and the authenticated caller; and
+the query parameters several routes share."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
+from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
 from strata.db import Database
@@ -13,7 +15,8 @@ from strata.providers import Embedder
 # Not FastAPI's: the MCP transport resolves its caller the same way (strata.serving).
 from strata.serving import resolve_caller
 
-__all__ = ["DB", "CallerDep", "EmbedderDep", "get_caller", "get_db", "get_embedder"]
+__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "get_caller", "get_db",
+           "get_embedder"]
 
 
 def get_db(request: Request) -> Database:
@@ -33,3 +36,17 @@ def get_caller(request: Request) -> Caller:
 DB = Annotated[Database, Depends(get_db)]
 EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+# A page's cursor, as the page before gave it (``next_cursor``): never empty, so a client that
+# sends back a missing one is told so instead of getting the first page again.
+# Of the memory and review lists: a position (strata.memories.store.encode_cursor), which no
+# pattern can tell from a string of the same letters, so the schema names its format instead
+# (tests/test_schemathesis.py draws issued cursors for it); what is checked here only keeps
+# what is plainly not one from the decoder.
+Cursor = Annotated[Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_-]+$"),
+                             WithJsonSchema({"type": "string", "format": "strata-cursor"})]
+                   | None, Query(description="The `next_cursor` of the page before.")]
+# Of the audit chain: a sequence number, ASCII digits (str.isdigit() would take "²", which
+# int() refuses).
+AuditCursor = Annotated[Annotated[str, Field(
+    min_length=1, max_length=19, pattern=r"^[0-9]+$")] | None, Query()]

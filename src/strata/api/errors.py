@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from strata.errors import StrataError
 from strata.providers.clients import ModelCallFailed
@@ -47,7 +48,23 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
         # nested too deep): to the caller that is invalid JSON like any other.
         return JSONResponse(error_body("invalid_json", "request body is not valid JSON"), 400)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method the path answers. FastAPI makes one route per method, and Starlette's 405
+    names only the methods of the first route whose path matched (``GET`` of
+    ``/v1/grants``, not its ``POST``)."""
+    from strata.api.openapi import flat_routes
+
+    methods: set[str] = set()
+    for route in flat_routes(request.app.router.routes):
+        if getattr(route, "methods", None) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
+    return ", ".join(sorted(methods))
 
 
 class NeverLeak:
@@ -55,6 +72,8 @@ class NeverLeak:
 
     Starlette's own handler for ``Exception`` answers and then re-raises, which under Mangum
     turns into a plain-text 500; this guard makes the answer the same on every runtime.
+    Only Starlette's CORS middleware (strata.api.cors, when origins are configured) wraps
+    it, so that this 500 reaches a browser with the CORS headers too.
     """
 
     def __init__(self, app) -> None:

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from strata.fields import ScopePath
+
 
 class Tenant(BaseModel):
     id: uuid.UUID
@@ -48,7 +50,7 @@ class Grant(BaseModel):
 
 
 class CeilingEntry(BaseModel):
-    path: str
+    path: ScopePath
     level: Literal["read", "write", "owner"]
 
 

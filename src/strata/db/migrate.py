@@ -21,10 +21,15 @@ _LOCK_KEY = 0x5374726174  # "Strat"
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
+def migration_names() -> list[str]:
+    """The migrations this version of the code knows, in order."""
+    folder = resources.files("strata.db") / "migrations"
+    return sorted(p.name for p in folder.iterdir() if _NAME.match(p.name))
+
+
 def migration_files() -> list[tuple[str, str]]:
     folder = resources.files("strata.db") / "migrations"
-    names = sorted(p.name for p in folder.iterdir() if _NAME.match(p.name))
-    return [(n, (folder / n).read_text(encoding="utf-8")) for n in names]
+    return [(n, (folder / n).read_text(encoding="utf-8")) for n in migration_names()]
 
 
 def render(sql: str, settings: Settings) -> str:
@@ -63,10 +68,24 @@ def migrate_database() -> list[str]:
     return migrate(database_url(settings), settings)
 
 
+def migration_level(conn: psycopg.Connection) -> tuple[list[str], list[str]]:
+    """(pending, unknown): the code's migrations this database has not applied, and those
+    it has applied that this version of the code does not know (a newer deploy's)."""
+    if conn.execute("SELECT to_regclass('schema_migrations') AS t").fetchone()["t"] is None:
+        return migration_names(), []
+    applied = {r["name"] for r in conn.execute("SELECT name FROM schema_migrations")}
+    known = migration_names()
+    return [n for n in known if n not in applied], sorted(applied - set(known))
+
+
+def stored_embedding_dim(conn: psycopg.Connection) -> int:
+    row = conn.execute("SELECT value FROM strata_meta WHERE key = 'embedding_dim'").fetchone()
+    return int(row["value"] if isinstance(row, dict) else row[0])
+
+
 def check_schema(conn: psycopg.Connection, settings: Settings) -> None:
     """Refuse to run against a schema whose embedding dimension differs from settings."""
-    row = conn.execute("SELECT value FROM strata_meta WHERE key = 'embedding_dim'").fetchone()
-    dim = int(row["value"] if isinstance(row, dict) else row[0])
+    dim = stored_embedding_dim(conn)
     if dim != settings.embedding_dim:
         raise RuntimeError(
             f"the database stores {dim}-dimensional embeddings but STRATA_EMBEDDING_DIM is "

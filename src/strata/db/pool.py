@@ -7,11 +7,18 @@ trigger records why a row changed.
 
 On AWS with ``STRATA_DB_IAM_AUTH`` the pool opens ``IamAuthConnection``s: each new connection
 signs in to RDS Proxy with an IAM token minted for that connect, over TLS.
+
+A checkout waits ``timeout`` seconds for a connection: long for jobs, and for requests only
+as long as a caller should wait (:meth:`Database.waiting`, ``STRATA_POOL_TIMEOUT_S``), after
+which the database counts as unavailable. Connection-level failures become
+:class:`~strata.errors.Unavailable` in :func:`translate_errors`, the one place database
+errors become core errors; the pool reconnects by itself when the server is back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import threading
 import uuid
@@ -22,11 +29,11 @@ import psycopg
 from psycopg import conninfo
 from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
 from strata.config import Settings, get_settings
 from strata.db.vector import register_vector
-from strata.errors import Conflict, InvalidInput, StrataError
+from strata.errors import Conflict, InvalidInput, StrataError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +91,13 @@ class IamAuthConnection(psycopg.Connection):
         return super().connect(conninfo, **kwargs)
 
 
+# How long the pool keeps retrying one lost connection before it gives up on it (psycopg's
+# default is 5 minutes). Its retries back off exponentially, so after a long outage the next
+# attempt could be a minute or two away; giving up sooner lets the next checkout start a
+# fresh attempt at once, so the service is back within seconds of the database.
+_RECONNECT_TIMEOUT_S = 10.0
+
+
 class Database:
     def __init__(
         self,
@@ -92,46 +106,61 @@ class Database:
         min_size: int = 0,
         max_size: int = 8,
         connection_class: type[psycopg.Connection] = psycopg.Connection,
+        timeout: float = 30.0,
     ) -> None:
         self.url = url
+        self.timeout = timeout
         self._min = min_size
         self._max = max_size
         self._connection_class = connection_class
+        # The Database that owns the pool: this one, or the one this is a view of (waiting).
+        self._owner = self
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
 
+    def waiting(self, timeout: float) -> Database:
+        """This database, same pool, whose checkouts wait at most ``timeout`` seconds."""
+        view = copy.copy(self)
+        view.timeout = timeout
+        return view
+
     @property
     def pool(self) -> ConnectionPool:
-        if self._pool is None:
-            with self._lock:
-                if self._pool is None:
+        owner = self._owner
+        if owner._pool is None:
+            with owner._lock:
+                if owner._pool is None:
                     pool = ConnectionPool(
-                        self.url,
-                        connection_class=self._connection_class,
-                        min_size=self._min,
-                        max_size=self._max,
+                        owner.url,
+                        connection_class=owner._connection_class,
+                        min_size=owner._min,
+                        max_size=owner._max,
                         # Autocommit: a read is one round trip; writes use transaction().
                         kwargs={"row_factory": dict_row, "autocommit": True},
                         configure=_configure,
+                        timeout=owner.timeout,
+                        reconnect_timeout=_RECONNECT_TIMEOUT_S,
                         open=False,
                     )
                     pool.open(wait=False)
-                    self._pool = pool
-        return self._pool
+                    owner._pool = pool
+        return owner._pool
 
     @property
     def is_open(self) -> bool:
         """Whether a pool is open now (without opening one, unlike ``pool``)."""
-        return self._pool is not None and not self._pool.closed
+        pool = self._owner._pool
+        return pool is not None and not pool.closed
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        owner = self._owner
+        if owner._pool is not None:
+            owner._pool.close()
+            owner._pool = None
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        with translate_errors(), self.pool.connection() as conn:
+        with translate_errors(), self.pool.connection(timeout=self.timeout) as conn:
             yield conn
 
     @contextlib.contextmanager
@@ -143,7 +172,8 @@ class Database:
         operation_id: uuid.UUID | None = None,
     ) -> Iterator[psycopg.Cursor]:
         """One transaction; database errors leave it translated into core errors."""
-        with translate_errors(), self.pool.connection() as conn, conn.transaction():
+        with (translate_errors(), self.pool.connection(timeout=self.timeout) as conn,
+              conn.transaction()):
             cur = conn.cursor()
             if cause or actor or operation_id:
                 cur.execute(
@@ -174,10 +204,32 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[StrataError], str, str | None]] = {
 }
 
 
+# Failures that say the database cannot serve now, not that the statement is wrong: the
+# session was refused or lost (SQLSTATE class 08, a server shutting down, crashed, starting
+# up, out of connection slots, or closing an idle session), or no pooled connection came in
+# time (psycopg_pool's errors). An OperationalError with no SQLSTATE is the client's own
+# report of a lost or refused connection. Anything else (QueryCanceled, LockNotAvailable,
+# DiskFull, ...) stays what it is.
+_UNAVAILABLE: tuple[type[psycopg.OperationalError], ...] = (
+    pg_errors.ConnectionException, pg_errors.AdminShutdown, pg_errors.CrashShutdown,
+    pg_errors.CannotConnectNow, pg_errors.TooManyConnections, pg_errors.IdleSessionTimeout,
+    PoolTimeout, TooManyRequests, PoolClosed,
+)
+
+
+def means_unavailable(exc: psycopg.OperationalError) -> bool:
+    """Whether ``exc`` means the database is unavailable (see ``_UNAVAILABLE``)."""
+    return isinstance(exc, _UNAVAILABLE) or exc.sqlstate is None
+
+
 @contextlib.contextmanager
 def translate_errors() -> Iterator[None]:
     try:
         yield
+    except psycopg.OperationalError as exc:
+        if not means_unavailable(exc):
+            raise
+        raise Unavailable(type(exc).__name__) from exc
     except (pg_errors.UniqueViolation, pg_errors.CheckViolation, pg_errors.ForeignKeyViolation) as exc:
         name = exc.diag.constraint_name or ""
         mapped = _CONSTRAINT_ERRORS.get(name)
@@ -239,4 +291,5 @@ def connection_class(settings: Settings) -> type[psycopg.Connection]:
 def get_database() -> Database:
     settings = get_settings()
     return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max,
-                    connection_class=connection_class(settings))
+                    connection_class=connection_class(settings),
+                    timeout=settings.pool_job_timeout_s)

@@ -10,8 +10,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+from strata.fields import Content, MemoryPath
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -27,7 +28,7 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Role
-    content: str
+    content: Content
     at: Instant | None = None
     id: Text | None = Field(default=None, max_length=200)
     # Who is speaking, when known (OpenAI's ``name``): a memory about this speaker names them
@@ -40,9 +41,9 @@ class Message(BaseModel):
 class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: str | None = None
+    path: MemoryPath | None = None
     messages: list[Message] = Field(min_length=1, max_length=1000)
-    wait: bool = False
+    wait: StrictBool = False  # strict: strata.memories.models.MemoryIn says why
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
 
 

@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from strata import auth
 from strata.api.deps import DB, CallerDep
+from strata.api.openapi import answers
 from strata.auth.models import CeilingEntry, CreatedKey, Grant, KeyInfo, Principal
+from strata.fields import MemoryPath, ScopePath
 from strata.memories.models import Text, Instant
 
 router = APIRouter(prefix="/v1", tags=["access"])
@@ -22,13 +24,13 @@ class KeyRequest(BaseModel):
     ceiling: list[CeilingEntry] | None = Field(default=None, max_length=64)
     name: Text | None = Field(default=None, max_length=200)
     expires_at: Instant | None = None
-    default_path: str | None = None
+    default_path: MemoryPath | None = None
 
 
 class GrantRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     principal_id: uuid.UUID
-    path: str
+    path: ScopePath
     level: Literal["read", "write", "owner"]
 
 
@@ -38,7 +40,7 @@ class PrincipalRequest(BaseModel):
     kind: Literal["user", "agent"] = "user"
 
 
-@router.post("/keys", status_code=201)
+@router.post("/keys", status_code=201, responses=answers(404))
 def create_key(body: KeyRequest, db: DB, caller: CallerDep) -> CreatedKey:
     return auth.create_key(db, caller, **body.model_dump())
 
@@ -53,7 +55,7 @@ def revoke_key(key_id: uuid.UUID, db: DB, caller: CallerDep) -> KeyInfo:
     return auth.revoke_key(db, caller, key_id)
 
 
-@router.post("/grants", status_code=201)
+@router.post("/grants", status_code=201, responses=answers(404, 409))
 def create_grant(body: GrantRequest, db: DB, caller: CallerDep) -> Grant:
     return auth.create_grant(db, caller, body.principal_id, body.path, body.level)
 
@@ -68,7 +70,7 @@ def delete_grant(grant_id: uuid.UUID, db: DB, caller: CallerDep) -> Grant:
     return auth.delete_grant(db, caller, grant_id)
 
 
-@router.post("/principals", status_code=201)
+@router.post("/principals", status_code=201, responses=answers(409))
 def create_principal(body: PrincipalRequest, db: DB, caller: CallerDep) -> Principal:
     return auth.create_principal(db, caller, body.name, body.kind)
 

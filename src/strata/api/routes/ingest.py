@@ -9,13 +9,17 @@ from fastapi.responses import JSONResponse
 from fastapi.encoders import jsonable_encoder
 
 from strata.api.deps import CallerDep
+from strata.api.openapi import answers
 from strata.ingest import service
 from strata.ingest.models import IngestRequest, Receipt
 
 router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
 
-@router.post("", response_model=Receipt)
+@router.post("", response_model=Receipt, responses={
+    202: {"model": Receipt, "description": "Accepted: the receipt of a conversation still being "
+                                           "processed (read it again at GET /v1/ingest/{id})."},
+    **answers(409)})
 def ingest(body: IngestRequest, request: Request, caller: CallerDep) -> JSONResponse:
     runtime = request.app.state.runtime
     receipt, finished = service.ingest(runtime.ingest, runtime.launcher, caller, body)

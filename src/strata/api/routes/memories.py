@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Annotated, get_args
 
 from fastapi import APIRouter, Body, Header, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from strata import memories as core
-from strata.api.deps import DB, CallerDep, EmbedderDep
+from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep
+from strata.api.openapi import answers
 from strata.errors import InvalidInput
+from strata.fields import NO_NUL, SPACE_CLASS, MemoryPath
 from strata.memories.models import Kind, Status, Instant
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -27,16 +30,35 @@ def _csv(values: list[str] | None, allowed: tuple[str, ...], field: str) -> list
     return out
 
 
+def _csv_of(allowed: tuple[str, ...]) -> object:
+    """A ``_csv`` parameter's value as the schema states it: comma-separated pieces, each
+    (less the whitespace strip() removes) empty or one of ``allowed``."""
+    piece = rf"[{SPACE_CLASS}]*({'|'.join(allowed)})?[{SPACE_CLASS}]*"
+    return Annotated[str, Field(json_schema_extra={"pattern": rf"^{piece}(,{piece})*$"})]
+
+
+ALL = "all"  # a status: every status
+STATUSES = (*get_args(Status), ALL)
+Kinds = _csv_of(get_args(Kind))
+Statuses = _csv_of(STATUSES)
+Tags = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+# The memory's version as an entity tag ("3", W/"3") or bare (3); the schema states it too.
+IF_MATCH = r'^(W/)?("[0-9]{1,18}"|[0-9]{1,18})$'
+_IF_MATCH = re.compile(IF_MATCH)
+IfMatch = Annotated[str, Field(json_schema_extra={"pattern": IF_MATCH})]
+
+
 def _if_match(value: str | None) -> int | None:
     if value is None:
         return None
-    raw = value.strip().removeprefix("W/").strip('"')
-    if not (raw.isascii() and raw.isdigit()):
+    if not (m := _IF_MATCH.fullmatch(value.strip())):
         raise InvalidInput("If-Match must be the memory's version", field="If-Match")
-    return int(raw)
+    return int(m.group(2).strip('"'))
 
 
-@router.post("")
+@router.post("", responses=answers(409))
 def create(
     body: core.CreateRequest, request: Request, db: DB, caller: CallerDep, embedder: EmbedderDep
 ) -> dict:
@@ -49,16 +71,17 @@ def create(
 def list_(
     db: DB,
     caller: CallerDep,
-    path: str | None = None,
-    kind: Annotated[list[str] | None, Query()] = None,
-    status: Annotated[list[str] | None, Query()] = None,
-    tags: Annotated[list[str] | None, Query()] = None,
+    path: MemoryPath | None = None,
+    kind: Annotated[list[Kinds] | None, Query()] = None,
+    status: Annotated[list[Statuses] | None, Query()] = None,
+    tags: Annotated[list[Tags] | None, Query()] = None,
     valid_at: Instant | None = None,
-    cursor: str | None = None,
+    cursor: Cursor = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> dict:
-    statuses = ["active"] if not status else (
-        None if status == ["all"] else _csv(status, get_args(Status), "status"))
+    statuses = _csv(status, STATUSES, "status") if status else ["active"]
+    if statuses and ALL in statuses:
+        statuses = None
     if tags and any("\x00" in t for t in tags):
         raise InvalidInput("tags must not contain NUL characters", field="tags")
     items, next_cursor = core.list_memories(
@@ -74,14 +97,14 @@ def get(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> core.Memory:
     return core.get_memory(db, caller, memory_id)
 
 
-@router.patch("/{memory_id}")
+@router.patch("/{memory_id}", responses=answers(409))
 def patch(
     memory_id: uuid.UUID,
     body: core.MemoryPatch,
     db: DB,
     caller: CallerDep,
     embedder: EmbedderDep,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[IfMatch | None, Header()] = None,
 ) -> core.Memory:
     return core.update_memory(
         db, caller, memory_id, body, embedder, expected_version=_if_match(if_match)
@@ -100,10 +123,10 @@ def history(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
 
 class RestoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    version: int | None = Field(default=None, ge=1)
+    version: StrictInt | None = Field(default=None, ge=1)  # strict: see MemoryIn
 
 
-@router.post("/{memory_id}/restore")
+@router.post("/{memory_id}/restore", responses=answers(409, 410))
 def restore(
     memory_id: uuid.UUID,
     db: DB,

@@ -6,10 +6,12 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 
 from strata import review
-from strata.api.deps import DB, CallerDep
+from strata.api.deps import DB, CallerDep, Cursor
+from strata.api.openapi import answers
+from strata.fields import MemoryPath
 from strata.memories.models import Memory
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
@@ -17,7 +19,7 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 
 class RejectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    suppress: bool = False
+    suppress: StrictBool = False  # strict: see strata.memories.models.MemoryIn
 
 
 class MergeRequest(BaseModel):
@@ -27,7 +29,7 @@ class MergeRequest(BaseModel):
 
 @router.get("")
 def list_(
-    db: DB, caller: CallerDep, path: str | None = None, cursor: str | None = None,
+    db: DB, caller: CallerDep, path: MemoryPath | None = None, cursor: Cursor = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> dict:
     if path is not None:
@@ -38,12 +40,12 @@ def list_(
     return {"items": items, "next_cursor": next_cursor}
 
 
-@router.post("/{memory_id}/promote")
+@router.post("/{memory_id}/promote", responses=answers(409))
 def promote(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> Memory:
     return review.promote(db, caller, memory_id)
 
 
-@router.post("/{memory_id}/reject")
+@router.post("/{memory_id}/reject", responses=answers(409))
 def reject(
     memory_id: uuid.UUID, db: DB, caller: CallerDep,
     body: Annotated[RejectRequest | None, Body()] = None,
@@ -51,6 +53,6 @@ def reject(
     return review.reject(db, caller, memory_id, suppress=bool(body and body.suppress))
 
 
-@router.post("/{memory_id}/merge")
+@router.post("/{memory_id}/merge", responses=answers(409))
 def merge(memory_id: uuid.UUID, body: MergeRequest, db: DB, caller: CallerDep) -> Memory:
     return review.merge(db, caller, memory_id, body.into)

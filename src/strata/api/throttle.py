@@ -1,0 +1,51 @@
+"""The local server's rate limits as ASGI middleware (the limits themselves: strata.ratelimit).
+
+Every HTTP request is checked before routing, by its source address (the ASGI client:
+uvicorn takes it from ``X-Forwarded-For`` only when the peer is a trusted proxy, by default
+loopback) and its bearer token; a refusal is the API's error body with 429 and
+``Retry-After``. Each 401 the app answers, /v1 or /mcp, counts as a failed authentication.
+Not installed on AWS, where API Gateway throttles (template.yaml).
+"""
+
+from __future__ import annotations
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from strata.authorizer import bearer_token
+from strata.ratelimit import RateLimiter
+from strata.serving import error_body
+
+__all__ = ["RateLimits", "install"]
+
+
+class RateLimits:
+    def __init__(self, app: ASGIApp, limiter: RateLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        address = (scope.get("client") or ("unknown",))[0]
+        authorization = next((v.decode("latin-1") for k, v in scope["headers"]
+                              if k == b"authorization"), None)
+        refusal = self.limiter.admit(address, bearer_token(authorization))
+        if refusal is not None:
+            response = JSONResponse(error_body("rate_limited", refusal.message), 429,
+                                    headers={"Retry-After": str(refusal.retry_after)})
+            await response(scope, receive, send)
+            return
+
+        async def counting_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                self.limiter.failed_authentication(address)
+            await send(message)
+
+        await self.app(scope, receive, counting_send)
+
+
+def install(app, limiter: RateLimiter) -> None:
+    app.state.rate_limiter = limiter
+    app.add_middleware(RateLimits, limiter=limiter)
