@@ -49,7 +49,10 @@ def pg_server():
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    return Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"))
+    # No rate limits: their buckets refill by the wall clock, so how many of a test's requests
+    # a limit refuses would depend on how loaded the machine is (tests/test_rate_limits.py
+    # builds limiters of its own, on a clock it advances).
+    return Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"), rate_limit=False)
 
 
 @pytest.fixture(scope="session")

@@ -111,14 +111,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.ingest import dates
 from strata.write.bookkeeping import TOUCH as _TOUCH
-from strata.fields import MemoryPath
+from strata.fields import Flag, Integer, MemoryPath
 from strata.memories.models import Instant, Kind, Meta, Tag, Text
 from strata.paths import validate_path
 from strata.providers import Embedder
@@ -155,13 +155,13 @@ class SearchRequest(BaseModel):
     kinds: list[Kind] | None = None
     tags: list[Tag] | None = Field(default=None, max_length=32)
     meta: Meta | None = None
-    # Strict, as in every request shape (strata.memories.models.MemoryIn says why).
-    limit: StrictInt = Field(default=10, ge=1, le=100)
+    # Integer, Flag: JSON's numbers and booleans (strata.fields says why).
+    limit: Integer = Field(default=10, ge=1, le=100)
     valid_at: Instant | None = None
     include: list[Include] = Field(default_factory=list, max_length=2)
     mode: Mode = "hybrid"
-    expand: StrictBool = False
-    explain: StrictBool = False
+    expand: Flag = False
+    explain: Flag = False
 
 
 class SearchResult(BaseModel):
@@ -381,13 +381,13 @@ _ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDi
 def _iterative_scan(db: Database, conn: Any) -> bool:
     """Whether the database's pgvector supports ``hnsw.iterative_scan`` (0.8+); asked once
     per Database."""
-    known = _ITERATIVE_SCAN.get(db)
+    known = _ITERATIVE_SCAN.get(db.owner)  # a view with a shorter timeout is the same database
     if known is None:
         row = conn.execute(
             "SELECT coalesce(string_to_array(extversion, '.')::int[] >= '{0,8}'::int[], false)"
             " AS ok FROM pg_extension WHERE extname = 'vector'").fetchone()
         known = bool(row and (row["ok"] if isinstance(row, dict) else row[0]))
-        _ITERATIVE_SCAN[db] = known
+        _ITERATIVE_SCAN[db.owner] = known
     return known
 
 

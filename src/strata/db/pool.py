@@ -115,14 +115,28 @@ class Database:
         self._connection_class = connection_class
         # The Database that owns the pool: this one, or the one this is a view of (waiting).
         self._owner = self
+        self._views: dict[float, Database] = {}
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
 
     def waiting(self, timeout: float) -> Database:
-        """This database, same pool, whose checkouts wait at most ``timeout`` seconds."""
-        view = copy.copy(self)
-        view.timeout = timeout
+        """This database, same pool, whose checkouts wait at most ``timeout`` seconds: one
+        view per timeout, made once, so code that remembers a Database sees the same one."""
+        owner = self._owner
+        view = owner._views.get(timeout)
+        if view is None:
+            with owner._lock:
+                view = owner._views.get(timeout)
+                if view is None:
+                    view = copy.copy(owner)
+                    view.timeout, view._views = timeout, {}
+                    owner._views[timeout] = view
         return view
+
+    @property
+    def owner(self) -> Database:
+        """The Database that owns the pool (itself, unless this is a view of another)."""
+        return self._owner
 
     @property
     def pool(self) -> ConnectionPool:
