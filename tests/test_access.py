@@ -886,3 +886,26 @@ def test_admin_input_errors_are_4xx_with_field(url, body, status, field, client,
     valid = ({"principal_id": org.principals["alice"]} if url == "/v1/keys" else
              {"principal_id": org.principals["alice"], "path": "users.alice.y", "level": "read"})
     assert client.post(url, headers=bearer(org.admin), json=valid).status_code == 201
+
+
+def test_review_names_a_contradicted_memory_only_to_who_may_read_it(client, db, org):
+    """Given a candidate at users.alice recorded as contradicting bob's memory (a parent-path
+    replacement or a model extractor can link across paths)
+    When alice (write on users.alice only) lists the review queue
+    Then she sees her candidate without the edge to bob's memory, while the tenant's owner
+    (control) sees the edge: an edge never names what the caller cannot read."""
+    cand = write_ok(client, org.admin, "Alice now prefers MySQL", "users.alice")
+    with db.transaction() as cur:
+        cur.execute("UPDATE memories SET status = 'candidate' WHERE id = %s", (cand,))
+        cur.execute("INSERT INTO memory_relationships (tenant_id, source_id, target_id, type, decided_by)"
+                    " SELECT tenant_id, %s, %s, 'CONTRADICTS', 'rule' FROM memories WHERE id = %s",
+                    (cand, org.m_bob, cand))
+
+    def queue(key: str) -> dict[str, list]:
+        r = client.get("/v1/review", headers=bearer(key))
+        assert r.status_code == 200, r.text
+        return {c["id"]: [e["target_id"] for e in c["contradicts"]] for c in r.json()["items"]}
+
+    assert queue(org.admin) == {cand: [org.m_bob]}
+    assert queue(org.keys["alice"]) == {cand: []}
+    assert org.m_bob not in client.get("/v1/review", headers=bearer(org.keys["alice"])).text

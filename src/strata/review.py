@@ -36,7 +36,11 @@ def list_candidates(
                       'decided_by', r.decided_by, 'confidence', r.confidence))
                     FROM memory_relationships r
                     WHERE r.tenant_id = m.tenant_id AND r.source_id = m.id
-                      AND r.type = 'CONTRADICTS'), '[]') AS contradicts
+                      AND r.type = 'CONTRADICTS'
+                      -- as related does: an edge names only memories the caller may read
+                      AND EXISTS (SELECT 1 FROM memories t WHERE t.tenant_id = r.tenant_id
+                                  AND t.id = r.target_id AND t.path <@ %(readable)s::ltree[])
+                  ), '[]') AS contradicts
                 FROM memories m
                 WHERE m.tenant_id = %(tenant)s AND m.status = 'candidate'
                   AND m.path <@ %(readable)s::ltree[]
