@@ -87,6 +87,21 @@ def _payload(p: StepPayload, status: str) -> StepPayload:
     return StepPayload(receipt_id=p.receipt_id, tenant_id=p.tenant_id, status=status)
 
 
+def _failed(rt: IngestRuntime, p: StepPayload, step: str, status: str,
+            **fields: Any) -> StepPayload:
+    """End the receipt with a provider failure of ``step``, unless another delivery of the
+    step finished it first. Step Functions re-delivers a Task whose invocation it lost while
+    that invocation still runs; the re-delivery can finish the whole pipeline before the first
+    one's model call fails, and that late failure must not relabel a receipt whose memories
+    are written (tests/test_pipeline_faults.py, run_twice_overlapping)."""
+    with rt.db.transaction(cause=f"ingest.{step}") as cur:
+        row = receipts.lock(cur, p.receipt_id)
+        if _done(row, step):
+            return _payload(p, row["status"])
+        receipts.finish_step(cur, p.receipt_id, step, status=status, **fields)
+    return _payload(p, status)
+
+
 # --------------------------------------------------------------------------------------
 # extract
 # --------------------------------------------------------------------------------------
@@ -112,11 +127,8 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
         except ExtractorFailed as exc:
             cause = getattr(exc, "reason", None) or type(exc).__name__
             if rt.settings.llm_fallback == "fail":
-                with rt.db.transaction(cause="ingest.extract") as cur:
-                    receipts.finish_step(cur, p.receipt_id, "extract", status="llm_failed",
-                                         error=f"model extraction failed ({cause})",
-                                         extractor=model.name)
-                return _payload(p, "llm_failed")
+                return _failed(rt, p, "extract", "llm_failed", extractor=model.name,
+                               error=f"model extraction failed ({cause})")
             notes.append(f"model extraction failed ({cause}); the rule extractor ran instead")
             name = f"{rt.rule_extractor.name} (fallback from {model.name})"
     if extraction is None:
@@ -232,10 +244,8 @@ def gate(rt: IngestRuntime, p: StepPayload) -> StepPayload:
         vectors = rt.embedder.embed([c["content"] for c in survivors]) if survivors else []
     except Exception as exc:  # any provider failure: nothing has been written
         log.warning("embedding failed", extra={"receipt_id": str(p.receipt_id)})
-        with rt.db.transaction(cause="ingest.gate") as cur:
-            receipts.finish_step(cur, p.receipt_id, "gate", status="embed_failed",
-                                 error=f"embedding failed ({type(exc).__name__})")
-        return _payload(p, "embed_failed")
+        return _failed(rt, p, "gate", "embed_failed",
+                       error=f"embedding failed ({type(exc).__name__})")
     inputs = [
         gating.GateInput(c["idx"], row["path"], c["canonical"], c["slot"], c["value"],
                          c["asserts_change"], vec)
