@@ -25,6 +25,7 @@ from strata.audit import audited
 from strata.auth.access import Access, Caller, Level
 from strata.config import Settings
 from strata.db import Database
+from strata.errors import Unavailable
 from strata.write import gate as gating
 from strata.ingest import receipts
 from strata.write import apply as persist
@@ -418,12 +419,29 @@ def run_step(rt: IngestRuntime, name: str, payload: dict[str, Any]) -> dict[str,
     return STEP_FUNCTIONS[name](rt, StepPayload.model_validate(payload)).model_dump(mode="json")
 
 
+# A step the database could not serve runs again after these pauses (seconds), as the state
+# machine's Retry on ``Unavailable`` does: steps are idempotent, so a step whose connection
+# was lost -- before its commit, or after it with the answer lost -- is safe to run again.
+UNAVAILABLE_RETRIES = (1.0, 2.0, 4.0)
+
+
+def _run_retrying(rt: IngestRuntime, name: str, payload: dict[str, Any]) -> dict[str, Any]:
+    for pause in UNAVAILABLE_RETRIES:
+        try:
+            return run_step(rt, name, payload)
+        except Unavailable:
+            log.warning("ingest step retried: the database was unavailable",
+                        extra={"receipt_id": payload["receipt_id"], "step": name})
+            time.sleep(pause)
+    return run_step(rt, name, payload)  # the last try: its failure is the receipt's
+
+
 def run_pipeline(rt: IngestRuntime, receipt_id: uuid.UUID, tenant_id: uuid.UUID) -> str:
     """All steps in order, in-process; a step failure is recorded on the receipt."""
     payload = {"receipt_id": str(receipt_id), "tenant_id": str(tenant_id)}
     try:
         for name in STEPS:
-            payload = run_step(rt, name, payload)
+            payload = _run_retrying(rt, name, payload)
     except Exception as exc:
         log.exception("ingest step failed", extra={"receipt_id": str(receipt_id)})
         record_failure(rt.db, receipt_id, exc)
