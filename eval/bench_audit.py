@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import tempfile
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +24,7 @@ from strata import audit
 from strata.audit.chain import GENESIS, row_hash
 from strata.audit.digests import Digests, FileStore, HmacSigner
 
-from harness import scratch_database
+from harness import scratch_database, timed
 
 # us-east-1 list prices (2026): KMS asymmetric Sign $0.15 per 10,000 requests; S3 Standard
 # PUT $0.005 per 1,000 and storage $0.023 per GB-month; the KMS key $1 per month.
@@ -54,12 +53,6 @@ def seed(db, tenant_id: uuid.UUID, rows: int, start: datetime) -> None:
         conn.execute("INSERT INTO audit_heads (tenant_id, seq, row_hash) VALUES (%s, %s, %s)",
                      (tenant_id, rows, prev))
         conn.commit()
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def main() -> None:

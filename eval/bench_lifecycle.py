@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import platform
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -24,7 +23,7 @@ from strata.audit.chain import GENESIS, row_hash
 from strata.auth import create_tenant
 from strata.lifecycle import run_lifecycle
 
-from harness import scratch_database
+from harness import scratch_database, timed
 
 # share of the memories, and what a pass does with them
 MIX = (
@@ -104,12 +103,6 @@ def seed_audit(db, tenant_id: uuid.UUID, rows: int, now: datetime, span_days: in
                         " ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq,"
                         " row_hash = EXCLUDED.row_hash", (tenant_id, first + rows, prev))
         conn.execute("ANALYZE audit_log")
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def main() -> None:

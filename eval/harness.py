@@ -42,6 +42,13 @@ def scratch_database(**settings: object) -> Iterator[tuple[Database, Settings]]:
                 server.cleanup()
 
 
+def timed(fn):
+    """``fn()`` and the seconds it took: (result, seconds)."""
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]

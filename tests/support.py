@@ -114,3 +114,20 @@ def effective(db, key_id: str) -> set[tuple[str, str]]:
             "SELECT path::text AS path, level::text AS level FROM effective_access(%s)", (key_id,)
         ).fetchall()
     return {(r["path"], r["level"]) for r in rows}
+
+
+def sam_python() -> Path:
+    """The Python of aws-sam-cli's own virtualenv (``make tools``): skipped locally without
+    it, a failure under CI, where the checks that need it must run."""
+    import os
+
+    import pytest
+
+    python = Path(__file__).resolve().parents[1] / ".venv-sam" / "bin" / "python"
+    if not python.is_file():
+        message = "aws-sam-cli is not installed: run `make tools`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return python
+

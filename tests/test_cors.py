@@ -212,12 +212,7 @@ def test_the_deployed_api_has_the_whole_cors_configuration():
     the API's x-amazon-apigateway-cors, under the parameter's condition, holds the origins
     and every other key; SAM drops the others when only AllowOrigins is an intrinsic, which
     this guards against."""
-    sam_python = ROOT / ".venv-sam" / "bin" / "python"
-    if not sam_python.is_file():
-        message = "aws-sam-cli is not installed: run `make tools`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    sam_python = support.sam_python()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATA_")},
            "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
     params = {"CorsAllowedOrigins": f"{APP},https://second.example"}

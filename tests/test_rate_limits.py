@@ -371,12 +371,7 @@ def test_the_deployed_stage_throttles_the_expensive_route_keys(template):
     """After the SAM transform (what CloudFormation deploys): the API's stage carries the
     default throttling and route settings keyed by exactly the route keys of the search,
     ingest and /mcp routes."""
-    sam_python = ROOT / ".venv-sam" / "bin" / "python"
-    if not sam_python.is_file():
-        message = "aws-sam-cli is not installed: run `make tools`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    sam_python = support.sam_python()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATA_")},
            "AWS_DEFAULT_REGION": "us-east-1", "SAM_CLI_TELEMETRY": "0"}
     out = subprocess.run([str(sam_python), str(ROOT / "tests" / "infra" / "sam_transform.py"),
