@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, StrictBool
 
 Kind = Literal[
     "fact", "preference", "event", "instruction", "strategy",
@@ -19,6 +19,29 @@ Status = Literal["candidate", "active", "superseded", "archived", "rejected"]
 OnConflict = Literal["error", "replace", "ignore"]
 
 MAX_CONTENT_BYTES = 32 * 1024
+
+
+# Numbers and booleans of a request as JSON (and the schema) has them. FastAPI validates a
+# parsed body in pydantic's lax mode, which would read "5" as 5, false as 0 and 0 as false;
+# JSON Schema's integer does include 5.0, which lax mode reads as 5 (and 5.5 not at all).
+def _json_number(value: Any) -> Any:
+    if isinstance(value, (str, bool)):
+        raise ValueError("must be a number")
+    return value
+
+
+def _real(value: float) -> float:
+    # PostgreSQL's real cannot hold what rounds to 0 in 4 bytes but is not 0 ("underflow"):
+    # below its smallest normal value, a share is 0.
+    return 0.0 if abs(value) < 1.17549435e-38 else value
+
+
+Flag = StrictBool
+# Bounds go before the validator, inside the type: given outside (``Field(ge=1)`` on an
+# optional field), pydantic writes them into the schema as keywords JSON Schema lacks (``ge``).
+Integer = Annotated[int, BeforeValidator(_json_number)]
+Version = Annotated[int, Field(ge=1), BeforeValidator(_json_number)]
+Fraction = Annotated[float, Strict(), Field(ge=0, le=1), AfterValidator(_real)]
 
 
 def storable(value: Any) -> Any:
@@ -82,6 +105,7 @@ Meta = Annotated[dict[str, Any], AfterValidator(_meta_ok)]
 # of Python's calendar leaves room for the arithmetic done on it ("last week", the end of a
 # named year, validity ranges). Year 1 or 9999 used to fail deep in the pipeline.
 EARLIEST = datetime(100, 1, 1, tzinfo=UTC)
+_PG_MAX_OFFSET = timedelta(hours=16)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
@@ -92,6 +116,11 @@ def _utc_if_naive(value: datetime) -> datetime:
     value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
     if not EARLIEST.year <= value.year < LATEST.year:
         raise ValueError("must be between the years 100 and 9000")
+    if abs(value.utcoffset()) >= _PG_MAX_OFFSET:
+        # RFC 3339 (the schema's date-time) allows offsets to ±23:59, PostgreSQL reads them to
+        # ±15:59 ("time zone displacement out of range"), and no place uses one beyond: the
+        # instant is kept, in UTC. A real offset stays, for what is local to it ("today").
+        value = value.astimezone(UTC)
     return value
 
 
@@ -117,6 +146,17 @@ SPACE_CLASS = (r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029
 # refuses the rest too (unpaired surrogates, over MAX_CONTENT_BYTES of UTF-8).
 CONTENT_PATTERN = rf"^[^\x00]*[^\x00{SPACE_CLASS}][^\x00]*$"
 Content = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": CONTENT_PATTERN})]
+# What strata.write.canonical reduces to nothing, alone or in any run (whitespace, the edge
+# punctuation it strips, and what NFKC folds into those): a memory needs one character besides
+# these ("content has no words" otherwise). tests/test_schemathesis.py holds it to canonicalize.
+WORDLESS_CLASS = (
+    r"\x09-\x0d\x1c-\x22\x27\x2c\x2e\x3a-\x3b\x3f\x60\x85\xa0\u037e\u1680\u1fef\u2000-\u200a"
+    r"\u2018-\u2019\u201c-\u201d\u2024-\u2026\u2028-\u2029\u202f\u203c\u2047-\u2049\u205f\u3000"
+    r"\ufe10\ufe13-\ufe16\ufe19\ufe30\ufe50\ufe52\ufe54-\ufe57\uff01-\uff02\uff07\uff0c\uff0e"
+    r"\uff1a-\uff1b\uff1f\uff40")
+MEMORY_CONTENT_PATTERN = rf"^[^\x00]*[^\x00{WORDLESS_CLASS}][^\x00]*$"
+MemoryContent = Annotated[str, Field(
+    json_schema_extra={"minLength": 1, "pattern": MEMORY_CONTENT_PATTERN})]
 
 
 def _content_ok(value: str) -> str:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from fastapi import FastAPI
+from pydantic import BaseModel
 
-__all__ = ["ERROR_SCHEMA", "answers", "complete", "flat_routes", "install"]
+__all__ = ["ERROR_SCHEMA", "Items", "Page", "Results", "answers", "complete", "flat_routes",
+           "install"]
 
 ERROR = "Error"
 BEARER = "bearer"
@@ -53,6 +55,24 @@ ERROR_SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+T = TypeVar("T")
+
+
+# The envelopes list answers come in, typed so the document says what is inside (and a client,
+# or schemathesis following an id from one answer to the next request, can read it).
+class Items(BaseModel, Generic[T]):
+    items: list[T]
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+class Results(BaseModel, Generic[T]):
+    results: list[T]
+
 
 _SECONDS = {"type": "integer", "minimum": 0}
 RETRY_AFTER = {"description": "Seconds to wait before retrying.", "schema": _SECONDS}
@@ -180,7 +200,8 @@ def _not_null(schema: dict[str, Any]) -> None:
 
 def _error_response(status: int, response: dict[str, Any]) -> None:
     # Replaces FastAPI's 422 body ({"detail": [...]}) too: this API never sends it.
-    response["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR}"}}}
+    body = {"$ref": f"#/components/schemas/{ERROR}"}
+    response["content"] = {"application/json": {"schema": body}}
     if status in HEADERS:
         response.setdefault("headers", {}).update(HEADERS[status])
 

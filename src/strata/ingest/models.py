@@ -10,9 +10,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import Content, MemoryPath
+from strata.fields import Content, Flag, MemoryPath
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -43,7 +43,7 @@ class IngestRequest(BaseModel):
 
     path: MemoryPath | None = None
     messages: list[Message] = Field(min_length=1, max_length=1000)
-    wait: StrictBool = False  # strict: strata.memories.models.MemoryIn says why
+    wait: Flag = False  # JSON's boolean, not 0 or "true" (strata.fields says why)
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
 
 

@@ -6,14 +6,11 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, Content, Instant, Kind, MemoryPath, Meta, OnConflict, Status, Tag, Text,
-    _content_ok, storable,
+    MAX_CONTENT_BYTES, Flag, Fraction, Instant, Kind, MemoryContent, MemoryPath, Meta, OnConflict,
+    Status, Tag, Text, Version, _content_ok, storable,
 )
 from strata.write import secrets
 
@@ -43,7 +40,7 @@ class MemoryIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: Content
+    content: MemoryContent
     path: MemoryPath | None = None
     kind: Kind = "fact"
     slot: Text | None = Field(default=None, min_length=1, max_length=200)
@@ -51,10 +48,8 @@ class MemoryIn(BaseModel):
     # defaults to the content when a slot is given without one.
     value: Text | None = Field(default=None, min_length=1, max_length=500)
     valid_from: Instant | None = None
-    # Strict numbers and booleans here and in every request shape: FastAPI validates a parsed
-    # body in pydantic's lax mode, which would read false as 0, "0.5" as 0.5 and 0 as false,
-    # where the schema (and JSON) say a number or a boolean.
-    importance: StrictFloat | None = Field(default=None, ge=0, le=1)
+    # Fraction, Version, Flag: JSON's numbers and booleans, in every request shape (fields.py).
+    importance: Fraction | None = None
     tags: list[Tag] = Field(default_factory=list, max_length=32)
     meta: Meta = Field(default_factory=dict)
     name: Text | None = Field(default=None, min_length=1, max_length=200)
@@ -80,16 +75,16 @@ class MemoryPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    expected_version: StrictInt | None = Field(default=None, ge=1)
-    content: Content | None = None
+    expected_version: Version | None = None
+    content: MemoryContent | None = None
     path: MemoryPath | None = None
     kind: Kind | None = None
     slot: Text | None = Field(default=None, min_length=1, max_length=200)
     # The slot's value; derived from the new content when the content changes without one.
     value: Text | None = Field(default=None, min_length=1, max_length=500)
-    importance: StrictFloat | None = Field(default=None, ge=0, le=1)
-    confidence: StrictFloat | None = Field(default=None, ge=0, le=1)
-    pinned: StrictBool | None = None
+    importance: Fraction | None = None
+    confidence: Fraction | None = None
+    pinned: Flag | None = None
     tags: list[Tag] | None = Field(default=None, max_length=32)
     meta: Meta | None = None
     valid_from: Instant | None = None

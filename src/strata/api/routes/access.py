@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from strata import auth
 from strata.api.deps import DB, CallerDep
-from strata.api.openapi import answers
+from strata.api.openapi import Items, answers
 from strata.auth.models import CeilingEntry, CreatedKey, Grant, KeyInfo, Principal
 from strata.fields import MemoryPath, ScopePath
 from strata.memories.models import Text, Instant
@@ -40,13 +40,14 @@ class PrincipalRequest(BaseModel):
     kind: Literal["user", "agent"] = "user"
 
 
-@router.post("/keys", status_code=201, responses=answers(404))
+@router.post("/keys", status_code=201, responses=answers(404),
+             description="`expires_at`, when given, must lie in the future (422).")
 def create_key(body: KeyRequest, db: DB, caller: CallerDep) -> CreatedKey:
     return auth.create_key(db, caller, **body.model_dump())
 
 
 @router.get("/keys")
-def list_keys(db: DB, caller: CallerDep) -> dict:
+def list_keys(db: DB, caller: CallerDep) -> Items[KeyInfo]:
     return {"items": auth.list_keys(db, caller)}
 
 
@@ -61,7 +62,9 @@ def create_grant(body: GrantRequest, db: DB, caller: CallerDep) -> Grant:
 
 
 @router.get("/grants")
-def list_grants(db: DB, caller: CallerDep, principal_id: uuid.UUID | None = None) -> dict:
+def list_grants(
+    db: DB, caller: CallerDep, principal_id: uuid.UUID | None = None
+) -> Items[Grant]:
     return {"items": auth.list_grants(db, caller, principal_id)}
 
 
@@ -76,5 +79,5 @@ def create_principal(body: PrincipalRequest, db: DB, caller: CallerDep) -> Princ
 
 
 @router.get("/principals")
-def list_principals(db: DB, caller: CallerDep) -> dict:
+def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     return {"items": auth.list_principals(db, caller)}

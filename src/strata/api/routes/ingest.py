@@ -19,7 +19,9 @@ router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 @router.post("", response_model=Receipt, responses={
     202: {"model": Receipt, "description": "Accepted: the receipt of a conversation still being "
                                            "processed (read it again at GET /v1/ingest/{id})."},
-    **answers(409)})
+    **answers(409)}, description=(
+    "Without a `path`, the conversation goes to the key's default path; without one, `path` "
+    "is required (422)."))
 def ingest(body: IngestRequest, request: Request, caller: CallerDep) -> JSONResponse:
     runtime = request.app.state.runtime
     receipt, finished = service.ingest(runtime.ingest, runtime.launcher, caller, body)

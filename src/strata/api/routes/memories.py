@@ -7,13 +7,14 @@ import uuid
 from typing import Annotated, get_args
 
 from fastapi import APIRouter, Body, Header, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
 from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep
-from strata.api.openapi import answers
+from strata.api.openapi import Items, Page, Results, answers
+from strata.memories.models import HistoryEntry, WriteResult
 from strata.errors import InvalidInput
-from strata.fields import NO_NUL, SPACE_CLASS, MemoryPath
+from strata.fields import NO_NUL, SPACE_CLASS, MemoryPath, Version
 from strata.memories.models import Kind, Status, Instant
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -30,17 +31,19 @@ def _csv(values: list[str] | None, allowed: tuple[str, ...], field: str) -> list
     return out
 
 
-def _csv_of(allowed: tuple[str, ...]) -> object:
+def _csv_pattern(allowed: tuple[str, ...]) -> str:
     """A ``_csv`` parameter's value as the schema states it: comma-separated pieces, each
     (less the whitespace strip() removes) empty or one of ``allowed``."""
     piece = rf"[{SPACE_CLASS}]*({'|'.join(allowed)})?[{SPACE_CLASS}]*"
-    return Annotated[str, Field(json_schema_extra={"pattern": rf"^{piece}(,{piece})*$"})]
+    return rf"^{piece}(,{piece})*$"
 
 
-ALL = "all"  # a status: every status
-STATUSES = (*get_args(Status), ALL)
-Kinds = _csv_of(get_args(Kind))
-Statuses = _csv_of(STATUSES)
+Kinds = Annotated[str, Field(json_schema_extra={"pattern": _csv_pattern(get_args(Kind))})]
+# Statuses, or "all" alone.
+Statuses = Annotated[list[str], WithJsonSchema({"anyOf": [
+    {"type": "array", "items": {"type": "string", "pattern": _csv_pattern(get_args(Status))}},
+    {"type": "array", "items": {"const": "all"}, "minItems": 1, "maxItems": 1},
+]})]
 Tags = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
 
 
@@ -58,10 +61,19 @@ def _if_match(value: str | None) -> int | None:
     return int(m.group(2).strip('"'))
 
 
-@router.post("", responses=answers(409))
+# The id in a write's answer is the memory's: an OpenAPI link says so (to a client, and to
+# schemathesis' stateful run, which reads it back).
+_READ_BACK = {"links": {"GetMemory": {
+    "operationRef": "#/paths/~1v1~1memories~1%7Bmemory_id%7D/get",
+    "parameters": {"memory_id": "$response.body#/results/0/id"}}}}
+
+
+@router.post("", responses={200: _READ_BACK, **answers(409)}, description=(
+    "A memory without a `path` goes to the key's default path; without one, `path` is "
+    "required (422)."))
 def create(
     body: core.CreateRequest, request: Request, db: DB, caller: CallerDep, embedder: EmbedderDep
-) -> dict:
+) -> Results[WriteResult]:
     runtime = request.app.state.runtime
     return {"results": core.create_memories(
         db, caller, body, embedder, judge=runtime.ingest.judge, settings=runtime.settings)}
@@ -73,15 +85,14 @@ def list_(
     caller: CallerDep,
     path: MemoryPath | None = None,
     kind: Annotated[list[Kinds] | None, Query()] = None,
-    status: Annotated[list[Statuses] | None, Query()] = None,
+    status: Annotated[Statuses | None, Query()] = None,
     tags: Annotated[list[Tags] | None, Query()] = None,
     valid_at: Instant | None = None,
     cursor: Cursor = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-) -> dict:
-    statuses = _csv(status, STATUSES, "status") if status else ["active"]
-    if statuses and ALL in statuses:
-        statuses = None
+) -> Page[core.Memory]:
+    statuses = ["active"] if not status else (
+        None if status == ["all"] else _csv(status, get_args(Status), "status"))
     if tags and any("\x00" in t for t in tags):
         raise InvalidInput("tags must not contain NUL characters", field="tags")
     items, next_cursor = core.list_memories(
@@ -97,7 +108,10 @@ def get(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> core.Memory:
     return core.get_memory(db, caller, memory_id)
 
 
-@router.patch("/{memory_id}", responses=answers(409))
+@router.patch("/{memory_id}", responses=answers(409), description=(
+    "Names the version it changes, as `expected_version` or `If-Match` (422 without either; "
+    "412 when it is not the current one). `valid_to` must come after `valid_from`: the one "
+    "given, else the stored one (422)."))
 def patch(
     memory_id: uuid.UUID,
     body: core.MemoryPatch,
@@ -117,13 +131,13 @@ def delete(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
 
 
 @router.get("/{memory_id}/history")
-def history(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def history(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
     return {"items": core.history(db, caller, memory_id)}
 
 
 class RestoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    version: StrictInt | None = Field(default=None, ge=1)  # strict: see MemoryIn
+    version: Version | None = None  # JSON's integer: strata.fields
 
 
 @router.post("/{memory_id}/restore", responses=answers(409, 410))

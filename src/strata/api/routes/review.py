@@ -6,12 +6,12 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
-from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import BaseModel, ConfigDict
 
 from strata import review
 from strata.api.deps import DB, CallerDep, Cursor
 from strata.api.openapi import answers
-from strata.fields import MemoryPath
+from strata.fields import Flag, MemoryPath
 from strata.memories.models import Memory
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 
 class RejectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    suppress: StrictBool = False  # strict: see strata.memories.models.MemoryIn
+    suppress: Flag = False  # JSON's boolean: strata.fields
 
 
 class MergeRequest(BaseModel):

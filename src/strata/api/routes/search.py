@@ -14,10 +14,12 @@ from fastapi import APIRouter
 
 from strata import search as core
 from strata.api.deps import DB, CallerDep, EmbedderDep
+from strata.api.openapi import Results
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 
 
 @router.post("")
-def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep) -> dict:
+def search(body: core.SearchRequest, db: DB, caller: CallerDep,
+           embedder: EmbedderDep) -> Results[core.SearchResult]:
     return {"results": core.search(db, caller, body, embedder)}
