@@ -384,3 +384,34 @@ def test_records_out_of_order_and_truncation(db, source, make_tenant, embedder):
     assert not cut["complete"]
     whole = transfer.import_lines(db, dest.tenant_id, lines, embedder)
     assert whole["complete"] and whole["memories"]["inserted"] == 0
+
+
+def test_a_memory_deleted_here_comes_back_with_one_history_row_per_version(
+        db, client, make_tenant, embedder):
+    """Given a memory exported at version 1, imported into another tenant and deleted there
+    (its delete leaves that store's history row for version 1)
+    When the memory is edited in its source and exported again (version 2, whose history
+    holds the source's row for version 1), and that export is imported
+    Then the memory comes back above every version it had, with one history row per earlier
+    version -- the destination's own where both have one -- never two (found by the stateful
+    write test: import, delete, import)."""
+    src, dest = make_tenant("source"), make_tenant("dest")
+    made = client.post("/v1/memories", headers=src.headers, json={"memories": [
+        {"content": "The staging cluster runs in Frankfurt", "path": ALICE}]})
+    assert made.status_code == 200, made.text
+    mid = made.json()["results"][0]["id"]
+    first = export_text(db, src.tenant_id).splitlines()
+    transfer.import_lines(db, dest.tenant_id, first, embedder)
+    copy = derived(dest.tenant_id)(mid)
+    assert client.delete(f"/v1/memories/{copy}", headers=dest.headers).status_code == 200
+    edited = client.patch(f"/v1/memories/{mid}", headers=src.headers,
+                          json={"content": "The staging cluster runs in Dublin", "expected_version": 1})
+    assert edited.status_code == 200, edited.text
+    transfer.import_lines(db, dest.tenant_id, export_text(db, src.tenant_id).splitlines(), embedder)
+    with db.connection() as conn:
+        back = conn.execute("SELECT version FROM memories WHERE id = %s", (copy,)).fetchone()
+        versions = [r["version"] for r in conn.execute(
+            "SELECT version FROM memory_history WHERE memory_id = %s ORDER BY version",
+            (copy,)).fetchall()]
+    assert back is not None, "the memory came back"
+    assert versions == list(range(1, back["version"])), (back, versions)

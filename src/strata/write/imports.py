@@ -76,8 +76,11 @@ SELECT %(tenant)s::uuid, %(memory)s::uuid, %(path)s::ltree, %(version)s::int,
        %(operation)s::text, %(row)s::jsonb, %(operation_id)s::uuid, %(cause)s::text,
        %(actor)s::text, %(changed_at)s::timestamptz, %(erased)s::boolean
 WHERE NOT EXISTS (
+    -- One row per version a memory had: the file's row is there already (a re-import), or
+    -- this store holds its own row for that version (the memory was deleted here and comes
+    -- back above it), and this store's own history is the one kept.
     SELECT 1 FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(memory)s
-      AND version = %(version)s AND operation = %(operation)s AND changed_at = %(changed_at)s)
+      AND version = %(version)s)
 """
 
 _TOMBSTONE = """
