@@ -73,7 +73,7 @@ def test_remember_then_recall_as_a_table_json_and_explained(env, capsys):
     assert rid in [r["id"] for r in results] and all("score" in r for r in results)
 
     code, out, _ = run(capsys, "recall", "which database", "--path", PATH, "--explain")
-    assert code == 0 and "vector #1" in out and "rrf" in out and "text" in out
+    assert code == 0 and "vector #1" in out and "weights vector" in out and "text" in out
 
     code, out, _ = run(capsys, "recall", "nothing like this", "--path", "users.nobody")
     assert code == 0 and out.strip() == "no memories match"

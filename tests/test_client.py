@@ -159,7 +159,7 @@ def test_async_client_round_trip(server, tenant):
             assert done.status == "wrote", done
             mid = done.items[0].memory_id
             hits = await c.recall("database", paths=[PATH], explain=True)
-            assert hits[0].id == mid and hits[0].explain["rrf"] > 0
+            assert hits[0].id == mid and hits[0].explain["score"] > 0
             m = await c.memories.update(mid, 1, pinned=True)
             assert m.pinned and m.version == 2
             with pytest.raises(NotFound):

@@ -461,7 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "throwaway embedded database; not in CI")
     p.add_argument("--data", required=True, help="the LoCoMo-10 folder (one JSON per conversation)")
     p.add_argument("--embedder", choices=("local", "hash"), default="hash")
-    p.add_argument("--mode", choices=("observations", "turns", "ingest"), default="observations")
+    p.add_argument("--mode", choices=("observations", "turns", "ingest", "retrieval"),
+                   default="observations")
     p.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.set_defaults(func=cmd_eval_locomo)

@@ -314,7 +314,10 @@ def _explain_line(explain: dict[str, Any] | None) -> str:
             parts.append(f"{arm} #{a['rank']} ({float(a['score']):.3f})")
         else:
             parts.append(f"{arm} -")
-    parts.append(f"rrf {explain.get('rrf', 0):.4f} (k={explain.get('rrf_k')})")
+    fusion = explain.get("fusion") or {}
+    if fusion.get("vector_weight") is not None:
+        parts.append(f"weights vector {fusion['vector_weight']:.2f}"
+                     f" / text {1 - fusion['vector_weight']:.2f}")
     tw = (explain.get("boosts") or {}).get("time_window")
     if tw and tw.get("value"):
         texts = ", ".join(w["text"] for w in tw.get("windows", []))

@@ -1,34 +1,23 @@
-"""Hybrid retrieval: a vector arm and a full-text arm fused by reciprocal rank fusion, in one
-statement with every filter (tenant, the caller's readable paths, status, kinds, tags, meta
-containment, valid time) inside it -- never applied after LIMIT. Graph expansion runs in the
-same statement, over the ranked hits.
+"""Hybrid retrieval: a vector arm and a full-text (BM25) arm, in one statement with every
+filter (tenant, the caller's readable paths, status, kinds, tags, meta containment, valid time)
+inside it -- never applied after LIMIT. The statement returns both arms' candidates with both
+raw scores; :func:`strata.ranking.fuse` orders them (a per-query weighted sum of the
+normalised arm scores, plus a time-window boost), and the top ``limit`` are the results.
+Graph expansion, when asked for, is a second statement over those hits.
 
 Ranking
-    ``score = rrf + time_window_boost``. ``rrf`` sums ``1 / (RRF_K + rank)`` over the arms
-    that found the memory (``mode`` picks the arms: ``hybrid`` both, ``vector`` or
-    ``keyword`` one). The full-text arm ORs the query's lexemes (a plain AND of every lexeme
-    of a natural question matches almost nothing) and ranks matches with ``ts_rank``
-    (term frequency). ``ts_rank_cd`` (cover density) was measured worse and slower here:
-    LoCoMo (2 conversations, local embedder) hybrid recall_all@5 0.511 -> 0.515 on
-    observations and 0.398 -> 0.424 on turns with ``ts_rank``, the golden set unchanged,
-    and the text arm ~30 % cheaper -- its cost is one rank per matching row, so a broad
-    query over a large tenant pays for every row that shares a lexeme with it. There is no
-    score floor: whatever the arms find is ranked.
+    See :mod:`strata.ranking`: BM25, the fusion and its per-query weight, the time-window boost,
+    the tie-breakers, and every constant with the benchmark that chose it. ``mode`` picks the
+    arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the score is that arm's,
+    normalised). There is no score floor: whatever the arms find is ranked.
 
-    Time-window boost: when the query names a time ("last week", "in May 2023",
-    "yesterday"; resolved by :func:`strata.ingest.dates.find_dates` against ``now``), each
-    expression becomes a window (its day, ISO week, month or year; "since X" is open-ended).
-    A memory whose valid range *starts* inside a window (it became true then) gets
-    ``TIME_BOOST_START = 0.5 / (RRF_K + 1)``; one that only *overlaps* a window (it was
-    already true then) gets ``TIME_BOOST_OVERLAP = 0.25 / (RRF_K + 1)``. At most half of a
-    top rank in one arm, so a time word reorders close candidates but never lifts a memory
-    neither arm found (the boost applies to fused candidates only).
-
-    Decay and age never enter the score. Importance, then confidence, then the content hash
-    (``value_hash``: stable, so the same corpus always ranks the same way -- evaluations are
-    reproducible), then id break exact ties. They are ORDER BY keys only: they never change
-    the order of two different scores. Exact ties are common: each arm ranks with ``rank()``,
-    so equal distances or equal text scores share a rank instead of being split by id.
+    Time windows: when the query names a time ("last week", "in May 2023", "yesterday";
+    resolved by :func:`strata.ingest.dates.find_dates` against ``now``), each expression
+    becomes a window (its day, ISO week, month or year; "since X" is open-ended). The
+    statement says for each candidate whether its valid range *starts* inside a window (it
+    became true then) or only *overlaps* one (it was already true then); the boost applies
+    to candidates only, so a time word reorders what the arms found but never lifts a memory
+    neither arm found.
 
 Vector arm
     Reads ``memories`` directly with every filter in its WHERE and ranks by cosine distance.
@@ -68,13 +57,14 @@ Text arm
     whole table, and decoding other tenants' matches was most of the arm's time). Its
     candidates are every row sharing at least two lexemes with the query (up to
     ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one; they are
-    ranked with ``ts_rank`` on ``fts``. Below the caps this is exactly "rank every row that
-    matches any lexeme". Above them -- a broad query over a large tenant, where thousands
-    of rows share a common word -- the rows sharing a single lexeme are a sample in index
-    order: the weakest text evidence, whose ts_rank is mostly tied anyway, and the vector
-    arm still ranks the whole scope. Measured on eval/bench_search.py's 10 % tenant
-    (interleaved A/B under load): the text arm ~45 % cheaper, hybrid ~35 %, the same top 10;
-    on the 1 % tenant hybrid p50 16.1 -> 8.8 ms.
+    scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (``unnest(fts)``
+    kept to the query's), which also yields each lexeme's document frequency; the statement
+    takes the query's lexemes and match queries as constants (``_QUERY_TERMS``, one round
+    trip before it) so the planner sees the words, and ``plan_cache_mode`` is forced to
+    custom plans for the search transaction. Below the caps this is exactly "score every row
+    that matches any lexeme". Above them -- a broad query over a large tenant, where
+    thousands of rows share a common word -- the rows sharing a single lexeme are a sample in
+    index order: the weakest text evidence, and the vector arm still ranks the whole scope.
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
@@ -113,6 +103,7 @@ from typing import Any, Literal
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field
 
+from strata import ranking
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
@@ -125,14 +116,9 @@ from strata.providers import Embedder
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
-ARM_DEPTH = 50  # candidates each arm contributes before fusion
 TEXT_TWO_LEXEME_CAP = 1000  # text-arm candidates sharing two or more lexemes with the query
 TEXT_ONE_LEXEME_CAP = 200  # ... and sharing at least one (see "Text arm")
-TIME_BOOST_START = 0.5 / (RRF_K + 1)  # valid range starts inside a named time window
-TIME_BOOST_OVERLAP = 0.25 / (RRF_K + 1)  # valid range only overlaps it
 EXPAND_EDGES = ("REFINES", "COEXISTS", "DERIVED_FROM")
-TIE_BREAKERS = ["importance", "confidence", "value_hash", "id"]
 
 Mode = Literal["hybrid", "vector", "keyword"]
 Include = Literal["candidates", "history"]
@@ -140,11 +126,6 @@ INCLUDE_STATUSES: dict[str, tuple[str, ...]] = {
     "candidates": ("candidate",),
     "history": ("superseded", "archived"),
 }
-
-
-def rrf(*ranks: int | None, k: int = RRF_K) -> float:
-    """Reciprocal rank fusion of 1-based ranks; an arm that did not find the item adds 0."""
-    return sum(1.0 / (k + r) for r in ranks if r is not None)
 
 
 class SearchRequest(BaseModel):
@@ -228,32 +209,42 @@ _FILTERS = _ACCESS.format(a="m") + """
       AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
       AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"""
 
-_SEARCH = f"""
+# The query's lexemes, and the text arm's match queries keyed by tenant (any one lexeme; any
+# two). Built before the statement and passed to it as constants, so the planner sees the
+# actual query words: an expression it could not see was planned as a per-row filter that
+# recomputes every row's lexemes (~12 ms for 419 rows instead of 0.1 ms through the index).
+_QUERY_TERMS = """
 WITH lx AS (
     SELECT ARRAY(SELECT l FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS l)
            AS l
-),
-q AS (  -- the query's lexemes: OR-ed for ranking; keyed by tenant, alone and in pairs, to match
-    SELECT array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lx.l) AS l), ' | ')::tsquery
-             AS tsq,
-           array_to_string(ARRAY(SELECT quote_literal(%(tenant)s::text || ':' || l)
-                                 FROM unnest(lx.l) AS l), ' | ')::tsquery AS any_lexeme,
-           NULLIF(array_to_string(ARRAY(
-               SELECT quote_literal(%(tenant)s::text || ':' || a) || ' & '
-                      || quote_literal(%(tenant)s::text || ':' || b)
-               FROM unnest(lx.l) WITH ORDINALITY AS x(a, i),
-                    unnest(lx.l) WITH ORDINALITY AS y(b, j) WHERE i < j), ' | '), '')::tsquery
-             AS two_lexemes
-    FROM lx
+)
+SELECT lx.l AS lexemes,
+       NULLIF(array_to_string(ARRAY(SELECT quote_literal(%(tenant)s::text || ':' || l)
+                                    FROM unnest(lx.l) AS l), ' | '), '') AS any_lexeme,
+       NULLIF(array_to_string(ARRAY(
+           SELECT quote_literal(%(tenant)s::text || ':' || a) || ' & '
+                  || quote_literal(%(tenant)s::text || ':' || b)
+           FROM unnest(lx.l) WITH ORDINALITY AS x(a, i),
+                unnest(lx.l) WITH ORDINALITY AS y(b, j) WHERE i < j), ' | '), '') AS two_lexemes
+FROM lx
+"""
+
+_SEARCH = f"""
+WITH corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
+    SELECT count(*)::float8 AS n
+    FROM (SELECT 1 FROM memories m
+          WHERE %(use_txt)s AND {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
 ),
 cand AS (  -- the text arm's candidates (see "Text arm" above)
-    (SELECT m.id FROM memories m, q
-     WHERE %(use_txt)s AND q.two_lexemes IS NOT NULL
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ q.two_lexemes AND {_FILTERS}
+    (SELECT m.id FROM memories m
+     WHERE %(use_txt)s
+       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
+       AND {_FILTERS}
      LIMIT %(two_cap)s)
     UNION
-    (SELECT m.id FROM memories m, q
-     WHERE %(use_txt)s AND strata_tenant_lexemes(m.tenant_id, m.content) @@ q.any_lexeme
+    (SELECT m.id FROM memories m
+     WHERE %(use_txt)s
+       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
        AND {_FILTERS}
      LIMIT %(one_cap)s)
 ),
@@ -272,7 +263,7 @@ scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows
 vec AS (
     -- One branch runs (the other's one-time filter is false): exact (an ORDER BY no index
     -- matches), or the index-usable distance (HNSW). See "Vector arm" above.
-    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank, 1 - v.dist AS score
+    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank
     FROM (
         (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
          FROM memories m
@@ -286,47 +277,59 @@ vec AS (
            AND {_FILTERS}
          ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)
     ) v
-    ORDER BY v.dist, v.id
+),
+hits AS (
+    -- One pass over the candidates' lexemes (and the vector arm's, so each candidate has
+    -- both scores): every (memory, query lexeme) it holds, with the term frequency.
+    SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
+           length(m.fts)::float8 AS len
+    FROM (SELECT id FROM cand UNION SELECT id FROM vec) p
+    JOIN memories m ON m.id = p.id, unnest(m.fts) AS u
+    WHERE %(use_txt)s AND u.lexeme = ANY(%(lexemes)s::text[])
+),
+idf AS (  -- document frequency among the matches (every match below the caps)
+    SELECT h.lexeme, count(*)::float8 AS df,
+           ln(1 + (greatest(c.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+    FROM hits h, corpus c GROUP BY h.lexeme, c.n
+),
+bm25 AS (  -- see strata.ranking, "Lexical score"
+    SELECT h.id, sum(i.idf * h.tf * (%(k1)s + 1)
+                     / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / a.avglen))) AS bm25
+    FROM hits h JOIN idf i USING (lexeme),
+         (SELECT greatest(avg(len), 1) AS avglen
+          FROM (SELECT DISTINCT id, len FROM hits) d) a
+    GROUP BY h.id
 ),
 txt AS (
-    -- The rank function runs once per matching row (the outer query ranks only the top).
-    SELECT t.id, rank() OVER (ORDER BY t.tr DESC) AS rank, t.tr AS score
-    FROM (
-        SELECT c.id, ts_rank(m.fts, q.tsq) AS tr
-        FROM cand c JOIN memories m ON m.id = c.id, q
-        ORDER BY tr DESC, c.id LIMIT %(depth)s
-    ) t
-),
-fused AS (
-    SELECT COALESCE(vec.id, txt.id) AS id, vec.rank AS vec_rank, vec.score AS vec_score,
-           txt.rank AS txt_rank, txt.score AS txt_score,
-           COALESCE(1.0::float8 / (%(k)s + vec.rank), 0)
-             + COALESCE(1.0::float8 / (%(k)s + txt.rank), 0) AS rrf
-    FROM vec FULL OUTER JOIN txt ON vec.id = txt.id
+    SELECT t.id, rank() OVER (ORDER BY t.bm25 DESC) AS rank, t.bm25
+    FROM (SELECT b.id, b.bm25 FROM bm25 b JOIN cand c ON c.id = b.id
+          ORDER BY b.bm25 DESC, b.id LIMIT %(depth)s) t
 ),
 windows AS (
     SELECT tstzrange(w.lo, w.hi) AS r
     FROM unnest(%(win_lo)s::timestamptz[], %(win_hi)s::timestamptz[]) AS w(lo, hi)
 ),
-scored AS (
-    SELECT f.*, m.importance, m.confidence, m.value_hash,
-           CASE WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
-                WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
-           END AS window_match
-    FROM fused f JOIN memories m ON m.id = f.id
-),
-boosted AS (
-    SELECT s.*, CASE s.window_match WHEN 'starts' THEN %(boost_start)s::float8
-                                    WHEN 'overlaps' THEN %(boost_overlap)s::float8
-                                    ELSE 0::float8 END AS time_boost
-    FROM scored s
-),
-ranked AS (
-    SELECT b.*, b.rrf + b.time_boost AS score,
-           row_number() OVER (ORDER BY b.rrf + b.time_boost DESC, b.importance DESC,
-                                       b.confidence DESC, b.value_hash, b.id) AS pos
-    FROM boosted b
-    ORDER BY pos LIMIT %(limit)s
+pool AS (SELECT id FROM vec UNION SELECT id FROM txt)
+-- Every candidate with both arms' scores: strata.ranking.fuse orders them.
+SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
+       lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
+       m.confidence, m.value_hash, vec.rank AS vec_rank, txt.rank AS txt_rank,
+       CASE WHEN %(use_vec)s THEN 1 - (m.embedding <=> %(vec)s::vector) END AS cosine,
+       CASE WHEN %(use_txt)s THEN coalesce(bm25.bm25, 0) END AS bm25,
+       CASE WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
+            WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
+       END AS window_match,
+       (SELECT sum(idf) FROM idf) AS idf_sum,
+       (SELECT small FROM scope) AS vec_exact
+FROM pool p JOIN memories m ON m.id = p.id
+LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
+ORDER BY m.id
+"""
+
+# Graph expansion over the ranked hits (``expand: true``; see "Graph expansion" above).
+_EXPAND = f"""
+WITH ranked AS (
+    SELECT h.id, h.pos FROM unnest(%(hits)s::uuid[]) WITH ORDINALITY AS h(id, pos)
 ),
 linked AS (
     SELECT DISTINCT ON (o.id) o.id, r.id AS from_id, r.pos, e.type::text AS edge
@@ -336,28 +339,16 @@ linked AS (
      AND e.type = ANY(%(edges)s::relationship_type[])
     JOIN memories o
       ON o.id = CASE WHEN e.source_id = r.id THEN e.target_id ELSE e.source_id END
-    WHERE %(expand)s AND {_ACCESS.format(a="o")}
+    WHERE {_ACCESS.format(a="o")}
       AND o.id NOT IN (SELECT id FROM ranked)
     ORDER BY o.id, r.pos, e.type
-),
-expanded AS (
-    SELECT * FROM linked ORDER BY pos, edge, id LIMIT %(limit)s
-),
-out AS (
-    SELECT r.id, r.pos, 0 AS grp, NULL::uuid AS from_id, NULL::text AS edge, r.vec_rank,
-           r.vec_score, r.txt_rank, r.txt_score, r.rrf, r.time_boost, r.window_match, r.score
-    FROM ranked r
-    UNION ALL
-    SELECT x.id, x.pos, 1, x.from_id, x.edge, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0
-    FROM expanded x
 )
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
-       m.confidence, o.grp, o.from_id, o.edge, o.vec_rank, o.vec_score, o.txt_rank,
-       o.txt_score, o.rrf, o.time_boost, o.window_match, o.score,
-       (SELECT small FROM scope) AS vec_exact
-FROM out o JOIN memories m ON m.id = o.id
-ORDER BY o.grp, o.pos, o.edge, m.id
+       m.confidence, x.from_id, x.edge
+FROM (SELECT * FROM linked ORDER BY pos, edge, id LIMIT %(limit)s) x
+JOIN memories m ON m.id = x.id
+ORDER BY x.pos, x.edge, m.id
 """
 
 # Candidates per iterative-scan batch. Measured on eval/bench_search.py's 10 % tenant (10k
@@ -375,6 +366,10 @@ _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
     f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true)"
 )
+# Plan every search for its own parameters: the text arm's match queries and the tenant are
+# what the planner needs to pick the tenant-keyed index (a generic plan, which psycopg's
+# prepared statements invite after a few executions, cannot know them).
+_PLAN_SETTINGS = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
 _ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDictionary()
 
 
@@ -407,6 +402,7 @@ def search(
     now: datetime | None = None,
     access_log: "AccessLog | None" = None,
     ignore_status: bool = False,
+    params: ranking.FusionParams = ranking.DEFAULT,
 ) -> list[SearchResult]:
     """Rank what ``caller`` may read for ``req``.
 
@@ -414,74 +410,130 @@ def search(
     (default: the current time, UTC); ``access_log`` receives the returned ids (default
     :data:`ACCESS_LOG`); ``ignore_status`` drops the status filter -- it exists only so the
     golden evaluation can prove its leak check discriminates, and must never be wired to a
-    request field.
+    request field; ``params`` are the fusion's weights (eval/tune_fusion.py varies them).
     """
     with audited(db, caller, "read", "memory.search") as event:
         event.query_len = len(req.query)
-        for i, p in enumerate(req.paths or []):
-            validate_path(p, field=f"paths[{i}]")
-        now = now or datetime.now(UTC)
-        windows = time_windows(req.query, now)
-        use_vec = req.mode in ("hybrid", "vector")
-        vec = embedder.embed([req.query])[0] if use_vec else None
-        params = {
-            "tenant": caller.tenant_id, "readable": caller.paths(Level.read), "vec": vec,
-            "text": req.query, "paths": req.paths, "kinds": req.kinds, "tags": req.tags,
-            "meta": _jsonb(req.meta), "valid_at": req.valid_at,
-            "statuses": statuses_for(req.include), "any_status": ignore_status,
-            "use_vec": use_vec, "use_txt": req.mode in ("hybrid", "keyword"),
-            "depth": max(ARM_DEPTH, req.limit), "k": RRF_K, "limit": req.limit,
-            "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
-            "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
-            "boost_start": TIME_BOOST_START, "boost_overlap": TIME_BOOST_OVERLAP,
-            "expand": req.expand, "edges": list(EXPAND_EDGES), "exact_min": EXACT_SCOPE_MIN,
-            "exact_max": EXACT_SCOPE_MAX, "exact_share": EXACT_SCOPE_SHARE,
-        }
-        with db.connection() as conn:
-            params["iterative"] = use_vec and _iterative_scan(db, conn)
-            with conn.transaction():  # SET LOCAL scope: this statement only
-                if params["iterative"]:
-                    conn.execute(_HNSW_SETTINGS)
-                rows = conn.execute(_SEARCH, params).fetchall()
-        results = [_result(r, req, windows) for r in rows]
+        found = candidates(db, caller, req, embedder, now=now, ignore_status=ignore_status)
+        fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
+                             idf_sum=found.idf_sum, params=params)
+        hits = fused.ranked[:req.limit]
+        results = [_result(h, fused, found, req) for h in hits]
+        if req.expand and hits:
+            results += _expand(db, caller, req, [h.candidate.id for h in hits],
+                               ignore_status=ignore_status)
         event.count = len(results)
         event.memory_ids = [r.id for r in results]
     (access_log or ACCESS_LOG).record(db, caller.tenant_id, [r.id for r in results])
     return results
 
 
+class Found(BaseModel):
+    """What both arms found for one request, before fusion."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    candidates: list[ranking.Candidate]
+    idf_sum: float | None
+    vec_exact: bool | None
+    windows: list[dict[str, Any]]
+
+
+def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embedder, *,
+               now: datetime | None = None, ignore_status: bool = False) -> Found:
+    """Every memory either arm finds for ``req`` (at most ``ARM_DEPTH`` each, or ``limit`` if
+    larger), with both raw scores: the input of :func:`strata.ranking.fuse`. Not audited on its
+    own: :func:`search` is the entry point."""
+    for i, p in enumerate(req.paths or []):
+        validate_path(p, field=f"paths[{i}]")
+    now = now or datetime.now(UTC)
+    windows = time_windows(req.query, now)
+    use_vec = req.mode in ("hybrid", "vector")
+    vec = embedder.embed([req.query])[0] if use_vec else None
+    params = {
+        **_access_params(caller, req, ignore_status), "vec": vec, "text": req.query,
+        "kinds": req.kinds, "tags": req.tags, "meta": _jsonb(req.meta),
+        "use_vec": use_vec, "use_txt": req.mode in ("hybrid", "keyword"),
+        "depth": max(ranking.ARM_DEPTH, req.limit), "stat_cap": ranking.BM25_STAT_CAP,
+        "k1": ranking.BM25_K1, "b": ranking.BM25_B,
+        "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
+        "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
+        "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
+        "exact_share": EXACT_SCOPE_SHARE,
+    }
+    with db.connection() as conn:
+        params["iterative"] = use_vec and _iterative_scan(db, conn)
+        with conn.transaction():  # SET LOCAL scope: this statement only
+            conn.execute(_PLAN_SETTINGS)
+            if params["iterative"]:
+                conn.execute(_HNSW_SETTINGS)
+            params.update(conn.execute(_QUERY_TERMS, params).fetchone())
+            rows = conn.execute(_SEARCH, params).fetchall()
+    found = [ranking.Candidate(
+        id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
+        cosine=None if r["cosine"] is None else float(r["cosine"]),
+        bm25=None if r["bm25"] is None else float(r["bm25"]),
+        window_match=r["window_match"], importance=r["importance"],
+        confidence=r["confidence"], value_hash=r["value_hash"] or "", row=r) for r in rows]
+    first = rows[0] if rows else {}
+    return Found(candidates=found,
+                 idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
+                 vec_exact=first.get("vec_exact") if use_vec else None, windows=windows)
+
+
+def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> dict[str, Any]:
+    """The parameters of ``_ACCESS``: what a returned memory must satisfy."""
+    return {"tenant": caller.tenant_id, "readable": caller.paths(Level.read),
+            "paths": req.paths, "valid_at": req.valid_at,
+            "statuses": statuses_for(req.include), "any_status": ignore_status}
+
+
+def _expand(db: Database, caller: Caller, req: SearchRequest, hits: list[uuid.UUID], *,
+            ignore_status: bool) -> list[SearchResult]:
+    with db.connection() as conn:
+        rows = conn.execute(_EXPAND, {
+            **_access_params(caller, req, ignore_status), "hits": hits,
+            "edges": list(EXPAND_EDGES), "limit": req.limit}).fetchall()
+    return [SearchResult(
+        id=r["id"], content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
+        score=0.0, valid_from=r["valid_from"], valid_to=r["valid_to"], tags=r["tags"],
+        importance=r["importance"], confidence=r["confidence"], expanded=True,
+        expanded_from=r["from_id"], edge=r["edge"],
+        explain={"expanded": {"from": r["from_id"], "edge": r["edge"]}} if req.explain else None,
+    ) for r in rows]
+
+
 def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
-def _result(r: dict[str, Any], req: SearchRequest, windows: list[dict[str, Any]]) -> SearchResult:
-    expanded = r["grp"] == 1
+def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
+            req: SearchRequest) -> SearchResult:
+    c, r = hit.candidate, hit.candidate.row
     explain = None
     if req.explain:
-        if expanded:
-            explain = {"expanded": {"from": r["from_id"], "edge": r["edge"]}}
-        else:
-            boosts: dict[str, Any] = {}
-            if windows:
-                boosts["time_window"] = {
-                    "value": float(r["time_boost"]),
-                    "match": r["window_match"],  # starts | overlaps | None
-                    "windows": [{"text": w["text"], "from": w["from"], "to": w["to"]}
-                                for w in windows],
-                }
-            explain = {
-                "mode": req.mode,
-                "vector": {"rank": r["vec_rank"], "score": r["vec_score"],
-                           "exact": bool(r["vec_exact"]) if req.mode != "keyword" else None},
-                "text": {"rank": r["txt_rank"], "score": r["txt_score"]},
-                "rrf": float(r["rrf"]), "rrf_k": RRF_K, "boosts": boosts,
-                "score": float(r["score"]), "tie_breakers": TIE_BREAKERS,
+        boosts: dict[str, Any] = {}
+        if found.windows:
+            boosts["time_window"] = {
+                "value": hit.time_boost,
+                "match": c.window_match,  # starts | overlaps | None
+                "windows": [{"text": w["text"], "from": w["from"], "to": w["to"]}
+                            for w in found.windows],
             }
+        explain = {
+            "mode": req.mode,
+            "vector": {"rank": c.vec_rank, "score": c.cosine, "normalized": hit.vector,
+                       "exact": bool(found.vec_exact) if req.mode != "keyword" else None},
+            "text": {"rank": c.txt_rank, "score": c.bm25, "normalized": hit.text},
+            "fusion": {"vector_weight": fused.weight,
+                       "text_strength": fused.strength, "top_cosine": fused.top_cosine},
+            "boosts": boosts, "score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
+        }
     return SearchResult(
-        id=r["id"], content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
-        score=float(r["score"]), valid_from=r["valid_from"], valid_to=r["valid_to"],
+        id=c.id, content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
+        score=hit.score, valid_from=r["valid_from"], valid_to=r["valid_to"],
         tags=r["tags"], importance=r["importance"], confidence=r["confidence"],
-        expanded=expanded, expanded_from=r["from_id"], edge=r["edge"], explain=explain,
+        explain=explain,
     )
 
 

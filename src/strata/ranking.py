@@ -1,0 +1,181 @@
+"""How search orders what its two arms found: pure functions and every weight, in one place.
+
+The statement in :mod:`strata.search` returns the candidates of both arms (the vector arm's
+nearest ``ARM_DEPTH`` rows and the text arm's best ``ARM_DEPTH`` by BM25), each with *both*
+raw scores -- the cosine similarity to the query and the BM25 score -- plus the statistics
+below. :func:`fuse` turns them into one order. The evaluation harnesses import these
+functions and :data:`DEFAULT` (``eval/tune_fusion.py`` sweeps :class:`FusionParams` through
+the same :func:`fuse`); nothing else keeps a copy of a weight.
+
+Lexical score (BM25, computed in SQL with :data:`BM25_K1` and :data:`BM25_B`)
+    ``sum over query lexemes l in the memory: idf(l) * tf * (k1 + 1) / (tf + k1 * (1 - b + b *
+    len / avglen))`` with ``idf(l) = ln(1 + (N - df + 0.5) / (df + 0.5))``. ``N`` counts the
+    memories the caller may read in the requested statuses and paths, stopping at
+    :data:`BM25_STAT_CAP`; ``df`` counts the text arm's candidates holding ``l`` -- every
+    readable row that shares a lexeme with the query, up to the arm's caps (see
+    :mod:`strata.search`, "Text arm") -- so both count only rows the caller may read (a score
+    must not reveal others), and the arm's cost follows what matches, not the scope's size.
+    ``len`` is the memory's number of distinct lexemes and ``avglen`` its mean over the
+    candidates. Replaces ``ts_rank``, which has no term rarity: a question's common words
+    ("like", "think") weighed as much as the one rare word that names what it asks about.
+
+Fusion (:func:`fuse`)
+    Each arm's score is normalised over the candidates: cosine min-max (the best candidate
+    1, the worst 0), BM25 divided by the best (0 stays 0: no lexeme matched). The fused score
+    is ``w * vector + (1 - w) * text`` with a per-query vector weight ``w`` (:func:`vector_weight`):
+
+    - ``vector_weight`` to start with;
+    - minus ``by_text_strength * (strength - 0.5)``, where ``strength`` is the best BM25 score
+      over the query's total idf (clamped to 0..1): ~1 when one memory holds every informative
+      word of the query, low when the best text match holds only common ones;
+    - plus ``by_vector_top * (top cosine - vector_top_mid)``: a query the embedder places close
+      to some memory trusts the embedder more;
+    - minus ``identifier_shift`` when the query holds an identifier (a token with a digit:
+      "INC-4417", "v2.3.1", "flight 2231"), which embedders blur and exact lexemes pin;
+    - clamped to ``[min_weight, 1 - min_weight]``.
+
+    RRF (equal weights, k = 60) was measured and replaced: it cannot tell a strong arm from a
+    weak one, and on LoCoMo turns mode keyword-only beat it by 4.8 points. Numbers in
+    :data:`DEFAULT`'s comment and README.
+
+    A time-window boost (see :func:`strata.search.time_windows`) is then added: ``time_start``
+    when the memory's valid range starts inside a window the query names, ``time_overlap`` when
+    it only overlaps one. Decay and age never enter the score. Ties break on importance,
+    confidence, the content hash and id (:data:`TIE_BREAKERS`), so the same corpus always ranks
+    the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+ARM_DEPTH = 50  # candidates each arm contributes before fusion
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_STAT_CAP = 5000  # N stops counting here (see "Lexical score")
+TIE_BREAKERS = ["importance", "confidence", "value_hash", "id"]
+
+_IDENTIFIER = re.compile(r"\b(?=[\w.-]*\d)[\w][\w.-]*\b")
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """The fusion's weights. :data:`DEFAULT` is what search uses."""
+
+    vector_weight: float = 0.4
+    by_text_strength: float = 0.2
+    by_vector_top: float = 1.0
+    vector_top_mid: float = 0.65
+    identifier_shift: float = 0.15
+    min_weight: float = 0.05
+    time_start: float = 0.1
+    time_overlap: float = 0.05
+
+
+# Chosen by eval/tune_fusion.py on LoCoMo conversations 26 and 30 only (local embedder); the
+# other eight were not looked at while choosing. See README "Retrieval quality".
+DEFAULT = FusionParams()
+
+
+@dataclass
+class Candidate:
+    """One memory either arm found, with both arms' raw scores (``None``: that arm did not run,
+    or the memory has no embedding)."""
+
+    id: uuid.UUID
+    vec_rank: int | None
+    cosine: float | None
+    txt_rank: int | None
+    bm25: float | None
+    window_match: str | None = None  # "starts" | "overlaps" | None
+    importance: float = 0.5
+    confidence: float = 0.5
+    value_hash: str = ""
+    row: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Ranked:
+    candidate: Candidate
+    score: float
+    vector: float  # normalised vector score, 0..1
+    text: float  # normalised text score, 0..1
+    time_boost: float
+
+
+@dataclass
+class Fused:
+    ranked: list[Ranked]
+    weight: float  # the vector arm's weight for this query
+    strength: float | None  # best BM25 over the query's idf sum, 0..1
+    top_cosine: float | None
+
+
+def has_identifier(query: str) -> bool:
+    return bool(_IDENTIFIER.search(query))
+
+
+def text_strength(best_bm25: float | None, idf_sum: float | None) -> float | None:
+    """How much of the query's information the best text match holds, 0..1."""
+    if not best_bm25 or not idf_sum:
+        return None if best_bm25 is None else 0.0
+    return max(0.0, min(1.0, best_bm25 / idf_sum))
+
+
+def vector_weight(*, strength: float | None, top_cosine: float | None, identifier: bool,
+                  params: FusionParams = DEFAULT) -> float:
+    """The vector arm's share of the fused score for one query (see "Fusion")."""
+    w = params.vector_weight
+    if strength is not None:
+        w -= params.by_text_strength * (strength - 0.5)
+    if top_cosine is not None:
+        w += params.by_vector_top * (top_cosine - params.vector_top_mid)
+    if identifier:
+        w -= params.identifier_shift
+    return max(params.min_weight, min(1.0 - params.min_weight, w))
+
+
+def _minmax(values: list[float | None]) -> list[float]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return [0.0] * len(values)
+    lo, hi = min(present), max(present)
+    if hi - lo <= 1e-12:
+        return [1.0 if v is not None else 0.0 for v in values]
+    return [(v - lo) / (hi - lo) if v is not None else 0.0 for v in values]
+
+
+def _by_max(values: list[float | None]) -> list[float]:
+    hi = max((v for v in values if v is not None), default=0.0)
+    if hi <= 0:
+        return [0.0] * len(values)
+    return [max(0.0, v) / hi if v is not None else 0.0 for v in values]
+
+
+def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float | None,
+         params: FusionParams = DEFAULT) -> Fused:
+    """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword)."""
+    cos = [c.cosine for c in candidates]
+    bm = [c.bm25 if c.bm25 else None for c in candidates]
+    vec_n, txt_n = _minmax(cos), _by_max(bm)
+    top_cos = max((v for v in cos if v is not None), default=None)
+    strength = text_strength(max((v for v in bm if v is not None), default=0.0)
+                             if mode != "vector" else None, idf_sum)
+    if mode == "vector":
+        w = 1.0
+    elif mode == "keyword":
+        w = 0.0
+    else:
+        w = vector_weight(strength=strength, top_cosine=top_cos,
+                          identifier=has_identifier(query), params=params)
+    boost = {"starts": params.time_start, "overlaps": params.time_overlap}
+    ranked = []
+    for c, v, t in zip(candidates, vec_n, txt_n, strict=True):
+        b = boost.get(c.window_match or "", 0.0)
+        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b, v, t, b))
+    ranked.sort(key=lambda r: (-r.score, -r.candidate.importance, -r.candidate.confidence,
+                               r.candidate.value_hash, str(r.candidate.id)))
+    return Fused(ranked, w, strength, top_cos)

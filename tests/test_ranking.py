@@ -1,0 +1,145 @@
+"""The fusion (strata.ranking) as a pure function, explored with generated candidate sets; and
+BM25 in the real statement: term rarity counts, and its statistics see only what the caller
+may read."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strata.ranking import DEFAULT, Candidate, FusionParams, fuse, has_identifier, vector_weight
+
+scores = st.one_of(st.none(), st.floats(min_value=-1.0, max_value=1.0, allow_nan=False))
+bm25s = st.one_of(st.none(), st.floats(min_value=0.0, max_value=40.0, allow_nan=False))
+
+
+@st.composite
+def candidate_sets(draw) -> list[Candidate]:
+    n = draw(st.integers(min_value=0, max_value=30))
+    return [Candidate(id=uuid.UUID(int=i + 1), vec_rank=None, cosine=draw(scores), txt_rank=None,
+                      bm25=draw(bm25s),
+                      window_match=draw(st.sampled_from([None, "starts", "overlaps"])),
+                      importance=draw(st.floats(0, 1)), confidence=draw(st.floats(0, 1)),
+                      value_hash=f"{i:04d}") for i in range(n)]
+
+
+params = st.builds(FusionParams, vector_weight=st.floats(0, 1), by_text_strength=st.floats(0, 1),
+                   by_vector_top=st.floats(0, 2), identifier_shift=st.floats(0, 0.5),
+                   time_start=st.floats(0, 0.3), time_overlap=st.floats(0, 0.3))
+queries = st.sampled_from(["what does Alice prefer", "incident INC-4417", "flight 2231 gate",
+                           "where did we go last week"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidate_sets(), st.sampled_from(["hybrid", "vector", "keyword"]), queries, params,
+       st.one_of(st.none(), st.floats(0.01, 60)))
+def test_fusion_orders_every_candidate_by_a_bounded_score(cands, mode, query, p, idf_sum):
+    """Whatever the arms return: every candidate comes back exactly once, best first; arm
+    scores are normalised to 0..1; the weight stays inside its clamp; the score is the
+    weighted arms plus the time boost; a candidate at least as good in both arms and in time
+    never scores below another."""
+    fused = fuse(cands, mode=mode, query=query, idf_sum=idf_sum, params=p)
+    assert sorted(r.candidate.id for r in fused.ranked) == sorted(c.id for c in cands)
+    got = [r.score for r in fused.ranked]
+    assert got == sorted(got, reverse=True)
+    w = fused.weight
+    if mode == "vector":
+        assert w == 1.0
+    elif mode == "keyword":
+        assert w == 0.0
+    else:
+        assert p.min_weight <= w <= 1 - p.min_weight
+    boost = {"starts": p.time_start, "overlaps": p.time_overlap}
+    for r in fused.ranked:
+        assert 0.0 <= r.vector <= 1.0 and 0.0 <= r.text <= 1.0
+        assert r.time_boost == boost.get(r.candidate.window_match or "", 0.0)
+        assert abs(r.score - (w * r.vector + (1 - w) * r.text + r.time_boost)) < 1e-9
+    for a in fused.ranked:
+        for b in fused.ranked:
+            if a.vector >= b.vector and a.text >= b.text and a.time_boost >= b.time_boost:
+                assert a.score >= b.score - 1e-12
+
+
+def test_single_arm_modes_order_by_that_arm_and_ties_break_stably():
+    """vector mode orders by cosine, keyword by BM25 (a memory without a lexeme match last);
+    equal scores fall back to importance, then confidence, then the content hash."""
+    a, b, c = (uuid.UUID(int=i) for i in (1, 2, 3))
+    cands = [Candidate(a, 1, 0.9, None, 0.0, importance=0.1, value_hash="a"),
+             Candidate(b, 2, 0.5, 1, 7.0, importance=0.9, value_hash="b"),
+             Candidate(c, 3, 0.5, 2, 3.0, importance=0.1, value_hash="c")]
+    order = lambda mode: [r.candidate.id for r in fuse(cands, mode=mode, query="q",  # noqa: E731
+                                                          idf_sum=7.0).ranked]
+    assert order("vector") == [a, b, c]  # b and c tie on cosine: importance decides
+    assert order("keyword") == [b, c, a]
+
+
+def test_the_query_shape_moves_the_weight():
+    """A strong text match, or an identifier in the query, gives the text arm more weight; a
+    close embedding match gives the vector arm more."""
+    base = vector_weight(strength=0.5, top_cosine=DEFAULT.vector_top_mid, identifier=False)
+    assert base == DEFAULT.vector_weight
+    assert vector_weight(strength=1.0, top_cosine=DEFAULT.vector_top_mid, identifier=False) < base
+    assert vector_weight(strength=0.5, top_cosine=0.9, identifier=False) > base
+    assert vector_weight(strength=0.5, top_cosine=DEFAULT.vector_top_mid, identifier=True) < base
+    assert has_identifier("incident INC-4417") and has_identifier("release v2.3.1")
+    assert not has_identifier("what does Alice prefer")
+
+
+# --------------------------------------------------------------------------------------
+# BM25 in the statement
+# --------------------------------------------------------------------------------------
+
+
+def _create(client, headers, memories: list[dict]) -> list[str]:
+    r = client.post("/v1/memories", headers=headers, json={"memories": memories})
+    assert r.status_code == 200, r.text
+    return [x["id"] for x in r.json()["results"]]
+
+
+def _search(client, headers, query: str, **extra) -> list[dict]:
+    r = client.post("/v1/search", headers=headers,
+                    json={"query": query, "mode": "keyword", "explain": True, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()["results"]
+
+
+def test_a_rare_word_outweighs_a_common_one(client, tenant):
+    """Given many memories about coffee and one about a quokka
+    When searching "coffee quokka" by keyword
+    Then the quokka memory ranks above every coffee one (ts_rank, without term rarity, tied
+    them), and the coffee memories still come back (control)."""
+    h = tenant.headers
+    common = [{"content": f"Coffee order number {i} was brewed strong", "path": "shared.cafe"}
+              for i in range(30)]
+    ids = _create(client, h, common + [{"content": "A quokka visited the garden",
+                                        "path": "shared.cafe"}])
+    results = _search(client, h, "coffee quokka", limit=20)
+    assert results[0]["id"] == ids[-1]
+    assert results[0]["explain"]["text"]["score"] > results[1]["explain"]["text"]["score"]
+    assert {r["id"] for r in results[1:]} <= set(ids[:-1]) and len(results) == 20
+
+
+def test_bm25_statistics_count_only_what_the_caller_may_read(client, tenant, db):
+    """Given one memory in users.alice and a key clamped to users.alice
+    When bob's path fills with memories sharing its words
+    Then the clamped key's text score for alice's memory does not move (the statistics never
+    count rows it cannot read), while the owner's does (control)."""
+    from strata.auth import Caller, create_key
+
+    h = tenant.headers
+    _create(client, h, [{"content": "Alice keeps bonsai trees on the balcony",
+                         "path": "users.alice"}])
+    key = create_key(db, Caller.system(tenant.tenant_id), principal_id=tenant.principal_id,
+                     ceiling=[{"path": "users.alice", "level": "read"}]).key
+    alice = {"Authorization": f"Bearer {key}"}
+
+    def score(headers) -> float:
+        return _search(client, headers, "bonsai balcony")[0]["explain"]["text"]["score"]
+
+    before_alice, before_owner = score(alice), score(h)
+    _create(client, h, [{"content": f"Bob waters bonsai number {i} on the balcony",
+                         "path": "users.bob"} for i in range(25)])
+    assert score(alice) == before_alice
+    assert score(h) < before_owner
