@@ -13,12 +13,22 @@ COPYed in binary straight into a staging table and moved into ``memories`` with 
 ... SELECT, with the HNSW index dropped during the load and rebuilt after (same definition
 as migration 0001). This benchmark measures search, not ingest (see bench_store.py).
 
-Measures, per scope (a regular 10 % tenant and the 1 % tenant), with a fixed precomputed
-query vector per query (the embedder is a lookup table: query embedding is excluded):
+Two designs in one run, on the same seed (``--designs``): ``shared`` -- one HNSW index over
+the whole table, the design before per-tenant indexes -- and ``per_tenant``: the same table
+after :func:`strata.vector_index.reconcile` gave every tenant of at least
+``vector_index.MIN_ROWS`` rows a partial HNSW index of its own (built concurrently; the build
+time is reported). The per-tenant indexes are dropped before ``shared`` is measured.
+
+Measures, per design and scope (a regular 10 % tenant and the 1 % tenant), with a fixed
+precomputed query vector per query (the embedder is a lookup table: query embedding is
+excluded):
   * in-process ``search()`` latency p50/p95/p99, hybrid mode (the default) and vector mode;
   * HTTP ``POST /v1/search`` latency p50/p95/p99 for a sample (uvicorn on loopback, httpx);
   * recall@10 of the vector arm (``mode=vector, limit=10``) against exact search under the
-    same filters (brute force in numpy over that tenant's active rows).
+    same filters (brute force in numpy over that tenant's active rows);
+  * for the 10 % tenant, in-process hybrid latency while a writer thread stores memories into
+    the same tenant through the write path (``create_memories``: gate, history, audit; batches
+    of ``--write-batch``), beside the same queries without it, in the same run.
 
 ``--keep DIR`` keeps the database (embedded PostgreSQL data directory and the tenants' keys)
 in DIR and reuses it when the seed parameters match: seeding 100k rows costs about a minute.
@@ -26,6 +36,7 @@ Prints one JSON object.
 
 Usage: python eval/bench_search.py [--per-tenant 10000] [--tenants 10] [--queries 200]
                                    [--small N] [--http-queries 50] [--keep DIR]
+                                   [--designs shared,per_tenant] [--write-batch 20]
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ from strata.config import Settings
 from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
+from strata import vector_index
 from strata.search import ACCESS_LOG, AccessLog, SearchRequest, search
 
 from harness import percentile, serving
@@ -74,6 +86,21 @@ TOPICS = (
 ).split()
 STATUSES = ["active"] * 16 + ["superseded", "archived", "candidate", "rejected"]
 KINDS = ["fact", "preference", "event"]
+
+
+class ClusterEmbedder:
+    """For the concurrent writer: a vector from a cluster picked by the text (any text)."""
+
+    model = "bench-synthetic"
+    dim = DIM
+
+    def __init__(self, centroids) -> None:
+        self.centroids = centroids
+        self.rng = np.random.default_rng(7)
+
+    def embed(self, texts):
+        clusters = np.array([zlib.crc32(t.encode()) % CLUSTERS for t in texts])
+        return list(sample_vectors(self.rng, self.centroids, clusters))
 
 
 class FixedEmbedder:
@@ -247,6 +274,56 @@ def make_queries(rng, centroids, words, embedder: FixedEmbedder, n: int, tag: st
     return texts, vecs
 
 
+def under_writes(db, tenant, texts, embedder, centroids, words, batch: int) -> dict:
+    """Hybrid latency of ``texts`` alone, then while a thread writes into the same tenant."""
+    import threading
+
+    from strata.memories.models import CreateRequest, MemoryIn
+    from strata.memories.store import create_memories
+
+    caller = authenticate(db, tenant["key"], surface="http")
+    log = AccessLog(autostart=False)
+
+    def run_queries() -> list[float]:
+        ms = []
+        for t in texts:
+            t0 = time.perf_counter()
+            search(db, caller, SearchRequest(query=t, limit=10), embedder, access_log=log)
+            ms.append((time.perf_counter() - t0) * 1000)
+        return ms
+
+    quiet = run_queries()
+    stop = threading.Event()
+    written: list[int] = []
+    writer_embedder = ClusterEmbedder(centroids)
+    rng = np.random.default_rng(11)
+
+    def write() -> None:
+        n = 0
+        while not stop.is_set():
+            items = [MemoryIn(content=f"{sentence(rng, words[int(rng.integers(CLUSTERS))])}"
+                                      f" (write-{uuid.uuid4().hex[:8]})", path="users.writer")
+                     for _ in range(batch)]
+            create_memories(db, caller, CreateRequest(memories=items), writer_embedder)
+            n += batch
+        written.append(n)
+
+    thread = threading.Thread(target=write, daemon=True)
+    t0 = time.perf_counter()
+    thread.start()
+    time.sleep(0.5)  # the writer is under way before the first query
+    busy = run_queries()
+    stop.set()
+    thread.join()
+    seconds = time.perf_counter() - t0
+    with db.connection() as conn:  # keep a kept seed as it was
+        conn.execute("DELETE FROM memories WHERE tenant_id = %s AND path = 'users.writer'",
+                     (tenant["id"],))
+    return {"without_writes": stats(quiet), "with_writes": stats(busy),
+            "memories_written": written[0], "writes_per_s": round(written[0] / seconds, 1),
+            "write_batch": batch}
+
+
 def measure_scope(db, conn, tenant, args, centroids, words, embedder, base_url) -> dict:
     rng = np.random.default_rng(zlib.crc32(tenant["name"].encode()))
     caller = authenticate(db, tenant["key"], surface="http")
@@ -287,7 +364,7 @@ def measure_scope(db, conn, tenant, args, centroids, words, embedder, base_url) 
                 ms.append((time.perf_counter() - t0) * 1000)
                 r.raise_for_status()
         out["http_hybrid"] = stats(ms)
-    return out
+    return out, texts
 
 
 def main() -> None:
@@ -301,6 +378,10 @@ def main() -> None:
     parser.add_argument("--keep", default=None, help="reuse a seeded database in this dir")
     parser.add_argument("--reseed", action="store_true",
                         help="replace a kept seed made with other sizes")
+    parser.add_argument("--designs", default="shared,per_tenant",
+                        help="comma-separated: shared (one HNSW index), per_tenant")
+    parser.add_argument("--write-batch", type=int, default=20,
+                        help="memories per write while measuring search under writes (0: skip)")
     args = parser.parse_args()
     if args.small is None:
         args.small = max(1, args.per_tenant // 10)
@@ -335,7 +416,7 @@ def main() -> None:
             "seed_seconds": None if reused else state["seed_seconds"], "reused_seed": reused,
             "queries": args.queries, "http_queries": args.http_queries,
             "query_embedding": "excluded (precomputed vectors)",
-            "scopes": {},
+            "per_tenant_index_min_rows": vector_index.MIN_ROWS,
         }
         with serving(app) as base_url, psycopg.connect(url) as conn:
             from strata.db.vector import register_vector
@@ -344,9 +425,24 @@ def main() -> None:
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
             big = state["tenants"][0]
             small = state["tenants"][-1]
-            for label, t in (("tenant_10pct", big), ("tenant_1pct", small)):
-                report["scopes"][label] = measure_scope(
-                    db, conn, t, args, centroids, words, embedder, base_url)
+            report["designs"] = {}
+            for design in [d.strip() for d in args.designs.split(",") if d.strip()]:
+                t0 = time.perf_counter()
+                if design == "shared":
+                    built = vector_index.reconcile(db, min_rows=10**12)  # drops every one
+                else:
+                    built = vector_index.reconcile(db)
+                built["seconds"] = round(time.perf_counter() - t0, 1)
+                conn.execute("ANALYZE memories")
+                conn.commit()
+                scopes: dict = {}
+                for label, t in (("tenant_10pct", big), ("tenant_1pct", small)):
+                    scopes[label], texts = measure_scope(
+                        db, conn, t, args, centroids, words, embedder, base_url)
+                    if label == "tenant_10pct" and args.write_batch:
+                        scopes[label]["under_writes"] = under_writes(
+                            db, t, texts, embedder, centroids, words, args.write_batch)
+                report["designs"][design] = {"indexes": built, "scopes": scopes}
         ACCESS_LOG.flush()  # the HTTP requests' bookkeeping, before the database stops
     print(json.dumps(report, indent=2))
 

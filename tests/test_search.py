@@ -485,3 +485,74 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
     assert old_route == {True} and old_ids == exact_ids
     kw = search(client, h, "billing", mode="keyword", explain=True)
     assert kw and kw[0]["explain"]["vector"]["exact"] is None
+
+
+def test_a_large_tenant_is_ranked_through_an_index_of_its_own(
+        client, tenant, make_tenant, db, monkeypatch):
+    """Given two tenants and a per-tenant index threshold between their sizes
+    When the lifecycle job reconciles the per-tenant vector indexes
+    Then the larger tenant gets a partial HNSW index of its own, its searches route through it
+    (the plan names that index) and rank what the exact route ranks, while the smaller one
+    stays exact (control); an interrupted build (an invalid index) is never routed to and is
+    rebuilt by the next run; a tenant that shrank loses its index."""
+    import strata.search as search_module
+    from strata import vector_index
+    from strata.lifecycle import run_lifecycle
+
+    h = tenant.headers
+    created = create(client, h, *[
+        {"content": f"Runbook {i} covers the {w} service", "path": "shared.ops"}
+        for i, w in enumerate(["billing", "search", "ingest", "audit", "export", "login",
+                               "payments", "webhooks"])])
+    small = make_tenant("small")
+    create(client, small.headers, *[
+        {"content": f"Note {i} about the billing service", "path": "shared.ops"} for i in range(3)])
+    name = vector_index.index_name(tenant.tenant_id)
+
+    def routes(headers) -> tuple[list[str], set]:
+        res = search(client, headers, "runbook for the billing service", mode="vector",
+                     explain=True)
+        return ids(res), {r["explain"]["vector"]["route"] for r in res}
+
+    exact_ids, route = routes(h)
+    assert route == {"exact"} and sorted(exact_ids) == sorted(created)
+
+    monkeypatch.setattr(vector_index, "MIN_ROWS", 6)
+    report = run_lifecycle(db)["vector_indexes"]
+    assert report["created"] == [name] and report["failed"] == []
+    own_ids, route = routes(h)
+    assert route == {"tenant_index"} and own_ids == exact_ids
+    assert routes(small.headers)[1] == {"exact"}
+
+    # The index branch's plan takes the tenant's own index over the shared one (a table this
+    # small is cheapest to scan and sort: those are switched off so the indexes compete).
+    req = search_module.SearchRequest(query="runbook for the billing service", mode="vector")
+    from strata.auth import authenticate
+
+    caller = authenticate(db, tenant.key)
+    with db.connection() as conn, conn.transaction():
+        conn.execute(search_module._PLAN_SETTINGS)
+        conn.execute(search_module._HNSW_SETTINGS)
+        conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off;"
+                     " SET LOCAL enable_bitmapscan = off")
+        params = {**search_module._access_params(caller, req, False),
+                  "vec": [1.0] + [0.0] * 383, "kinds": None, "tags": None, "meta": None,
+                  "depth": 10}
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
+            "EXPLAIN SELECT m.id FROM memories m WHERE m.embedding IS NOT NULL AND "
+            + search_module._FILTERS + " ORDER BY m.embedding <=> %(vec)s::vector LIMIT 10",
+            params).fetchall())
+    assert name in plan and "memories_embedding_idx" not in plan, plan
+
+    # An interrupted build leaves an invalid index: search stays exact, the next run rebuilds.
+    with db.connection() as conn:
+        conn.execute(f'UPDATE pg_index SET indisvalid = false WHERE indexrelid = \'"{name}"\'::regclass')
+    assert routes(h)[1] == {"exact"}
+    rebuilt = vector_index.reconcile(db, min_rows=6)
+    assert rebuilt["rebuilt"] == [name], rebuilt
+    assert routes(h)[1] == {"tenant_index"}
+
+    # Shrinking below half the threshold drops it (between half and the line it stays).
+    assert vector_index.reconcile(db, min_rows=16)["dropped"] == []
+    assert vector_index.reconcile(db, min_rows=17)["dropped"] == [name]
+    assert routes(h)[1] == {"exact"}

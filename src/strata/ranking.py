@@ -71,8 +71,8 @@ class FusionParams:
     vector_top_mid: float = 0.65
     identifier_shift: float = 0.15
     min_weight: float = 0.05
-    time_start: float = 0.1
-    time_overlap: float = 0.05
+    time_start: float = 0.2
+    time_overlap: float = 0.1
 
 
 # Chosen by eval/tune_fusion.py on LoCoMo conversations 26 and 30 only (local embedder); the

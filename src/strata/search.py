@@ -21,7 +21,10 @@ Ranking
 
 Vector arm
     Reads ``memories`` directly with every filter in its WHERE and ranks by cosine distance.
-    Which way it ranks is decided inside the statement, not by the planner's estimate: the
+    Which way it ranks is decided inside the statement, not by the planner's estimate. A
+    tenant with a valid HNSW index of its own (:mod:`strata.vector_index`, built for large
+    tenants by the lifecycle job) is ranked through it (``route: tenant_index``): the walk
+    never crosses another tenant's graph. Otherwise the
     ``scope`` CTE counts the tenant's rows in the requested statuses, stopping one past the
     exact limit -- ``EXACT_SCOPE_SHARE`` (5 %) of the table's rows (``pg_class.reltuples``),
     but at least ``EXACT_SCOPE_MIN`` (2,000) and at most ``EXACT_SCOPE_MAX`` (20,000); an
@@ -103,7 +106,7 @@ from typing import Any, Literal
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata import ranking
+from strata import ranking, vector_index
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
@@ -253,10 +256,19 @@ exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
                  (c.reltuples * %(exact_share)s)::bigint)) AS n
     FROM pg_class c WHERE c.oid = 'memories'::regclass
 ),
-scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows
-    SELECT NOT %(iterative)s OR count(*) <= (SELECT n FROM exact_rows) AS small
+own_index AS (  -- a valid HNSW index of the tenant's own (strata.vector_index)
+    SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                   WHERE %(use_vec)s AND %(iterative)s AND c.relname = %(own_index)s
+                     AND i.indrelid = 'memories'::regclass AND i.indisvalid) AS yes
+),
+scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows and
+            -- without an index of the tenant's own
+    SELECT NOT %(iterative)s
+           OR (NOT (SELECT yes FROM own_index) AND count(*) <= (SELECT n FROM exact_rows))
+             AS small
     FROM (SELECT 1 FROM memories m
-          WHERE %(use_vec)s AND %(iterative)s AND m.tenant_id = %(tenant)s
+          WHERE %(use_vec)s AND %(iterative)s AND NOT (SELECT yes FROM own_index)
+            AND m.tenant_id = %(tenant)s
             AND (m.status = ANY(%(statuses)s::memory_status[]) OR %(any_status)s)
           LIMIT (SELECT n FROM exact_rows) + 1) s
 ),
@@ -320,7 +332,7 @@ SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::te
             WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
        END AS window_match,
        (SELECT sum(idf) FROM idf) AS idf_sum,
-       (SELECT small FROM scope) AS vec_exact
+       (SELECT small FROM scope) AS vec_exact, (SELECT yes FROM own_index) AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
 LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
 ORDER BY m.id
@@ -435,7 +447,7 @@ class Found(BaseModel):
 
     candidates: list[ranking.Candidate]
     idf_sum: float | None
-    vec_exact: bool | None
+    vec_route: str | None  # exact | tenant_index | shared_index (None: no vector arm)
     windows: list[dict[str, Any]]
 
 
@@ -459,7 +471,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
         "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
         "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
-        "exact_share": EXACT_SCOPE_SHARE,
+        "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
     }
     with db.connection() as conn:
         params["iterative"] = use_vec and _iterative_scan(db, conn)
@@ -476,9 +488,13 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         window_match=r["window_match"], importance=r["importance"],
         confidence=r["confidence"], value_hash=r["value_hash"] or "", row=r) for r in rows]
     first = rows[0] if rows else {}
+    route = None
+    if use_vec and first:
+        route = ("exact" if first["vec_exact"] else
+                 "tenant_index" if first["own_index"] else "shared_index")
     return Found(candidates=found,
                  idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
-                 vec_exact=first.get("vec_exact") if use_vec else None, windows=windows)
+                 vec_route=route, windows=windows)
 
 
 def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> dict[str, Any]:
@@ -523,7 +539,8 @@ def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
         explain = {
             "mode": req.mode,
             "vector": {"rank": c.vec_rank, "score": c.cosine, "normalized": hit.vector,
-                       "exact": bool(found.vec_exact) if req.mode != "keyword" else None},
+                       "exact": found.vec_route == "exact" if found.vec_route else None,
+                       "route": found.vec_route},
             "text": {"rank": c.txt_rank, "score": c.bm25, "normalized": hit.text},
             "fusion": {"vector_weight": fused.weight,
                        "text_strength": fused.strength, "top_cosine": fused.top_cosine},

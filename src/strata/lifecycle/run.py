@@ -24,6 +24,9 @@ transaction):
     Only with a history retention window (floored at 90 days): history rows older than it.
     Forgotten memories' rows are content-free already; pruning only removes rows.
 
+Then, on a run over every tenant, ``vector_indexes``: the per-tenant HNSW indexes of large
+tenants built, rebuilt or dropped online (:mod:`strata.vector_index`).
+
 Safety. Each memory batch is one statement: a page selected ``FOR UPDATE SKIP LOCKED`` under
 the rule, then changed. A row a user transaction holds is skipped (and looked at next run),
 never waited for and never written from a stale read; the rule is re-checked on the row's
@@ -51,7 +54,7 @@ from strata.audit.maintenance import KeepGoing, floored, for_each_tenant
 from strata.auth import Caller
 from strata.config import Settings, get_settings
 from strata.db import Database
-from strata import decay
+from strata import decay, vector_index
 from strata.write.lifecycle import (
     _HISTORY, _HISTORY_DRY, _TOMBSTONES, _TOMBSTONES_DRY, EXPIRE_BY_DELETE, KEEP_IMPORTANCE,
     MEMORY_STEPS, Step, _page, _statement,
@@ -97,6 +100,9 @@ class LifecycleRun:
     def run(self, tenant_id: uuid.UUID | None = None) -> dict[str, Any]:
         result = for_each_tenant(self.db, "lifecycle", self.tenant, tenant_id=tenant_id,
                                  keep_going=self.keep_going, record=not self.dry_run)
+        # Table-wide, so only on a run over every tenant, after the memory steps.
+        indexes = None if tenant_id is not None else vector_index.reconcile(
+            self.db, dry_run=self.dry_run, keep_going=self.keep_going)
         names = [st.name for st in self.steps] + ["tombstones_expired", "history_pruned"]
         totals = {n: sum(t.get(n, 0) for t in result["tenants"]) for n in names}
         s = self.settings
@@ -112,7 +118,7 @@ class LifecycleRun:
                 "candidate_max_age_days": s.lifecycle_candidate_max_age_days,
                 "history": self.history,
             },
-            "totals": totals, "tenants": result["tenants"],
+            "totals": totals, "tenants": result["tenants"], "vector_indexes": indexes,
         }
 
     def tenant(self, tenant_id: uuid.UUID) -> dict[str, Any]:
