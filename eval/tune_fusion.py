@@ -29,10 +29,11 @@ import locomo_eval as L  # noqa: E402
 from harness import scratch_database  # noqa: E402
 
 GRID = {
-    "vector_weight": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55),
-    "by_text_strength": (0.0, 0.2, 0.4),
-    "by_vector_top": (0.0, 0.5, 1.0, 1.5, 2.0),
-    "time_start": (0.0, 0.1, 0.2),
+    "text_by_idf": (True, False),
+    "vector_weight": (0.3, 0.4, 0.5, 0.6),
+    "by_text_strength": (0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+    "by_vector_top": (0.0, 0.5, 1.0, 2.0),
+    "time_start": (0.1, 0.2),
 }
 
 
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument("--conversations", default=",".join(sorted(L.TUNE)))
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--within", type=float, default=None,
+                        help="list every point within this of the best objective instead of --top")
     args = parser.parse_args(argv)
     only = [c.strip() for c in args.conversations.split(",") if c.strip()]
     convs = L.read_conversations(args.data, only)
@@ -99,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({
         "conversations": list(convs), "embedder": embedder.model,
         "default": {"params": asdict(DEFAULT), **score(collected, DEFAULT)},
-        "best": grid[0], "grid": grid[:args.top], "points": len(grid),
+        "best": grid[0], "points": len(grid),
+        "grid": ([g for g in grid if g["objective"] >= grid[0]["objective"] - args.within]
+                 if args.within is not None else grid[:args.top]),
     }, indent=2, default=str))
     return 0
 

@@ -26,8 +26,10 @@ Fusion (:func:`fuse`)
 
     - ``vector_weight`` to start with;
     - minus ``by_text_strength * (strength - 0.5)``, where ``strength`` is the best BM25 score
-      over the query's total idf (clamped to 0..1): ~1 when one memory holds every informative
-      word of the query, low when the best text match holds only common ones;
+      over the query's total idf (clamped to 0..1; a query word no memory holds counts with
+      the largest idf): ~1 when one memory holds every informative word of the query, low
+      when the best text match holds only common ones, or only the name in "where does
+      Alice live";
     - plus ``by_vector_top * (top cosine - vector_top_mid)``: a query the embedder places close
       to some memory trusts the embedder more;
     - minus ``identifier_shift`` when the query holds an identifier (a token with a digit:
@@ -54,7 +56,7 @@ from typing import Any
 
 ARM_DEPTH = 50  # candidates each arm contributes before fusion
 BM25_K1 = 1.2
-BM25_B = 0.75
+BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
 BM25_STAT_CAP = 5000  # N stops counting here (see "Lexical score")
 TIE_BREAKERS = ["importance", "confidence", "value_hash", "id"]
 
@@ -65,14 +67,17 @@ _IDENTIFIER = re.compile(r"\b(?=[\w.-]*\d)[\w][\w.-]*\b")
 class FusionParams:
     """The fusion's weights. :data:`DEFAULT` is what search uses."""
 
-    vector_weight: float = 0.4
+    vector_weight: float = 0.3
     by_text_strength: float = 0.2
     by_vector_top: float = 1.0
     vector_top_mid: float = 0.65
     identifier_shift: float = 0.15
     min_weight: float = 0.05
-    time_start: float = 0.2
-    time_overlap: float = 0.1
+    time_start: float = 0.1
+    time_overlap: float = 0.05
+    # Text normalisation: BM25 over the query's total idf (True: how much of the query's
+    # information a memory holds, 0..1) or over the best candidate's BM25 (False).
+    text_by_idf: bool = True
 
 
 # Chosen by eval/tune_fusion.py on LoCoMo conversations 26 and 30 only (local embedder); the
@@ -155,12 +160,17 @@ def _by_max(values: list[float | None]) -> list[float]:
     return [max(0.0, v) / hi if v is not None else 0.0 for v in values]
 
 
+def _by_idf(values: list[float | None], idf_sum: float) -> list[float]:
+    return [min(1.0, max(0.0, v / idf_sum)) if v is not None else 0.0 for v in values]
+
+
 def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float | None,
          params: FusionParams = DEFAULT) -> Fused:
     """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword)."""
     cos = [c.cosine for c in candidates]
     bm = [c.bm25 if c.bm25 else None for c in candidates]
-    vec_n, txt_n = _minmax(cos), _by_max(bm)
+    vec_n = _minmax(cos)
+    txt_n = _by_idf(bm, idf_sum) if params.text_by_idf and idf_sum else _by_max(bm)
     top_cos = max((v for v in cos if v is not None), default=None)
     strength = text_strength(max((v for v in bm if v is not None), default=0.0)
                              if mode != "vector" else None, idf_sum)

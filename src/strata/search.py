@@ -331,7 +331,9 @@ SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::te
        CASE WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
             WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
        END AS window_match,
-       (SELECT sum(idf) FROM idf) AS idf_sum,
+       (SELECT sum(coalesce(i.idf, ln(1 + (c.n + 0.5) / 0.5)))  -- a word nothing holds
+        FROM unnest(%(lexemes)s::text[]) AS l LEFT JOIN idf i ON i.lexeme = l, corpus c)
+         AS idf_sum,
        (SELECT small FROM scope) AS vec_exact, (SELECT yes FROM own_index) AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
 LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
@@ -414,7 +416,7 @@ def search(
     now: datetime | None = None,
     access_log: "AccessLog | None" = None,
     ignore_status: bool = False,
-    params: ranking.FusionParams = ranking.DEFAULT,
+    params: ranking.FusionParams | None = None,
 ) -> list[SearchResult]:
     """Rank what ``caller`` may read for ``req``.
 
@@ -428,7 +430,7 @@ def search(
         event.query_len = len(req.query)
         found = candidates(db, caller, req, embedder, now=now, ignore_status=ignore_status)
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
-                             idf_sum=found.idf_sum, params=params)
+                             idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
         hits = fused.ranked[:req.limit]
         results = [_result(h, fused, found, req) for h in hits]
         if req.expand and hits:
