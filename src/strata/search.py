@@ -376,14 +376,23 @@ HNSW_EF_SEARCH = 200
 EXACT_SCOPE_MIN = 2000
 EXACT_SCOPE_MAX = 20_000
 EXACT_SCOPE_SHARE = 0.05
-_HNSW_SETTINGS = (
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-    f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true)"
-)
-# Plan every search for its own parameters: the text arm's match queries and the tenant are
-# what the planner needs to pick the tenant-keyed index (a generic plan, which psycopg's
-# prepared statements invite after a few executions, cannot know them).
-_PLAN_SETTINGS = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
+
+
+def _prelude(iterative: bool) -> str:
+    """The search transaction's settings and the query's terms, in one statement.
+
+    ``plan_cache_mode = force_custom_plan``: every search is planned for its own parameters
+    -- the text arm's match queries and the tenant are what the planner needs to pick the
+    tenant-keyed text index and a tenant's own vector index, and a generic plan (which
+    psycopg's prepared statements invite after a few executions) cannot know them. On
+    pgvector 0.8+, the iterative scan and ``HNSW_EF_SEARCH`` (see "Vector arm")."""
+    hnsw = (f", set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
+            f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true) AS ef_search"
+            if iterative else "")
+    return (f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode{hnsw},"
+            f" t.* FROM ({_QUERY_TERMS}) t")
+
+
 _ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDictionary()
 
 
@@ -477,11 +486,11 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
     }
     with db.connection() as conn:
         params["iterative"] = use_vec and _iterative_scan(db, conn)
-        with conn.transaction():  # SET LOCAL scope: this statement only
-            conn.execute(_PLAN_SETTINGS)
-            if params["iterative"]:
-                conn.execute(_HNSW_SETTINGS)
-            params.update(conn.execute(_QUERY_TERMS, params).fetchone())
+        # One transaction (the settings are SET LOCAL: this search only), pipelined: BEGIN
+        # travels with the first statement and COMMIT with the second.
+        with conn.pipeline(), conn.transaction():
+            terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
+            params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes")})
             rows = conn.execute(_SEARCH, params).fetchall()
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
