@@ -427,6 +427,7 @@ def main() -> None:
             small = state["tenants"][-1]
             report["designs"] = {}
             for design in [d.strip() for d in args.designs.split(",") if d.strip()]:
+                conn.commit()  # CREATE INDEX CONCURRENTLY waits for every open transaction
                 t0 = time.perf_counter()
                 if design == "shared":
                     built = vector_index.reconcile(db, min_rows=10**12)  # drops every one

@@ -613,3 +613,31 @@ def test_cli_lifecycle_progress_bar_on_a_terminal_only(db, tenant, caller_for, e
     assert b"lifecycle" in drawn
     assert json.loads(out)["dry_run"] is True
     assert json.loads(piped.stdout)["dry_run"] is True
+
+
+def test_cli_index_run_builds_a_large_tenants_own_index(db, tenant, caller_for, embedder):
+    """`strata index run --min-rows N --dry-run` names the index a tenant of N memories would
+    get and builds nothing; without --dry-run it builds it (exit 0 both times), and a second
+    run keeps it."""
+    from strata import vector_index
+
+    caller = caller_for(tenant.key)
+    make(db, caller, embedder, words(8, 80), words(9, 80), words(10, 80))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    env["STRATA_DATABASE_URL"] = db.url
+    name = vector_index.index_name(tenant.tenant_id)
+
+    def index_exists() -> bool:
+        with db.connection() as conn:
+            return conn.execute("SELECT to_regclass(%s) IS NOT NULL AS ok", (name,)).fetchone()["ok"]
+
+    outs = []
+    for extra in (["--dry-run"], [], []):
+        proc = subprocess.run(STRATA + ["index", "run", "--min-rows", "3", *extra], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(json.loads(proc.stdout))
+        if extra:
+            assert not index_exists()
+    assert [o["created"] for o in outs] == [[name], [name], []]
+    assert outs[2]["kept"] == 1 and index_exists()

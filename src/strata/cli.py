@@ -272,6 +272,14 @@ def cmd_lifecycle_run(args: argparse.Namespace) -> int:
     return _report(report)
 
 
+def cmd_index_run(args: argparse.Namespace) -> int:
+    from strata import vector_index
+
+    report = vector_index.reconcile(open_database(), min_rows=args.min_rows,
+                                    dry_run=args.dry_run)
+    return _report({**report, "ok": not report["failed"]})
+
+
 def _dimension(value: str) -> int:
     dim = int(value)
     if not 16 <= dim <= 4000:
@@ -450,6 +458,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", help="only this tenant (name or id; default every tenant)")
     p.add_argument("--dry-run", action="store_true", help="report what would change; change nothing")
     p.set_defaults(func=cmd_lifecycle_run)
+
+    index = sub.add_parser("index", help="per-tenant vector indexes").add_subparsers(
+        dest="action", required=True)
+    p = index.add_parser("run", help="build, rebuild or drop large tenants' own HNSW indexes "
+                         "online (lifecycle run does this too)")
+    p.add_argument("--min-rows", type=_positive, default=None,
+                   help="a tenant with at least this many memories gets one (default 5000)")
+    p.add_argument("--dry-run", action="store_true", help="report what would change; change nothing")
+    p.set_defaults(func=cmd_index_run)
 
     evals = sub.add_parser("eval", help="retrieval-quality evaluations").add_subparsers(
         dest="action", required=True)

@@ -212,6 +212,11 @@ _FILTERS = _ACCESS.format(a="m") + """
       AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
       AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"""
 
+# Whether the tenant has a valid HNSW index of its own (strata.vector_index).
+_OWN_INDEX = """SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                WHERE c.relname = %(own_index)s AND i.indrelid = 'memories'::regclass
+                  AND i.indisvalid"""
+
 # The query's lexemes, and the text arm's match queries keyed by tenant (any one lexeme; any
 # two). Built before the statement and passed to it as constants, so the planner sees the
 # actual query words: an expression it could not see was planned as a per-row filter that
@@ -257,9 +262,7 @@ exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
     FROM pg_class c WHERE c.oid = 'memories'::regclass
 ),
 own_index AS (  -- a valid HNSW index of the tenant's own (strata.vector_index)
-    SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
-                   WHERE %(use_vec)s AND %(iterative)s AND c.relname = %(own_index)s
-                     AND i.indrelid = 'memories'::regclass AND i.indisvalid) AS yes
+    SELECT %(use_vec)s AND %(iterative)s AND EXISTS ({_OWN_INDEX}) AS yes
 ),
 scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows and
             -- without an index of the tenant's own
@@ -370,6 +373,10 @@ ORDER BY x.pos, x.edge, m.id
 # 200 -> 0.992 at the same p50 (11 ms for the statement); 40 -> 0.984. At 100k rows per
 # tenant (1M rows) recall falls to ~0.78 whatever the setting: see the module docstring.
 HNSW_EF_SEARCH = 200
+# ... and through a tenant's own index (strata.vector_index), whose graph holds only that
+# tenant's rows, so the walk needs no margin for other tenants' nodes. Measured on
+# eval/bench_search.py's 10k-row tenant: see README "Performance".
+OWN_INDEX_EF_SEARCH = 64
 # A scope (the tenant's rows in the requested statuses) of at most EXACT_SCOPE_SHARE of the
 # table, but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, is ranked
 # exactly, whatever the planner estimates: see "Vector arm".
@@ -387,7 +394,8 @@ def _prelude(iterative: bool) -> str:
     psycopg's prepared statements invite after a few executions) cannot know them. On
     pgvector 0.8+, the iterative scan and ``HNSW_EF_SEARCH`` (see "Vector arm")."""
     hnsw = (f", set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
-            f" set_config('hnsw.ef_search', '{HNSW_EF_SEARCH}', true) AS ef_search"
+            f" set_config('hnsw.ef_search', CASE WHEN EXISTS ({_OWN_INDEX})"
+            f" THEN '{OWN_INDEX_EF_SEARCH}' ELSE '{HNSW_EF_SEARCH}' END, true) AS ef_search"
             if iterative else "")
     return (f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode{hnsw},"
             f" t.* FROM ({_QUERY_TERMS}) t")
