@@ -670,12 +670,15 @@ def evaluate_retrieval(db, embedder, settings, convs: dict[str, dict[str, Any]])
                      "groups": reports["turns"]["meta"]["groups"]}}
 
 
+def _mode_rows(modes: dict[str, Any]) -> list[str]:
+    """Every mode's overall rows per group, one line per arm."""
+    return [_row(f"{mode} ({group})", arm, m)
+            for mode, r in modes.items() for group, g in r["groups"].items()
+            for arm, m in g["overall"].items()]
+
+
 def table_retrieval(report: dict[str, Any]) -> str:
-    lines = [_HEAD]
-    for mode, r in report["modes"].items():
-        for group, g in r["groups"].items():
-            for arm, m in g["overall"].items():
-                lines.append(_row(f"{mode} ({group})", arm, m))
+    lines = [_HEAD, *_mode_rows(report["modes"])]
     lines += ["", "Targets (hybrid recall_all@5):"]
     for mode, c in report["targets"].items():
         parts = [f"{c['hybrid_recall_all@5']} (>= {c['target']['min']}:"
@@ -738,11 +741,8 @@ def table_all(report: dict[str, Any]) -> str:
     for mode, r in modes.items():
         for group, g in r["groups"].items():
             lines.append(_kept_line(f"{mode} ({group})", g["kept"]))
-    lines += ["", "Retrieval (overall per group; per category in the JSON):", _HEAD]
-    for mode, r in modes.items():
-        for group, g in r["groups"].items():
-            for arm, m in g["overall"].items():
-                lines.append(_row(f"{mode} ({group})", arm, m))
+    lines += ["", "Retrieval (overall per group; per category in the JSON):", _HEAD,
+              *_mode_rows(modes)]
     lines += ["", "Targets (ingest mode):"]
     for group, checks in report["targets"].items():
         parts = [f"{k} {c['value']} (>= {c['min']}: {'met' if c['met'] else 'NOT met'})"

@@ -275,3 +275,31 @@ def test_extract_script_prints_json(synthetic, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["groups"]["all"]["turn_coverage"] == EXPECTED["all"][0]
     assert report["conversations"] == {"tune": ["26"], "rest": ["99"]}
+
+
+def test_retrieval_mode_checks_the_ranking_targets(reports):
+    """``--mode retrieval``'s target check over the two modes' reports: hybrid's
+    recall_all@5 against the floor and against each single arm; a report built to miss them
+    says so (control), one built to meet them says met."""
+    checks = locomo_eval.check_retrieval(reports)
+    assert set(checks) == {"observations", "turns"}
+    for mode, c in checks.items():
+        hybrid = reports[mode]["overall"]["hybrid"]["recall_all@5"]
+        assert c["hybrid_recall_all@5"] == hybrid
+        assert c["target"]["met"] == (hybrid >= locomo_eval.RETRIEVAL_TARGETS[mode])
+        assert set(c["beats_each_arm"]["arms"]) == {"vector", "keyword"}
+
+    import copy
+
+    rigged = copy.deepcopy(reports)
+    for mode in rigged:
+        overall = rigged[mode]["groups"]["all"]["overall"]
+        overall["hybrid"]["recall_all@5"], overall["vector"]["recall_all@5"] = 0.1, 0.9
+    assert not any(c["beats_each_arm"]["met"] or c["target"]["met"]
+                   for c in locomo_eval.check_retrieval(rigged).values())
+    for mode in rigged:
+        overall = rigged[mode]["groups"]["all"]["overall"]
+        overall["hybrid"]["recall_all@5"] = 0.99
+        overall["vector"]["recall_all@5"] = overall["keyword"]["recall_all@5"] = 0.5
+    assert all(c["beats_each_arm"]["met"] and c["target"]["met"]
+               for c in locomo_eval.check_retrieval(rigged).values())

@@ -21,7 +21,7 @@ TABLES = {
     "maintenance_state",
     "tenants", "principals", "grants", "api_keys", "memories", "memory_relationships",
     "tombstones", "memory_history", "audit_log", "audit_heads", "audit_checkpoints",
-    "ingest_receipts", "schema_migrations", "strata_meta",
+    "ingest_receipts", "schema_migrations", "strata_meta", "principal_writes",
 }
 
 

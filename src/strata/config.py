@@ -41,6 +41,12 @@ class Settings(BaseModel):
     # secret's username when db_user is unset.
     db_iam_auth: bool = False
     db_user: str | None = None
+    # Reads that may run on a replica (search; see strata.db.routing): a full URL, or on AWS
+    # the RDS Proxy's read-only endpoint (same credentials as db_host). Unset: every read on
+    # the writer. A principal's reads stay on the writer this long after its last write.
+    read_database_url: str | None = None
+    db_read_host: str | None = None
+    read_after_write_s: float = Field(default=5.0, ge=0, le=3600)
     pool_min: int = 0
     pool_max: int = 8
     # How long a checkout waits for a pooled connection. Requests (the API, MCP) wait

@@ -42,7 +42,8 @@ Vector arm
     hnsw.iterative_scan = relaxed_order`` and ``hnsw.ef_search = HNSW_EF_SEARCH`` (checked
     once per Database; the arm re-sorts its rows by distance, which relaxed order needs).
     On pgvector 0.7 (no iterative scans) every scope is ranked exactly -- correct, and
-    slower for large scopes. The result's ``explain.vector.exact`` says which way it ranked.
+    slower for large scopes. The result's ``explain.vector.route`` (``exact``,
+    ``tenant_index``, ``shared_index``) says which way it ranked.
 
     Measured with ``eval/bench_search.py`` (10 tenants x 10k + one 1k tenant, 384 dims):
     recall@10 of the arm 0.99 at the 10 % tenant (HNSW) and 1.0 at the 1 % tenant (exact).
@@ -110,6 +111,8 @@ from strata import ranking, vector_index
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
+from strata.db.routing import Reads
+from strata.errors import Unavailable
 from strata.ingest import dates
 from strata.write.bookkeeping import TOUCH as _TOUCH
 from strata.fields import Flag, Integer, MemoryPath
@@ -434,6 +437,7 @@ def search(
     access_log: "AccessLog | None" = None,
     ignore_status: bool = False,
     params: ranking.FusionParams | None = None,
+    reads: Reads | None = None,
 ) -> list[SearchResult]:
     """Rank what ``caller`` may read for ``req``.
 
@@ -441,11 +445,23 @@ def search(
     (default: the current time, UTC); ``access_log`` receives the returned ids (default
     :data:`ACCESS_LOG`); ``ignore_status`` drops the status filter -- it exists only so the
     golden evaluation can prove its leak check discriminates, and must never be wired to a
-    request field; ``params`` are the fusion's weights (eval/tune_fusion.py varies them).
+    request field; ``params`` are the fusion's weights (eval/tune_fusion.py varies them);
+    ``reads`` may send the ranking statement to a replica (:mod:`strata.db.routing`). The
+    audit entry and access bookkeeping always go to ``db``, the writer.
     """
     with audited(db, caller, "read", "memory.search") as event:
         event.query_len = len(req.query)
-        found = candidates(db, caller, req, embedder, now=now, ignore_status=ignore_status)
+        source, read_from = reads.database(caller) if reads is not None else (db, "writer")
+        try:
+            found = candidates(source, caller, req, embedder, now=now,
+                               ignore_status=ignore_status)
+        except Unavailable:
+            if source is db:
+                raise
+            log.warning("replica unavailable; search runs on the writer")
+            found, read_from = candidates(db, caller, req, embedder, now=now,
+                                          ignore_status=ignore_status), "writer"
+        found.read_from = read_from
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
         hits = fused.ranked[:req.limit]
@@ -468,6 +484,7 @@ class Found(BaseModel):
     idf_sum: float | None
     vec_route: str | None  # exact | tenant_index | shared_index (None: no vector arm)
     windows: list[dict[str, Any]]
+    read_from: str = "writer"  # writer | replica (strata.db.routing)
 
 
 def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embedder, *,
@@ -564,6 +581,7 @@ def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
             "fusion": {"vector_weight": fused.weight,
                        "text_strength": fused.strength, "top_cosine": fused.top_cosine},
             "boosts": boosts, "score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
+            "read_from": found.read_from,
         }
     return SearchResult(
         id=c.id, content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],

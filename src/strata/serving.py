@@ -41,6 +41,7 @@ from strata.providers import Embedder, get_embedder
 
 if TYPE_CHECKING:
     from strata.auth import Caller
+    from strata.db.routing import Reads
     from strata.ingest.pipeline import IngestRuntime
     from strata.ingest.service import Launcher
 
@@ -73,6 +74,14 @@ class Runtime:
         with db.connection() as conn:
             check_schema(conn, self.settings)
         return db
+
+    @cached_property
+    def reads(self) -> Reads:
+        """Where reads that may use a replica run (strata.db.routing)."""
+        from strata.db.pool import get_read_database
+        from strata.db.routing import Reads
+
+        return Reads(self.db, get_read_database(self.settings), self.settings.read_after_write_s)
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -3,6 +3,7 @@ the query parameters several routes share."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -10,13 +11,14 @@ from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
 from strata.db import Database
+from strata.db.routing import Reads
 from strata.providers import Embedder
 
 # Not FastAPI's: the MCP transport resolves its caller the same way (strata.serving).
 from strata.serving import resolve_caller
 
-__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "get_caller", "get_db",
-           "get_embedder"]
+__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "ReadsDep", "get_caller",
+           "get_db", "get_embedder", "get_reads"]
 
 
 def get_db(request: Request) -> Database:
@@ -27,14 +29,28 @@ def get_embedder(request: Request) -> Embedder:
     return request.app.state.runtime.embedder
 
 
-def get_caller(request: Request) -> Caller:
+def get_reads(request: Request) -> Reads:
+    return request.app.state.runtime.reads
+
+
+# Requests that change nothing although they are not GETs: no read-after-write stamp.
+_READS = frozenset({"/v1/search"})
+
+
+def get_caller(request: Request) -> Iterator[Caller]:
     runtime = request.app.state.runtime
-    return resolve_caller(runtime.db, runtime.settings, request.scope,
-                          request.headers.get("authorization"), surface="http")
+    caller = resolve_caller(runtime.db, runtime.settings, request.scope,
+                            request.headers.get("authorization"), surface="http")
+    yield caller
+    # Reached only when the route returned (a refused or failed request raises at the yield):
+    # the caller's reads stay on the writer for a while (strata.db.routing).
+    if request.method not in ("GET", "HEAD", "OPTIONS") and request.url.path not in _READS:
+        runtime.reads.wrote(caller)
 
 
 DB = Annotated[Database, Depends(get_db)]
 EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
+ReadsDep = Annotated[Reads, Depends(get_reads)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 # A page's cursor, as the page before gave it (``next_cursor``): never empty, so a client that

@@ -280,9 +280,23 @@ def database_url(settings: Settings) -> str:
     return url
 
 
-def _aws_url(settings: Settings) -> str:
-    params = {"host": settings.db_host, "port": settings.db_port, "dbname": settings.db_name,
-              "sslmode": "require"}
+def read_database_url(settings: Settings) -> str | None:
+    """The URL reads may use (a replica), or None: ``read_database_url``, or on AWS the RDS
+    Proxy's read-only endpoint ``db_read_host`` with the writer's credentials."""
+    if settings.read_database_url:
+        url = settings.read_database_url
+    elif settings.db_read_host and settings.db_host:
+        url = _aws_url(settings, host=settings.db_read_host)
+    else:
+        return None
+    if settings.db_iam_auth:
+        return conninfo.make_conninfo(url, **iam_connection_params(url))
+    return url
+
+
+def _aws_url(settings: Settings, host: str | None = None) -> str:
+    params = {"host": host or settings.db_host, "port": settings.db_port,
+              "dbname": settings.db_name, "sslmode": "require"}
     if settings.db_iam_auth and settings.db_user:
         # No secret read: with IAM auth the function's role needs no access to the password.
         return conninfo.make_conninfo(user=settings.db_user, **params)
@@ -307,3 +321,13 @@ def get_database() -> Database:
     return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max,
                     connection_class=connection_class(settings),
                     timeout=settings.pool_job_timeout_s)
+
+
+def get_read_database(settings: Settings) -> Database | None:
+    """A pool on the replica reads may use (see strata.db.routing), or None."""
+    url = read_database_url(settings)
+    if url is None:
+        return None
+    return Database(url, min_size=0, max_size=settings.pool_max,
+                    connection_class=connection_class(settings),
+                    timeout=settings.pool_timeout_s)

@@ -357,7 +357,7 @@ def _summary(receipt: Receipt) -> str:
 
 def recall(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     req = _parse(search.SearchRequest, args)
-    return {"results": search.search(rt.db, caller, req, rt.embedder)}
+    return {"results": search.search(rt.db, caller, req, rt.embedder, reads=rt.reads)}
 
 
 def get_memory(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
@@ -498,6 +498,8 @@ def call(runtime: Runtime, caller: Caller | None, name: str,
         if caller is None:
             raise Unauthenticated("missing or malformed API key")
         result = tool.run(runtime, caller, dict(arguments or {}))
+        if not tool.read_only:  # the caller's reads stay on the writer a while (db.routing)
+            runtime.reads.wrote(caller)
         return to_jsonable_python(result), False
     except StrataError as exc:
         return to_jsonable_python(error_body_for(exc)), True

@@ -5,7 +5,8 @@ Body (``strata.search.SearchRequest``): ``query``, ``paths``, ``kinds``, ``tags`
 opt-ins), ``mode`` (``hybrid`` | ``vector`` | ``keyword``), ``expand``, ``explain``. The
 core's keyword-only knobs (``now``, ``ignore_status``, the access log) are deliberately not
 request fields. Access bookkeeping is queued by the core and written after the response by
-its own thread, so this route adds no write to the request.
+its own thread, so this route adds no write to the request. With a replica configured the
+ranking statement may run there (``strata.db.routing``: read-your-writes for a few seconds).
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from strata import search as core
-from strata.api.deps import DB, CallerDep, EmbedderDep
+from strata.api.deps import DB, CallerDep, EmbedderDep, ReadsDep
 from strata.api.openapi import Results
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 
 
 @router.post("")
-def search(body: core.SearchRequest, db: DB, caller: CallerDep,
-           embedder: EmbedderDep) -> Results[core.SearchResult]:
-    return {"results": core.search(db, caller, body, embedder)}
+def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
+           reads: ReadsDep) -> Results[core.SearchResult]:
+    return {"results": core.search(db, caller, body, embedder, reads=reads)}
