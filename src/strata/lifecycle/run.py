@@ -100,14 +100,17 @@ class LifecycleRun:
     def run(self, tenant_id: uuid.UUID | None = None) -> dict[str, Any]:
         result = for_each_tenant(self.db, "lifecycle", self.tenant, tenant_id=tenant_id,
                                  keep_going=self.keep_going, record=not self.dry_run)
-        # Table-wide, so only on a run over every tenant, after the memory steps.
+        # Table-wide, so only on a run over every tenant, after the memory steps. A build
+        # that failed fails the run (the next run tries it again).
         indexes = None if tenant_id is not None else vector_index.reconcile(
             self.db, dry_run=self.dry_run, keep_going=self.keep_going)
         names = [st.name for st in self.steps] + ["tombstones_expired", "history_pruned"]
         totals = {n: sum(t.get(n, 0) for t in result["tenants"]) for n in names}
         s = self.settings
         return {
-            "ok": result["ok"], "complete": result["complete"], "run_id": str(self.run_id),
+            "ok": result["ok"] and not (indexes and indexes["failed"]),
+            "complete": result["complete"] and (indexes is None or indexes["complete"]),
+            "run_id": str(self.run_id),
             "dry_run": self.dry_run, "now": self.now.isoformat(),
             "rules": {
                 "archive_threshold": s.lifecycle_archive_threshold,
