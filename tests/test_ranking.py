@@ -143,3 +143,21 @@ def test_bm25_statistics_count_only_what_the_caller_may_read(client, tenant, db)
                          "path": "users.bob"} for i in range(25)])
     assert score(alice) == before_alice
     assert score(h) < before_owner
+
+
+def test_a_name_in_the_path_counts_when_the_content_says_the_user(client, tenant):
+    """Given what each speaker said, extracted as "The user ..." and filed under the speaker's
+    path (as ingest files it)
+    When asking about one speaker by name
+    Then that speaker's memory ranks first (the path names them), and asking about the
+    other ranks the other's first (control); the name adds to the text score without being
+    in the content."""
+    h = tenant.headers
+    caroline, melanie = _create(client, h, [
+        {"content": "The user moved to Porto last spring", "path": "conv.c1.caroline"},
+        {"content": "The user moved to Lisbon last spring", "path": "conv.c1.melanie"},
+    ])
+    for name, first, second in (("Caroline", caroline, melanie), ("Melanie", melanie, caroline)):
+        results = _search(client, h, f"Where did {name} move last spring?")
+        assert [r["id"] for r in results] == [first, second]
+        assert results[0]["explain"]["text"]["score"] > results[1]["explain"]["text"]["score"]

@@ -16,7 +16,10 @@ Lexical score (BM25, computed in SQL with :data:`BM25_K1` and :data:`BM25_B`)
     :mod:`strata.search`, "Text arm") -- so both count only rows the caller may read (a score
     must not reveal others), and the arm's cost follows what matches, not the scope's size.
     ``len`` is the memory's number of distinct lexemes and ``avglen`` its mean over the
-    candidates. Replaces ``ts_rank``, which has no term rarity: a question's common words
+    candidates. A query word the memory's *path* names counts as a term the memory holds
+    (``tf`` 1) when its content does not: ingest files what a speaker said under the speaker's
+    path in the speaker's voice ("The user moved to Porto" under ``conv.c26.caroline``), so
+    "where did Caroline move" finds it by name. Replaces ``ts_rank``, which has no term rarity: a question's common words
     ("like", "think") weighed as much as the one rare word that names what it asks about.
 
 Fusion (:func:`fuse`)

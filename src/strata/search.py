@@ -296,14 +296,27 @@ vec AS (
          ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)
     ) v
 ),
+pooled AS (  -- the candidates of both arms, so each gets both scores
+    SELECT m.id, m.fts, m.path FROM (SELECT id FROM cand UNION SELECT id FROM vec) p
+    JOIN memories m ON m.id = p.id
+    WHERE %(use_txt)s
+),
 hits AS (
-    -- One pass over the candidates' lexemes (and the vector arm's, so each candidate has
-    -- both scores): every (memory, query lexeme) it holds, with the term frequency.
+    -- One pass over their lexemes: every (memory, query lexeme) it holds, with the term
+    -- frequency; and a query word its path names ("caroline" of conv.c26.caroline, "alice"
+    -- of users.alice) counts once where the content does not hold it ("The user moved to
+    -- Porto", extracted from Caroline's messages and filed under her path).
     SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
-           length(m.fts)::float8 AS len
-    FROM (SELECT id FROM cand UNION SELECT id FROM vec) p
-    JOIN memories m ON m.id = p.id, unnest(m.fts) AS u
-    WHERE %(use_txt)s AND u.lexeme = ANY(%(lexemes)s::text[])
+           length(p.fts)::float8 AS len
+    FROM pooled p, unnest(p.fts) AS u
+    WHERE u.lexeme = ANY(%(lexemes)s::text[])
+    UNION ALL
+    SELECT p.id, l.lexeme, 1::float8, length(p.fts)::float8
+    FROM pooled p,
+         unnest(tsvector_to_array(to_tsvector('english', replace(p.path::text, '.', ' '))))
+           AS l(lexeme)
+    WHERE l.lexeme = ANY(%(lexemes)s::text[])
+      AND NOT l.lexeme = ANY(tsvector_to_array(p.fts))
 ),
 idf AS (  -- document frequency among the matches (every match below the caps)
     SELECT h.lexeme, count(*)::float8 AS df,
