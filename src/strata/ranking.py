@@ -91,7 +91,8 @@ class FusionParams:
 # points; the other eight were not looked at while choosing): mean hybrid recall_all@5 of the
 # two modes 0.5455 on the tuning split. The split's plateau is wide (its best point, 0.5585,
 # is three questions of 231 better); this point of it also keeps the golden leak set's
-# hybrid MRR at 1.000 with the local embedder (the two best did not: 0.986, 0.992). All ten conversations, one
+# hybrid MRR at 1.000 with the local embedder (the best point: 0.986; the best with
+# text_by_idf: 0.992). All ten conversations, one
 # run: observations 0.534, turns 0.537 (RRF over ts_rank: 0.503, 0.426). README "Retrieval
 # quality" has the table.
 DEFAULT = FusionParams()
