@@ -22,7 +22,7 @@ def candidate_sets(draw) -> list[Candidate]:
                       bm25=draw(bm25s),
                       window_match=draw(st.sampled_from([None, "starts", "overlaps"])),
                       importance=draw(st.floats(0, 1)), confidence=draw(st.floats(0, 1)),
-                      value_hash=f"{i:04d}") for i in range(n)]
+                      value_hash=i.to_bytes(4, "big")) for i in range(n)]
 
 
 params = st.builds(FusionParams, vector_weight=st.floats(0, 1), by_text_strength=st.floats(0, 1),
@@ -66,9 +66,9 @@ def test_single_arm_modes_order_by_that_arm_and_ties_break_stably():
     """vector mode orders by cosine, keyword by BM25 (a memory without a lexeme match last);
     equal scores fall back to importance, then confidence, then the content hash."""
     a, b, c = (uuid.UUID(int=i) for i in (1, 2, 3))
-    cands = [Candidate(a, 1, 0.9, None, 0.0, importance=0.1, value_hash="a"),
-             Candidate(b, 2, 0.5, 1, 7.0, importance=0.9, value_hash="b"),
-             Candidate(c, 3, 0.5, 2, 3.0, importance=0.1, value_hash="c")]
+    cands = [Candidate(a, 1, 0.9, None, 0.0, importance=0.1, value_hash=b"a"),
+             Candidate(b, 2, 0.5, 1, 7.0, importance=0.9, value_hash=b"b"),
+             Candidate(c, 3, 0.5, 2, 3.0, importance=0.1, value_hash=b"c")]
     order = lambda mode: [r.candidate.id for r in fuse(cands, mode=mode, query="q",  # noqa: E731
                                                           idf_sum=7.0).ranked]
     assert order("vector") == [a, b, c]  # b and c tie on cosine: importance decides

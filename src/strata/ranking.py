@@ -78,6 +78,7 @@ class FusionParams:
     by_text_strength: float = 0.2
     by_vector_top: float = 1.0
     vector_top_mid: float = 0.65
+    # Not tuned (LoCoMo questions rarely hold one): the golden set's identifier queries.
     identifier_shift: float = 0.15
     min_weight: float = 0.05
     time_start: float = 0.1
@@ -92,9 +93,8 @@ class FusionParams:
 # two modes 0.5455 on the tuning split. The split's plateau is wide (its best point, 0.5585,
 # is three questions of 231 better); this point of it also keeps the golden leak set's
 # hybrid MRR at 1.000 with the local embedder (the best point: 0.986; the best with
-# text_by_idf: 0.992). All ten conversations, one
-# run: observations 0.534, turns 0.536 (RRF over ts_rank: 0.503, 0.426). README "Retrieval
-# quality" has the table.
+# text_by_idf: 0.992). All ten conversations, one run: observations 0.534, turns 0.536 (RRF
+# over ts_rank: 0.503, 0.426). README "Retrieval quality" has the table.
 DEFAULT = FusionParams()
 
 
@@ -111,7 +111,7 @@ class Candidate:
     window_match: str | None = None  # "starts" | "overlaps" | None
     importance: float = 0.5
     confidence: float = 0.5
-    value_hash: str = ""
+    value_hash: bytes = b""  # sha256 of the canonical content: a stable last tie-breaker
     row: dict[str, Any] = field(default_factory=dict, repr=False)
 
 

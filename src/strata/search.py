@@ -535,7 +535,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         cosine=None if r["cosine"] is None else float(r["cosine"]),
         bm25=None if r["bm25"] is None else float(r["bm25"]),
         window_match=r["window_match"], importance=r["importance"],
-        confidence=r["confidence"], value_hash=r["value_hash"] or "", row=r) for r in rows]
+        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
     first = rows[0] if rows else {}
     route = None
     if use_vec and first:
