@@ -264,8 +264,9 @@ exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
                  (c.reltuples * %(exact_share)s)::bigint)) AS n
     FROM pg_class c WHERE c.oid = 'memories'::regclass
 ),
-own_index AS (  -- a valid HNSW index of the tenant's own (strata.vector_index)
-    SELECT %(use_vec)s AND %(iterative)s AND EXISTS ({_OWN_INDEX}) AS yes
+own_index AS (  -- a valid HNSW index of the tenant's own (strata.vector_index), as the
+                -- transaction's first statement found it (_prelude)
+    SELECT %(use_vec)s AND %(iterative)s AND %(has_own_index)s AS yes
 ),
 scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows and
             -- without an index of the tenant's own
@@ -408,13 +409,17 @@ def _prelude(iterative: bool) -> str:
     -- the text arm's match queries and the tenant are what the planner needs to pick the
     tenant-keyed text index and a tenant's own vector index, and a generic plan (which
     psycopg's prepared statements invite after a few executions) cannot know them. On
-    pgvector 0.8+, the iterative scan and ``HNSW_EF_SEARCH`` (see "Vector arm")."""
-    hnsw = (f", set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
-            f" set_config('hnsw.ef_search', CASE WHEN EXISTS ({_OWN_INDEX})"
-            f" THEN '{OWN_INDEX_EF_SEARCH}' ELSE '{HNSW_EF_SEARCH}' END, true) AS ef_search"
-            if iterative else "")
-    return (f"SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode{hnsw},"
-            f" t.* FROM ({_QUERY_TERMS}) t")
+    pgvector 0.8+, the iterative scan and ``HNSW_EF_SEARCH`` (``OWN_INDEX_EF_SEARCH`` when
+    the tenant has a valid index of its own; ``has_own_index`` tells the statement which,
+    so the catalog is asked once)."""
+    if not iterative:
+        return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
+                f" false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
+    return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
+            f" set_config('hnsw.ef_search', CASE WHEN o.yes THEN '{OWN_INDEX_EF_SEARCH}'"
+            f" ELSE '{HNSW_EF_SEARCH}' END, true) AS ef_search, o.yes AS has_own_index, t.*"
+            f" FROM (SELECT EXISTS ({_OWN_INDEX}) AS yes) o, ({_QUERY_TERMS}) t")
 
 
 _ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDictionary()
@@ -528,7 +533,8 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         # travels with the first statement and COMMIT with the second.
         with conn.pipeline(), conn.transaction():
             terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
-            params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes")})
+            params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
+                                                  "has_own_index")})
             rows = conn.execute(_SEARCH, params).fetchall()
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
