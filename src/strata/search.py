@@ -9,7 +9,10 @@ Ranking
     See :mod:`strata.ranking`: BM25, the fusion and its per-query weight, the time-window boost,
     the tie-breakers, and every constant with the benchmark that chose it. ``mode`` picks the
     arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the score is that arm's,
-    normalised). There is no score floor: whatever the arms find is ranked.
+    normalised). Results come in the fused order (``rank``); each one's ``score`` is its
+    *relevance* (0..1, comparable across queries: see "Relevance" there), and ``explain.score``
+    the fused score that ranked it. ``min_score`` drops results whose relevance is below it
+    before ``limit`` applies; without it there is no floor: whatever the arms find is ranked.
 
     Time windows: when the query names a time ("last week", "in May 2023", "yesterday";
     resolved by :func:`strata.ingest.dates.find_dates` against ``now``), each expression
@@ -115,7 +118,7 @@ from strata.db.routing import Reads
 from strata.errors import Unavailable
 from strata.ingest import dates
 from strata.write.bookkeeping import TOUCH as _TOUCH
-from strata.fields import Flag, Integer, MemoryPath
+from strata.fields import Flag, Fraction, Integer, MemoryPath
 from strata.memories.models import Instant, Kind, Meta, Tag, Text
 from strata.paths import validate_path
 from strata.providers import Embedder
@@ -149,6 +152,10 @@ class SearchRequest(BaseModel):
     mode: Mode = "hybrid"
     expand: Flag = False
     explain: Flag = False
+    # Fraction: JSON's number, 0..1 (strata.fields).
+    min_score: Fraction | None = Field(default=None, description=(
+        "Only results whose `score` (relevance, 0..1) is at least this. Applied before "
+        "`limit`: up to `limit` results that clear it."))
 
 
 class SearchResult(BaseModel):
@@ -157,7 +164,11 @@ class SearchResult(BaseModel):
     path: str
     kind: str
     status: str
+    # How well the memory matches the query, 0..1 and comparable across queries
+    # (strata.ranking, "Relevance"); results come in `rank` order, which the fused score sets
+    # (explain.score), so a lower-ranked result may score higher. 0 for an expansion.
     score: float
+    rank: int | None = None  # 1-based position in the fused ranking; None for an expansion
     valid_from: datetime
     valid_to: datetime | None
     tags: list[str]
@@ -482,10 +493,11 @@ def search(
         found.read_from = read_from
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
-        hits = fused.ranked[:req.limit]
-        results = [_result(h, fused, found, req) for h in hits]
+        hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
+                if req.min_score is None or h.relevance >= req.min_score][:req.limit]
+        results = [_result(h, rank, fused, found, req) for rank, h in hits]
         if req.expand and hits:
-            results += _expand(db, caller, req, [h.candidate.id for h in hits],
+            results += _expand(db, caller, req, [h.candidate.id for _, h in hits],
                                ignore_status=ignore_status)
         event.count = len(results)
         event.memory_ids = [r.id for r in results]
@@ -578,7 +590,7 @@ def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
-def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
+def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
             req: SearchRequest) -> SearchResult:
     c, r = hit.candidate, hit.candidate.row
     explain = None
@@ -596,7 +608,8 @@ def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
             "vector": {"rank": c.vec_rank, "score": c.cosine, "normalized": hit.vector,
                        "exact": found.vec_route == "exact" if found.vec_route else None,
                        "route": found.vec_route},
-            "text": {"rank": c.txt_rank, "score": c.bm25, "normalized": hit.text},
+            "text": {"rank": c.txt_rank, "score": c.bm25, "normalized": hit.text,
+                     "idf_sum": found.idf_sum},
             "fusion": {"vector_weight": fused.weight,
                        "text_strength": fused.strength, "top_cosine": fused.top_cosine},
             "boosts": boosts, "score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
@@ -604,7 +617,7 @@ def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
         }
     return SearchResult(
         id=c.id, content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
-        score=hit.score, valid_from=r["valid_from"], valid_to=r["valid_to"],
+        score=hit.relevance, rank=rank, valid_from=r["valid_from"], valid_to=r["valid_to"],
         tags=r["tags"], importance=r["importance"], confidence=r["confidence"],
         explain=explain,
     )
