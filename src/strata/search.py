@@ -1,5 +1,6 @@
 """Hybrid retrieval: a vector arm and a full-text (BM25) arm, in one statement with every
-filter (tenant, the caller's readable paths, status, kinds, tags, meta containment, valid time)
+filter (tenant, the caller's readable paths, status, kinds, tags, meta: equality and
+comparisons, strata.meta_filter; valid time)
 inside it -- never applied after LIMIT. The statement returns both arms' candidates with both
 raw scores; :func:`strata.ranking.fuse` orders them (a per-query weighted sum of the
 normalised arm scores, plus a time-window boost), and the top ``limit`` are the results.
@@ -110,7 +111,7 @@ from typing import Any, Literal
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata import ranking, vector_index
+from strata import meta_filter, ranking, vector_index
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
@@ -224,7 +225,8 @@ _ACCESS = """{a}.tenant_id = %(tenant)s
 _FILTERS = _ACCESS.format(a="m") + """
       AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
       AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
-      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"""
+      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
+      AND (%(meta_ops)s::jsonb IS NULL OR """ + meta_filter.CONDITIONS_SQL + ")"
 
 # Whether the tenant has a valid HNSW index of its own (strata.vector_index).
 _OWN_INDEX = """SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
@@ -524,13 +526,15 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
     own: :func:`search` is the entry point."""
     for i, p in enumerate(req.paths or []):
         validate_path(p, field=f"paths[{i}]")
+    meta, meta_ops = meta_filter.split(req.meta)
     now = now or datetime.now(UTC)
     windows = time_windows(req.query, now)
     use_vec = req.mode in ("hybrid", "vector")
     vec = embedder.embed([req.query])[0] if use_vec else None
     params = {
         **_access_params(caller, req, ignore_status), "vec": vec, "text": req.query,
-        "kinds": req.kinds, "tags": req.tags, "meta": _jsonb(req.meta),
+        "kinds": req.kinds, "tags": req.tags, "meta": _jsonb(meta),
+        "meta_ops": Jsonb(meta_ops) if meta_ops else None,
         "use_vec": use_vec, "use_txt": req.mode in ("hybrid", "keyword"),
         "depth": max(ranking.ARM_DEPTH, req.limit), "stat_cap": ranking.BM25_STAT_CAP,
         "k1": ranking.BM25_K1, "b": ranking.BM25_B,
