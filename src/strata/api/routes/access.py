@@ -84,7 +84,7 @@ def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     return {"items": auth.list_principals(db, caller)}
 
 
-@router.get("/access/explain", description=(
+@router.get("/access/explain", responses=answers(404), description=(
     "Why a key holds the access it holds at a path: its effective level there, the grant or "
     "ceiling entry that decides it (or what is missing: no grant, no ceiling entry, a revoked "
     "or expired link), and each key of its minting chain with the entries that cover the "
