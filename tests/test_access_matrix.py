@@ -425,6 +425,9 @@ OPS: dict[str, Op] = {
     "GET /v1/memories/{memory_id}": Op(lambda w, s, d: Http("GET", f"/v1/memories/{s.memory}")),
     "PATCH /v1/memories/{memory_id}": Op(
         lambda w, s, d: Http("PATCH", f"/v1/memories/{s.target}", _patch(d)), "target"),
+    # the count (no expected_count: nothing is removed); the delete itself is
+    # tests/test_delete_path.py's
+    "DELETE /v1/memories": Op(lambda w, s, d: Http("DELETE", f"/v1/memories?path={s.path}")),
     "DELETE /v1/memories/{memory_id}": Op(
         lambda w, s, d: Http("DELETE", f"/v1/memories/{s.target}"), "target"),
     "GET /v1/memories/{memory_id}/history": Op(
@@ -445,6 +448,9 @@ OPS: dict[str, Op] = {
     "POST /v1/keys": Op(lambda w, s, d: Http("POST", "/v1/keys", {
         "principal_id": s.principal, "name": f"matrix {w.unique()}"})),
     "DELETE /v1/keys/{key_id}": Op(lambda w, s, d: Http("DELETE", f"/v1/keys/{s.key}"), "key"),
+    "GET /v1/access/explain": Op(
+        lambda w, s, d: Http("GET", f"/v1/access/explain?key_id={s.key}&path={s.path}"),
+        shows=lambda w, s: [s.key]),
     "POST /v1/grants": Op(lambda w, s, d: Http("POST", "/v1/grants", {
         "principal_id": s.principal, "path": f"{s.path}.g{w.unique()}", "level": "read"})),
     "GET /v1/grants": Op(lambda w, s, d: Http("GET", f"/v1/grants?principal_id={s.principal}"),
