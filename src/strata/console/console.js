@@ -3,7 +3,7 @@
 // Two rules hold everywhere below:
 // - The key lives in sessionStorage and travels only in the Authorization header of the
 //   API's own requests: never in a URL (the hash holds view names, paths and ids only).
-// - Data reaches the page only as text (el(), textContent): never through innerHTML, so a
+// - Data reaches the page only as text nodes (el(), textContent), never parsed as markup, so a
 //   memory reading "<script>" is shown, not run.
 "use strict";
 
