@@ -181,7 +181,10 @@ function route() {
 async function render() {
   if (!me) return;
   const {parts, params} = route();
-  const view = clear($("view"));
+  // A container of this render's own: a render still awaiting answers when the hash moves
+  // on fills a container that is no longer in the page, instead of mixing into the new one.
+  const view = el("div", {class: "view"});
+  clear($("view")).append(view);
   flash("");
   const name = parts[0] || "memories";
   for (const link of document.querySelectorAll("#nav a")) {
@@ -405,8 +408,8 @@ function timeline(memory, shown, history, related) {
     if (superseding && r.direction === "incoming") text = "superseded by ";
     else if (superseding) text = "superseded ";
     else text = `${r.type.toLowerCase().replace("_", " ")} (${r.direction}) `;
-    events.push({at: r.created_at, kind: superseding ? "supersedes" : "relation", related: r,
-                 text});
+    const kind = !superseding ? "relation" : r.direction === "incoming" ? "superseded-by" : "supersedes";
+    events.push({at: r.created_at, kind, related: r, text});
   }
   events.sort((a, b) => String(a.at).localeCompare(String(b.at)));
 
