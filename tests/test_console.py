@@ -290,3 +290,42 @@ def test_an_owner_sees_keys_and_audit_status_and_revokes_a_key(browser, server, 
     assert api.get("/v1/me", headers=other).status_code == 401
     assert not s.errors, s.errors
     s.close()
+
+
+def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
+        browser, server, tenant, api):
+    """Given a memory edited once (version 1 said "Tuesdays", version 2 "Wednesdays")
+    When the console searches for it and then opens it and restores version 1
+    Then the hit carries its score breakdown (the vector and the text arm's ranks and
+    scores), and after the restore the memory reads as version 1 did again, with the
+    rollback in its history."""
+    made = api.post("/v1/memories", json={"memories": [
+        {"content": "The team ships releases on Tuesdays", "path": "agents.release"}]}).json()
+    memory_id = made["results"][0]["id"]
+    r = api.patch(f"/v1/memories/{memory_id}", json={
+        "expected_version": 1, "content": "The team ships releases on Wednesdays"})
+    assert r.status_code == 200, r.text
+
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/search")
+    page.locator("#search-form input[name=query]").fill("when does the team ship releases")
+    page.locator("#search-form button[type=submit]").click()
+    hit = page.locator(f"#search-results article.hit[data-id='{memory_id}']")
+    hit.wait_for()
+    table = hit.locator("table.explain").inner_text()
+    assert "vector" in table and "text (BM25)" in table
+    assert "score" in hit.locator("p.meta").inner_text()
+    assert "Wednesdays" in hit.locator("p.content").inner_text()
+
+    hit.locator("a.memory-link").click()
+    page.locator("#memory-content").wait_for()
+    assert "Wednesdays" in page.locator("#memory-content").inner_text()
+    page.get_by_role("button", name="Restore version 1").click()
+    page.locator("#flash.ok").wait_for()
+    assert "Tuesdays" in page.locator("#memory-content").inner_text()
+    assert "memory.restore" in page.locator("table.history").inner_text()
+    assert api.get(f"/v1/memories/{memory_id}").json()["content"].endswith("Tuesdays")
+    assert not s.errors, s.errors
+    s.close()
