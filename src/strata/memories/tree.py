@@ -3,8 +3,6 @@ person browsing a store sees as its tree (the console's left pane)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
 from strata.audit import audited
@@ -60,11 +58,3 @@ def path_counts(
     items = [PathCount(path=r["path"], counts=r["counts"], total=r["total"]) for r in rows]
     return items, (rows[-1]["path"] if more else None)
 
-
-def describe(caller: Caller) -> dict[str, Any]:
-    """Who the caller is and what it holds: its own effective access, nothing else."""
-    return {
-        "tenant_id": caller.tenant_id, "principal_id": caller.principal_id,
-        "key_id": caller.key_id, "default_path": caller.default_path,
-        "access": [{"path": a.path, "level": a.level.name} for a in caller.access],
-    }

@@ -34,7 +34,9 @@ class Me(BaseModel):
 
 @router.get("/me", description="The calling key: its tenant, principal and effective access.")
 def me(caller: CallerDep) -> Me:
-    return Me(**tree.describe(caller))
+    return Me(tenant_id=caller.tenant_id, principal_id=caller.principal_id,
+              key_id=caller.key_id, default_path=caller.default_path,
+              access=[AccessEntry(path=a.path, level=a.level.name) for a in caller.access])
 
 
 # A cursor here is the last path of the page before: a path, as ltree spells it.
