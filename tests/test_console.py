@@ -105,7 +105,7 @@ def store(api, tenant) -> dict:
         {"content": SCRIPT, "path": "users.alice"}, {"content": IMAGE, "path": "users.alice"},
         {"content": "Bob keeps falcons", "path": "users.bob"}]})
     assert r.status_code == 200 and [x["status"] for x in r.json()["results"]] == ["inserted"] * 3
-    r = api.post("/v1/keys", json={"principal_id": str(tenant.principal_id), "name": "alice",
+    r = api.post("/v1/keys", json={"principal_id": str(tenant.principal_id), "name": "alice reader",
                                    "ceiling": [{"path": "users.alice", "level": "read"}]})
     assert r.status_code == 201, r.text
     return {"postgres": switched["items"][0]["memory_id"],
@@ -160,7 +160,7 @@ def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timelin
     event = page.locator("#timeline li.superseded-by").inner_text()
     assert "superseded by" in event
     assert "promoted on review" in event
-    assert f"principal:{tenant.principal_id}" in event
+    assert f"admin (principal:{tenant.principal_id})" in event  # the owner may name principals
     link = page.locator("#timeline li.superseded-by a.memory-link")
     assert link.get_attribute("href") == f"#/memory/{store['candidate']}"
     assert "stopped being valid" in page.locator("#timeline").inner_text()
@@ -269,10 +269,11 @@ def test_the_receipts_page_tells_kept_from_not_kept_and_a_quiet_run_from_a_broke
 
 def test_an_owner_sees_keys_and_audit_status_and_revokes_a_key(browser, server, tenant, store, api):
     """Given the owner key and the key reading users.alice
-    When the owner opens keys and audit, verifies the chain and revokes the other key
+    When the owner opens keys and audit, verifies the chain, mints a key clamped to read
+    users.alice and revokes the other key
     Then the audit status shows the head, a verification walks the chain and says it
-    verifies, and the revoked key is refused by the API from then on (control: it worked
-    before)."""
+    verifies, the minted key is shown once and holds the clamp, and the revoked key is
+    refused by the API from then on (control: it worked before)."""
     other = bearer(store["alice_key"])
     assert api.get("/v1/me", headers=other).status_code == 200
     s = Session(browser, server)
@@ -283,10 +284,21 @@ def test_an_owner_sees_keys_and_audit_status_and_revokes_a_key(browser, server, 
     assert "seq" in page.locator("#audit-status").inner_text()
     page.locator("#verify-now").click()
     page.get_by_text("Verified:").wait_for()
-    row = page.locator("table.keys tr", has_text="alice")
+    form = page.locator("#mint-form")
+    form.locator("input[name=name]").fill("console minted")
+    form.locator("input[name=ceiling]").fill("users.alice:read")
+    form.locator("button[type=submit]").click()
+    minted = page.locator("#new-key")
+    minted.wait_for()
+    new_key = minted.input_value()
+    assert new_key.startswith("sk_")
+    access = api.get("/v1/me", headers=bearer(new_key)).json()["access"]
+    assert access == [{"path": "users.alice", "level": "read"}]
+    assert page.locator("table.keys tr", has_text="console minted").count() == 1
+    assert not [u for u, _ in s.requests if new_key in u]
+    row = page.locator("table.keys tr", has_text="alice reader")
     row.get_by_role("button", name="Revoke").click()
-    page.locator("#flash.ok").wait_for()
-    assert "revoked" in page.locator("#flash").inner_text()
+    page.locator("#flash.ok", has_text="revoked").wait_for()
     assert api.get("/v1/me", headers=other).status_code == 401
     assert not s.errors, s.errors
     s.close()
@@ -328,4 +340,36 @@ def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
     assert "memory.restore" in page.locator("table.history").inner_text()
     assert api.get(f"/v1/memories/{memory_id}").json()["content"].endswith("Tuesdays")
     assert not s.errors, s.errors
+    s.close()
+
+
+def test_a_refused_key_does_not_sign_in_and_filters_narrow_the_list(browser, server, tenant, store):
+    """Given a key that does not exist and the owner key
+    When the first is used to sign in, then the owner filters users.alice by kind and status
+    Then the first is refused and nothing is kept in the session; the owner sees the
+    superseded preference (MongoDB) under status superseded and kind preference, and not
+    the active facts, which status active and kind fact list instead (the control)."""
+    s = Session(browser, server)
+    page = s.page
+    page.goto(f"{server}/console")
+    page.locator("#key").fill("sk_nothere_" + "x" * 40)
+    page.locator("#signin button[type=submit]").click()
+    page.get_by_text("That key was refused.").wait_for()
+    assert page.locator("#nav").is_hidden()
+    assert page.evaluate("() => sessionStorage.getItem('strata.console.key')") is None
+
+    s.sign_in(tenant.key)
+    s.open("#/memories?path=users.alice")
+    page.locator("#memory-list article.memory").first.wait_for()
+    form = page.locator("#memory-filters")
+    form.locator("select[name=status]").select_option("superseded")
+    form.locator("select[name=kind]").select_option("preference")
+    form.locator("button[type=submit]").click()
+    page.wait_for_function("() => location.hash.includes('kind=preference')")
+    page.locator("#memory-list article.memory").first.wait_for()
+    listing = page.locator("#memory-list").inner_text()
+    assert "MongoDB" in listing and "Alice's note" not in listing
+    s.open("#/memories?path=users.alice&status=active&kind=fact")
+    page.get_by_text("Alice's note").first.wait_for()
+    assert "MongoDB" not in page.locator("#memory-list").inner_text()
     s.close()

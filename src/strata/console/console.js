@@ -17,6 +17,7 @@ const QUIET = new Set(["meaningful_no_write"]);
 const BROKEN = new Set(["llm_failed", "embed_failed", "db_write_failed"]);
 
 let me = null; // GET /v1/me of the signed-in key
+let principalNames = new Map(); // "principal:<id>" -> name, for owners (who may list them)
 
 // ------------------------------------------------------------------ DOM helpers
 
@@ -125,6 +126,23 @@ async function all(path, params, cap = 20) {
   return items;
 }
 
+// Who decided or changed something: the name, when this key may list principals.
+function who(actor) {
+  if (!actor) return "—";
+  const name = principalNames.get(actor);
+  return name ? `${name} (${actor})` : actor;
+}
+
+async function loadPrincipals() {
+  principalNames = new Map();
+  if (!isOwner()) return;
+  try {
+    for (const p of (await api("GET", "/v1/principals")).items) principalNames.set(`principal:${p.id}`, p.name);
+  } catch (e) {
+    if (e.status === 401) throw e;
+  }
+}
+
 // ------------------------------------------------------------------ signing in
 
 function isOwner() {
@@ -165,6 +183,7 @@ async function signIn(key) {
   const access = me.access.map((a) => `${a.path || "(root)"}: ${a.level}`).join(", ");
   $("whoami-text").textContent = `key ${String(me.key_id).slice(0, 8)} · ${access || "no access"}`;
   $("signin-error").textContent = "";
+  await loadPrincipals().catch(() => null);
   showSignedIn(true);
   return true;
 }
@@ -400,7 +419,7 @@ function timeline(memory, shown, history, related) {
   for (const h of history) {
     events.push({at: h.changed_at, kind: h.operation,
                  text: `version ${h.version} ${h.operation === "delete" ? "deleted" : "replaced"}`
-                   + (h.cause ? ` · cause ${h.cause}` : "") + (h.actor ? ` · by ${h.actor}` : "")});
+                   + (h.cause ? ` · cause ${h.cause}` : "") + (h.actor ? ` · by ${who(h.actor)}` : "")});
   }
   for (const r of related) {
     const superseding = r.type === "SUPERSEDES";
@@ -421,7 +440,7 @@ function timeline(memory, shown, history, related) {
     e.text,
     e.related ? [memoryLink(e.related.other_id), ` (${e.related.other_status})`,
       e.related.reason ? ` · reason: ${e.related.reason}` : "",
-      e.related.decided_by ? ` · decided by ${e.related.decided_by}` : "",
+      e.related.decided_by ? ` · decided by ${who(e.related.decided_by)}` : "",
       e.related.confidence !== undefined && e.related.confidence !== null ? ` · confidence ${e.related.confidence}` : ""] : null)));
   if (validTo) {
     list.append(el("li", {class: "event closed"}, el("time", {}, when(validTo)), " stopped being valid"));
@@ -442,7 +461,7 @@ function relationsTable(related) {
     el("tbody", {}, related.map((r) => el("tr", {},
       el("td", {}, r.type), el("td", {}, r.direction),
       el("td", {}, memoryLink(r.other_id), ` (${r.other_status})`),
-      el("td", {}, r.reason || "—"), el("td", {}, r.decided_by || "—"),
+      el("td", {}, r.reason || "—"), el("td", {}, who(r.decided_by)),
       el("td", {}, r.confidence ?? "—"), el("td", {}, when(r.created_at))))));
 }
 
@@ -453,7 +472,7 @@ function historyTable(id, history, memory) {
       .map((h) => el("th", {}, h)))),
     el("tbody", {}, history.map((h) => el("tr", {},
       el("td", {}, h.version), el("td", {}, when(h.changed_at)), el("td", {}, h.operation),
-      el("td", {}, h.cause || "—"), el("td", {}, h.actor || "—"),
+      el("td", {}, h.cause || "—"), el("td", {}, who(h.actor)),
       el("td", {}, h.erased ? "(erased)" : (h.snapshot && h.snapshot.content) || "—"),
       el("td", {}, memory && !h.erased && h.operation === "update"
         ? el("button", {type: "button", onclick: () => restore(id, h.version)}, `Restore version ${h.version}`)
@@ -518,7 +537,7 @@ async function candidateCard(c) {
       targets.length ? el("ul", {}, targets.map(({edge, target}) => el("li", {"data-target": edge.target_id},
         target ? el("span", {class: "content"}, target.content) : "(a memory this key cannot read)",
         " ", target ? badge(target.status) : null, " ", memoryLink(edge.target_id, "open"),
-        edge.reason ? ` · reason: ${edge.reason}` : "", edge.decided_by ? ` · decided by ${edge.decided_by}` : "")))
+        edge.reason ? ` · reason: ${edge.reason}` : "", edge.decided_by ? ` · decided by ${who(edge.decided_by)}` : "")))
         : el("p", {class: "muted"}, "Nothing active that this key can read.")),
     el("div", {class: "actions"},
       el("button", {type: "button", class: "promote", onclick: decide("promote")}, "Promote"),
@@ -553,6 +572,14 @@ async function receiptsView(view, params) {
   if (!page.items.length) view.append(el("p", {class: "muted"}, "No receipts this key can read."));
   const list = el("div", {id: "receipt-list"});
   view.append(list);
+  let cursor = page.next_cursor;
+  const more = el("button", {type: "button", hidden: !cursor, onclick: async () => {
+    const next = await api("GET", "/v1/ingest" + query({status, limit: 50, cursor}));
+    for (const r of next.items) list.append(await receiptCard(r));
+    cursor = next.next_cursor;
+    more.hidden = !cursor;
+  }}, "More");
+  view.append(more);
   for (const r of page.items) list.append(await receiptCard(r));
 }
 
