@@ -118,7 +118,8 @@ def store(api, tenant) -> dict:
                                    "ceiling": [{"path": "users.alice", "level": "read"}]})
     assert r.status_code == 201, r.text
     return {"postgres": switched["items"][0]["memory_id"],
-            "candidate": back["items"][0]["memory_id"], "alice_key": r.json()["key"]}
+            "candidate": back["items"][0]["memory_id"], "candidate_receipt": back["id"],
+            "alice_key": r.json()["key"]}
 
 
 def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timeline(
@@ -154,6 +155,8 @@ def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timelin
     evidence = card.locator("details.evidence ol.evidence")
     evidence.wait_for(state="visible")
     assert "ingest" in evidence.inner_text()  # where the candidate came from
+    receipt_link = evidence.locator(f"a[href='#/receipt/{store['candidate_receipt']}']")
+    assert receipt_link.count() == 1  # the evidence leads to the receipt that held it back
     contradicted = card.locator(f".contradicts li[data-target='{store['postgres']}']")
     assert "PostgreSQL" in contradicted.inner_text()
 

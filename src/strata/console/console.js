@@ -71,8 +71,11 @@ function jsonView(value) {
   if (value === null || typeof value !== "object") return el("span", {class: "json"}, JSON.stringify(value));
   const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
   if (!entries.length) return el("span", {class: "json"}, Array.isArray(value) ? "[]" : "{}");
+  // Ids the console has a page for become links to it (evidence names its receipt).
+  const linked = (k, v) => (k === "receipt_id" && typeof v === "string" ? el("a", {href: `#/receipt/${v}`}, v)
+    : k === "memory_id" && typeof v === "string" ? memoryLink(v, v) : jsonView(v));
   return el("ul", {class: "json"}, entries.map(([k, v]) =>
-    el("li", {}, Array.isArray(value) ? null : el("span", {class: "json-key"}, `${k}: `), jsonView(v))));
+    el("li", {}, Array.isArray(value) ? null : el("span", {class: "json-key"}, `${k}: `), linked(k, v))));
 }
 
 // ------------------------------------------------------------------ the API
@@ -215,6 +218,7 @@ async function render() {
     else if (name === "search") searchView(view, params);
     else if (name === "review") await reviewView(view);
     else if (name === "receipts") await receiptsView(view, params);
+    else if (name === "receipt") await receiptView(view, parts[1]);
     else if (name === "admin") await adminView(view);
     else view.append(el("p", {}, "Nothing here."));
   } catch (e) {
@@ -583,6 +587,11 @@ async function receiptsView(view, params) {
   for (const r of page.items) list.append(await receiptCard(r));
 }
 
+async function receiptView(view, id) {
+  const r = await api("GET", `/v1/ingest/${encodeURIComponent(id)}`);
+  view.append(el("h2", {}, "Ingest receipt ", el("code", {}, r.id)), await receiptCard(r));
+}
+
 async function receiptCard(r) {
   const kind = receiptKind(r.status);
   const headline = {
@@ -618,7 +627,7 @@ async function receiptCard(r) {
   return el("article", {class: `receipt ${kind}`, "data-id": r.id, "data-status": r.status},
     el("p", {class: "headline"}, badge(r.status, kind), " ", el("strong", {}, headline)),
     el("p", {class: "meta"}, el("code", {}, r.path), ` · ${when(r.created_at)} · extractor ${r.extractor || "—"}`,
-      counts ? ` · ${counts}` : "", ` · receipt ${String(r.id).slice(0, 8)}`),
+      counts ? ` · ${counts}` : "", " · receipt ", el("a", {href: `#/receipt/${r.id}`}, String(r.id).slice(0, 8))),
     r.error ? el("p", {class: "error"}, `error: ${r.error}`) : null,
     r.notes && r.notes.length ? el("ul", {class: "notes"}, r.notes.map((n) => el("li", {}, n))) : null,
     items.length ? el("ul", {class: "items"}, items) : el("p", {class: "muted"}, "No items."));
