@@ -385,3 +385,40 @@ def test_a_refused_key_does_not_sign_in_and_filters_narrow_the_list(browser, ser
     page.get_by_text("Alice's note").first.wait_for()
     assert "MongoDB" not in page.locator("#memory-list").inner_text()
     s.close()
+
+
+def test_a_reviewer_suppresses_one_candidate_and_merges_another(browser, server, tenant, api):
+    """Given two candidates (a change back in users.carol and one in users.dave)
+    When the reviewer rejects the first with suppression and merges the second into the
+    memory it contradicts
+    Then the queue is empty, the first is rejected and its value blocked from then on (the
+    same change back ingested again is blocked), and the second is rejected with a
+    DUPLICATE_OF edge to the memory it was merged into."""
+    held = {}
+    for path in ("users.carol", "users.dave"):
+        ingest(api, path, "I prefer MongoDB")
+        switched = ingest(api, path, "I've switched to PostgreSQL", weeks=3)
+        back = ingest(api, path, "I've gone back to MongoDB", weeks=6)
+        held[path] = (back["items"][0]["memory_id"], switched["items"][0]["memory_id"])
+    carol, dave = held["users.carol"], held["users.dave"]
+
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/review")
+    page.locator(f"article.candidate[data-id='{carol[0]}'] button.suppress").click()
+    page.locator("#flash.ok", has_text="suppress").wait_for()
+    card = page.locator(f"article.candidate[data-id='{dave[0]}']")
+    assert card.locator("select[name=into]").input_value() == dave[1]
+    card.locator("button.merge").click()
+    page.locator("#flash.ok", has_text="merge").wait_for()
+    page.get_by_text("No candidates waiting.").wait_for()
+
+    assert api.get(f"/v1/memories/{carol[0]}").json()["status"] == "rejected"
+    again = ingest(api, "users.carol", "I've gone back to MongoDB", weeks=8)
+    assert [i["outcome"] for i in again["items"]] == ["blocked"], again
+    assert api.get(f"/v1/memories/{dave[0]}").json()["status"] == "rejected"
+    edges = api.get(f"/v1/memories/{dave[0]}/related").json()["items"]
+    assert {(e["type"], e["other_id"]) for e in edges} >= {("DUPLICATE_OF", dave[1])}
+    assert not s.errors, s.errors
+    s.close()
