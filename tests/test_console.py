@@ -322,7 +322,7 @@ def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
     When the console searches for it and then opens it and restores version 1
     Then the hit carries its score breakdown (the vector and the text arm's ranks and
     scores), and after the restore the memory reads as version 1 did again, with the
-    rollback in its history."""
+    rollback in its history; deleted, its page says so and brings it back."""
     made = api.post("/v1/memories", json={"memories": [
         {"content": "The team ships releases on Tuesdays", "path": "agents.release"}]}).json()
     memory_id = made["results"][0]["id"]
@@ -351,6 +351,16 @@ def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
     assert "Tuesdays" in page.locator("#memory-content").inner_text()
     assert "memory.restore" in page.locator("table.history").inner_text()
     assert api.get(f"/v1/memories/{memory_id}").json()["content"].endswith("Tuesdays")
+
+    # Deleted, it is still there through its history, and comes back from there.
+    assert api.delete(f"/v1/memories/{memory_id}").status_code == 200
+    s.open("#/search")
+    s.open(f"#/memory/{memory_id}")
+    page.get_by_text("This memory was deleted.").wait_for()
+    assert "Tuesdays" in page.locator("#memory-content").inner_text()
+    page.get_by_role("button", name="Restore it").click()
+    page.locator("#flash.ok", has_text="Restored").wait_for()
+    assert api.get(f"/v1/memories/{memory_id}").json()["status"] == "active"
     assert not s.errors, s.errors
     s.close()
 
