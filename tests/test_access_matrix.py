@@ -478,6 +478,11 @@ OPS: dict[str, Op] = {
                              {"into": (d or s).sibling}), "candidate"),
     "POST /v1/search": Op(lambda w, s, d: Http("POST", "/v1/search", {
         "query": s.memory_content, "paths": [s.path]}), shows=lambda w, s: [s.memory]),
+    "GET /v1/me": Op(lambda w, s, d: Http("GET", "/v1/me")),
+    "GET /v1/paths": Op(lambda w, s, d: Http("GET", f"/v1/paths?path={s.path}")),
+    "GET /v1/ingest": Op(lambda w, s, d: Http("GET", f"/v1/ingest?path={s.path}&limit=200"),
+                         shows=lambda w, s: [s.receipt]),
+    "GET /v1/audit/status": Op(lambda w, s, d: Http("GET", "/v1/audit/status")),
     "mcp tools/list": Op(lambda w, s, d: Rpc("tools/list")),
     "mcp tool remember": Op(lambda w, s, d: tool(
         "remember", statement=_write(w), path=s.path)),

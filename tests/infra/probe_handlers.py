@@ -28,13 +28,16 @@ def core_routes() -> list[tuple[str, str]]:
     from starlette.routing import Route
 
     from strata.api.app import create_app
+    from strata.api.openapi import flat_routes
 
     app = create_app()
     routes = [(method.upper(), path) for path, ops in app.openapi()["paths"].items()
               for method in ops]
-    # Routes outside the OpenAPI schema (the raw /mcp endpoint); methods None = any.
-    for route in app.router.routes:
-        if isinstance(route, Route) and route.path not in DOCS and not route.include_in_schema:
+    # Routes outside the OpenAPI schema (the raw /mcp endpoint, the console's files), those of
+    # included routers too (flat_routes); methods None = any.
+    for route in flat_routes(app.router.routes):
+        if isinstance(getattr(route, "original_route", route), Route) \
+                and route.path not in DOCS and not route.include_in_schema:
             methods = sorted(route.methods - {"HEAD"}) if route.methods else ["ANY"]
             routes += [(m, route.path) for m in methods]
     return sorted(set(routes))
