@@ -592,14 +592,17 @@ def _destination(db, args: argparse.Namespace) -> tuple[Any, dict[str, Any] | No
     it (with its owner key: shown once). (None, None) when it does not exist and may not be
     created."""
     from strata.auth import create_tenant
-    from strata.errors import NotFound
+    from strata.errors import InvalidInput, NotFound
 
     try:
         return find_tenant(db, args.tenant), None
     except NotFound:
         if not args.create_tenant:
             return None, None
-    tenant, key = create_tenant(db, args.tenant)
+    try:
+        tenant, key = create_tenant(db, args.tenant)
+    except InvalidInput as exc:  # the name, which the user gave as --tenant
+        raise InvalidInput(exc.message, field="tenant") from None
     return tenant, {"tenant_id": str(tenant.id), "name": tenant.name, "key": key.key}
 
 
