@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -291,8 +292,15 @@ def _dev_json(db, tmp_path: Path, **extra: str) -> tuple[dict, str, str]:
     try:
         first = proc.stdout.readline()
         assert first, proc.stderr.read()
-        started = json.loads(first)
-        assert httpx.get(f"{started['url']}/healthz", timeout=30).status_code == 200
+        started = json.loads(first)  # printed before the server listens: wait for it
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert httpx.get(f"{started['url']}/healthz", timeout=5).status_code == 200
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None, "dev did not listen"
+                time.sleep(0.2)
     finally:
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=60)
