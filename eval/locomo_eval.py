@@ -2,7 +2,8 @@
 
 Data: LoCoMo-10 (Maharana et al., ACL 2024; CC BY-NC 4.0), never copied into this
 repository: ``--data`` names either ``data/locomo10.json`` of a clone of
-https://github.com/snap-research/locomo (a list of ten samples, ``conv-26`` ...), or a folder
+https://github.com/snap-research/locomo (a list of ten samples, ``conv-26`` ...; or the
+``data/locomo10.zip`` that holds it), or a folder
 of one ``<id>.json`` per conversation (a sample's ``conversation``, ``observation`` and
 ``event_summary`` flattened, plus ``qa``). Both read the same.
 
@@ -790,11 +791,25 @@ def read_conversations(data: Path, only: Sequence[str] | None) -> dict[str, dict
     return convs
 
 
+def _json_text(path: Path) -> str:
+    """The file's text; for a zip (upstream also ships data/locomo10.zip), its one .json."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return path.read_text(encoding="utf-8")
+    with zipfile.ZipFile(path) as archive:
+        names = [n for n in archive.namelist() if n.endswith(".json") and "__MACOSX" not in n]
+        if len(names) != 1:
+            raise NoConversations(f"strata eval locomo: {path} holds {len(names)} .json files, "
+                                  f"not one. {SOURCE}")
+        return archive.read(names[0]).decode("utf-8")
+
+
 def _samples(path: Path) -> dict[str, dict[str, Any]]:
     """The upstream file (a list of samples) in the per-conversation shape, by id
     (``conv-26`` -> ``26``), in the file's order."""
     try:
-        samples = json.loads(path.read_text(encoding="utf-8"))
+        samples = json.loads(_json_text(path))
     except (ValueError, UnicodeDecodeError):
         raise NoConversations(f"strata eval locomo: {path} is not JSON. {SOURCE}") from None
     if not isinstance(samples, list) or not all(

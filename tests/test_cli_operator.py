@@ -554,16 +554,22 @@ def test_eval_locomo_says_where_the_data_comes_from(capsys, tmp_path):
 
 
 def test_the_upstream_locomo_file_reads_as_the_folder_does(tmp_path):
-    """Given the tiny synthetic conversation as a folder and in upstream's locomo10.json shape
-    Then both read to the same conversations under the same ids."""
+    """Given the tiny synthetic conversation as a folder, in upstream's locomo10.json shape,
+    and that file zipped Then all three read to the same conversations under the same ids."""
     sys.path.insert(0, str(ROOT / "tests"))
     import support
 
     locomo_eval = support.load_module("locomo_eval", ROOT / "eval" / "locomo_eval.py",
                                       register=True)
+    import zipfile
+
     folder = locomo_eval.read_conversations(ROOT / "tests" / "data" / "locomo_tiny", None)
-    upstream = locomo_eval.read_conversations(upstream_locomo(tmp_path / "up"), None)
-    assert upstream == folder and folder
+    upstream = upstream_locomo(tmp_path / "up")
+    assert locomo_eval.read_conversations(upstream, None) == folder and folder
+    zipped = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.write(upstream, "locomo10.json")
+    assert locomo_eval.read_conversations(zipped, None) == folder
 
 
 # --------------------------------------------------------------------------------------
