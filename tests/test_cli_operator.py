@@ -598,3 +598,34 @@ def test_shell_completion(tmp_path):
     assert {"--tenant", "--json"} <= _complete(tmp_path, "strata keys list --")
     assert "--create-tenant" in _complete(tmp_path, "strata import x --cr")
     assert _complete(tmp_path, "strata zzz") == set()
+
+
+# --------------------------------------------------------------------------------------
+# Ctrl-C
+# --------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_is_a_line_and_status_130(server, tenant, tmp_path):
+    """Given `strata remember -` waiting for its statement on stdin (a real process)
+    When it gets SIGINT (Ctrl-C)
+    Then it says "interrupted" and ends with 130, no traceback; given the statement instead
+    (control), it stores it and ends with 0."""
+    env = _env(tmp_path, STRATA_URL=server, STRATA_KEY=tenant.key)
+    proc = subprocess.Popen(STRATA + ["remember", "-", "--path", "users.alice"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        # Blocked reading the pipe: past start-up, inside the command.
+        while "pipe" not in Path(f"/proc/{proc.pid}/wchan").read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, "never read stdin"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    done = subprocess.run(STRATA + ["remember", "-", "--path", "users.alice"], input="I like tea",
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "created" in done.stdout, done.stderr
