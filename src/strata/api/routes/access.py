@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata import auth
 from strata.api.deps import DB, CallerDep
 from strata.api.openapi import Items, answers
+from strata.auth.explain import AccessExplanation, explain
 from strata.auth.models import CeilingEntry, CreatedKey, Grant, KeyInfo, Principal
 from strata.fields import MemoryPath, ScopePath
 from strata.memories.models import Text, Instant
@@ -81,3 +82,14 @@ def create_principal(body: PrincipalRequest, db: DB, caller: CallerDep) -> Princ
 @router.get("/principals")
 def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     return {"items": auth.list_principals(db, caller)}
+
+
+@router.get("/access/explain", description=(
+    "Why a key holds the access it holds at a path: its effective level there, the grant or "
+    "ceiling entry that decides it (or what is missing: no grant, no ceiling entry, a revoked "
+    "or expired link), and each key of its minting chain with the entries that cover the "
+    "path. The caller must own the path (403); a key of another tenant is 404."))
+def explain_access(
+    db: DB, caller: CallerDep, key_id: uuid.UUID, path: ScopePath = "",
+) -> AccessExplanation:
+    return explain(db, caller, key_id, path)

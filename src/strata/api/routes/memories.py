@@ -103,6 +103,32 @@ def list_(
     return {"items": items, "next_cursor": next_cursor}
 
 
+class PathDeletion(BaseModel):
+    """What a delete by path counted (dry run) or removed."""
+
+    path: str = Field(description="The path whose subtree was counted or emptied.")
+    count: int = Field(description="Memories at the path or below it, in any status.")
+    dry_run: bool = Field(description="True: counted only, nothing removed.")
+    deleted: int = Field(description="Memories removed (0 on a dry run).")
+
+
+@router.delete("", responses=answers(409), description=(
+    "Delete every memory at `path` or below it, in any status. Owner access on the path only "
+    "(403). Count first: `dry_run=true` answers the count and removes nothing; then the delete "
+    "names that count as `expected_count` (422 without it) and removes exactly those rows, or "
+    "nothing when the count has changed since (409). Each memory's last state stays in its "
+    "history, so `POST /v1/memories/{id}/restore` brings it back; the audit entry names every "
+    "removed id."))
+def delete_path(
+    db: DB,
+    caller: CallerDep,
+    path: MemoryPath,
+    dry_run: bool = False,
+    expected_count: Annotated[int | None, Query(ge=0)] = None,
+) -> PathDeletion:
+    return core.delete_path(db, caller, path, dry_run=dry_run, expected_count=expected_count)
+
+
 @router.get("/{memory_id}")
 def get(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> core.Memory:
     return core.get_memory(db, caller, memory_id)
