@@ -527,6 +527,16 @@ def test_every_error_names_an_option_the_command_has():
     assert option_names(restore)["version"] == "--version" and option_names(restore)["id"] == "ID"
 
 
+def test_a_nested_request_field_names_the_option_that_sent_it():
+    from strata.cli_support import option_for
+
+    args = build_parser().parse_args(["remember", "--as-is", "x", "--path", "users.a"])
+    assert option_for(args, "memories[0].path") == "--path"
+    assert option_for(args, "idempotency_key") == "--idempotency-key"
+    assert option_for(args, "text") == "TEXT"
+    assert option_for(args, "nothing_like_it") is None  # control: no guess
+
+
 # --------------------------------------------------------------------------------------
 # LoCoMo: where the data comes from
 # --------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -178,11 +179,16 @@ def finish(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def option_for(args: argparse.Namespace | None, field: str | None) -> str | None:
-    """The option a user types for ``field`` (a request field or an argument's dest)."""
+    """The option a user types for ``field``: an argument's dest, or a request field, also a
+    nested one (``memories[0].path`` is what ``--path`` sent)."""
     if not field:
         return None
     options = getattr(args, "_options", None) or {}
-    return options.get(field) or options.get(field.replace("-", "_"))
+    leaf = re.sub(r"\[\d+\]", "", field).rsplit(".", 1)[-1]
+    for name in (field, field.replace("-", "_"), leaf):
+        if name in options:
+            return options[name]
+    return None
 
 
 def fail(args: argparse.Namespace | None, message: str, *, code: str = "invalid_input",
