@@ -364,6 +364,23 @@ def test_model_mismatch_counts_what_is_stale():
     assert "`strata reindex`" in text
 
 
+def test_the_stored_models_count_gives_up_rather_than_wait(db, tenant):
+    """Given the memories table locked by another transaction (a count that cannot finish)
+    Then stored_models gives up after its statement timeout and answers None (the check is
+    skipped); once the lock is gone it counts (control)."""
+    import psycopg
+
+    from strata.reindex import STORED_MODELS_TIMEOUT_MS, stored_models
+
+    _hash_memories(db, tenant, n=1)
+    with psycopg.connect(db.url) as locker:
+        locker.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        assert stored_models(db) is None
+        assert time.monotonic() - started < STORED_MODELS_TIMEOUT_MS / 1000 + 5
+    assert stored_models(db) == {"strata-hash-v1-384": 1}
+
+
 def test_cli_commands_warn_when_the_configured_embedder_differs(db, tenant, tmp_path):
     """Given memories embedded by the hash embedder
     When an operator command runs (a real process) with STRATA_EMBEDDER=openai at the same
