@@ -83,6 +83,7 @@ NOT_IN_LAYER = {
     "boto3": "the Lambda runtime has it",
     "uvicorn": "the local server only",
     "tqdm": "CLI progress bars only",
+    "argcomplete": "CLI shell completion only",
 }
 # Dependencies in a layer of their own, beside the strata layer, for the one function that
 # imports them: the strata layer every function carries stays under its 60 MB.
