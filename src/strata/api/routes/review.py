@@ -6,13 +6,13 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from strata import review
 from strata.api.deps import DB, CallerDep, Cursor
 from strata.api.openapi import answers
 from strata.fields import Flag, MemoryPath
-from strata.memories.models import Memory
+from strata.memories.models import Instant, Memory
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
 
@@ -20,6 +20,9 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 class RejectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     suppress: Flag = False  # JSON's boolean: strata.fields
+    until: Instant | None = Field(default=None, description=(
+        "With suppress: the value is blocked until this instant only; after it, it may be "
+        "proposed again, as a candidate for review. 422 without suppress."))
 
 
 class MergeRequest(BaseModel):
@@ -50,7 +53,8 @@ def reject(
     memory_id: uuid.UUID, db: DB, caller: CallerDep,
     body: Annotated[RejectRequest | None, Body()] = None,
 ) -> Memory:
-    return review.reject(db, caller, memory_id, suppress=bool(body and body.suppress))
+    return review.reject(db, caller, memory_id, suppress=bool(body and body.suppress),
+                         until=body.until if body else None)
 
 
 @router.post("/{memory_id}/merge", responses=answers(409))
