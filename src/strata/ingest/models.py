@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import Content, Flag, MemoryPath
+from strata.fields import TTL_MAX_S, Content, Flag, Integer, MemoryPath, Tier, tier_ttl
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -45,6 +45,15 @@ class IngestRequest(BaseModel):
     messages: list[Message] = Field(min_length=1, max_length=1000)
     wait: Flag = False  # JSON's boolean, not 0 or "true" (strata.fields says why)
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
+    # Where the memories this ingest creates land; short_term for ``ttl`` seconds.
+    tier: Tier = "long_term"
+    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True)
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl(cls, value: int | None, info) -> int | None:
+        tier_ttl(info.data.get("tier", "long_term"), value)
+        return value
 
 
 

@@ -9,8 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, Flag, Fraction, Instant, Kind, MemoryContent, MemoryPath, Meta, OnConflict,
-    Status, Tag, Text, Version, _content_ok, storable,
+    MAX_CONTENT_BYTES, TTL_MAX_S, Flag, Fraction, Instant, Integer, Kind, MemoryContent,
+    MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Version, _content_ok, storable,
+    tier_ttl,
 )
 from strata.write import secrets
 
@@ -53,8 +54,17 @@ class MemoryIn(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=32)
     meta: Meta = Field(default_factory=dict)
     name: Text | None = Field(default=None, min_length=1, max_length=200)
+    tier: Tier = "long_term"
+    # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True)
 
     _content = field_validator("content")(_memory_content)
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl(cls, value: int | None, info: ValidationInfo) -> int | None:
+        tier_ttl(info.data.get("tier", "long_term"), value)
+        return value
 
     @field_validator("value")
     @classmethod
@@ -153,6 +163,7 @@ class WriteResult(BaseModel):
     reason: str | None = None
     tombstone_id: uuid.UUID | None = None
     version: int | None = None
+    tier: Tier | None = None  # where the memory landed (short_term or long_term)
 
 
 class HistoryEntry(BaseModel):

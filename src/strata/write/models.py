@@ -59,6 +59,7 @@ class ItemOutcome(BaseModel):
     memory_id: uuid.UUID | None = None
     related_ids: list[uuid.UUID] = Field(default_factory=list)
     version: int | None = None  # of memory_id, after this write
+    tier: Literal["short_term", "long_term"] | None = None  # where memory_id is now
 
 
 class Neighbour(BaseModel):
