@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, TTL_MAX_S, Flag, Fraction, Instant, Integer, Kind, MemoryContent,
-    MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Version, _content_ok, storable,
+    MAX_CONTENT_BYTES, TIER_TTL_SCHEMA, Flag, Fraction, Instant, Kind, MemoryContent,
+    MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Ttl, Version, _content_ok, storable,
     tier_ttl,
 )
 from strata.write import secrets
@@ -39,7 +39,7 @@ def _slot_value_ok(slot: str | None, value: str | None) -> None:
 class MemoryIn(BaseModel):
     """One memory to create."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=TIER_TTL_SCHEMA)
 
     content: MemoryContent
     path: MemoryPath | None = None
@@ -56,7 +56,7 @@ class MemoryIn(BaseModel):
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     tier: Tier = "long_term"
     # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
-    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True)
+    ttl: Ttl | None = Field(default=None, validate_default=True)
 
     _content = field_validator("content")(_memory_content)
 
