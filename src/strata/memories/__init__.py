@@ -1,7 +1,9 @@
 """Memories: direct CRUD, history, restore, forget.
 
 The store and history (psycopg) load on first use of their names here, so that importing
-``strata.memories.models`` (the wire shapes, which the Python client shares) does not.
+``strata.memories.models`` (the wire shapes, which the Python client shares) does not. The
+history function is ``strata.memories.history.history``: a package attribute of that name
+would be the function or the submodule depending on which was imported first.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from strata.memories.models import (
 )
 
 _LAZY = {
-    "forget": "history", "history": "history", "related": "history", "restore": "history",
+    "forget": "history", "related": "history", "restore": "history",
     "create_memories": "store", "delete_memory": "store", "delete_path": "store",
     "get_memory": "store", "list_memories": "store", "update_memory": "store",
 }
@@ -33,6 +35,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CreateRequest", "HistoryEntry", "Memory", "MemoryIn", "MemoryPatch", "WriteResult",
-    "create_memories", "delete_memory", "delete_path", "forget", "get_memory", "history",
+    "create_memories", "delete_memory", "delete_path", "forget", "get_memory",
     "list_memories", "related", "restore", "update_memory",
 ]
