@@ -135,38 +135,60 @@ INCLUDE_STATUSES: dict[str, tuple[str, ...]] = {
 
 
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"query": "which database does Alice prefer?", "paths": ["users.alice"], "limit": 5},
+        {"query": "where did the team meet last week", "kinds": ["event"], "explain": True},
+    ]})
 
-    query: Text = Field(min_length=1, max_length=4000)
-    paths: list[MemoryPath] | None = Field(default=None, max_length=50)
-    kinds: list[Kind] | None = None
-    tags: list[Tag] | None = Field(default=None, max_length=32)
-    meta: Meta | None = None
+    query: Text = Field(min_length=1, max_length=4000, description=(
+        "What to look for, in words; a time it names (\"last week\") favours memories true "
+        "then."))
+    paths: list[MemoryPath] | None = Field(default=None, max_length=50, description=(
+        "Only these paths' subtrees; every path the key can read when absent."))
+    kinds: list[Kind] | None = Field(default=None, description="Only memories of these kinds.")
+    tags: list[Tag] | None = Field(default=None, max_length=32, description=(
+        "Only memories carrying every one of these tags."))
+    meta: Meta | None = Field(default=None, description=(
+        "Only memories whose meta contains this object (JSON containment)."))
     # Integer, Flag: JSON's numbers and booleans (strata.fields says why).
-    limit: Integer = Field(default=10, ge=1, le=100)
-    valid_at: Instant | None = None
-    include: list[Include] = Field(default_factory=list, max_length=2)
-    mode: Mode = "hybrid"
-    expand: Flag = False
-    explain: Flag = False
+    limit: Integer = Field(default=10, ge=1, le=100, description="The most results.")
+    valid_at: Instant | None = Field(default=None, description=(
+        "Only memories true at this instant; now when absent."))
+    include: list[Include] = Field(default_factory=list, max_length=2, description=(
+        "Statuses to search beside `active`: `candidates` (held for review), `history` "
+        "(superseded and archived)."))
+    mode: Mode = Field(default="hybrid", description=(
+        "`hybrid` ranks by meaning and by words together; `vector` by meaning only, "
+        "`keyword` by words only."))
+    expand: Flag = Field(default=False, description=(
+        "Also return memories related to the hits by an edge (`expanded`)."))
+    explain: Flag = Field(default=False, description=(
+        "Add each result's score breakdown (`explain`)."))
 
 
 class SearchResult(BaseModel):
-    id: uuid.UUID
-    content: str
-    path: str
-    kind: str
-    status: str
-    score: float
-    valid_from: datetime
-    valid_to: datetime | None
-    tags: list[str]
-    importance: float
-    confidence: float
-    expanded: bool = False
-    expanded_from: uuid.UUID | None = None
-    edge: str | None = None
-    explain: dict[str, Any] | None = None
+    """A memory that matched, with its score."""
+
+    id: uuid.UUID = Field(description="The memory's id.")
+    content: str = Field(description="The statement.")
+    path: str = Field(description="Where it lives.")
+    kind: str = Field(description="What sort of statement it is.")
+    status: str = Field(description="`active`, or another status `include` asked for.")
+    score: float = Field(description=(
+        "How well it matches; higher is better. Results come best first."))
+    valid_from: datetime = Field(description="When the statement became true.")
+    valid_to: datetime | None = Field(description="When it stopped being true; null while it holds.")
+    tags: list[str] = Field(description="Its tags.")
+    importance: float = Field(description="How much it matters, 0 to 1.")
+    confidence: float = Field(description="How sure strata is that it holds, 0 to 1.")
+    expanded: bool = Field(default=False, description=(
+        "True for a memory found by `expand`, related to a hit rather than matching."))
+    expanded_from: uuid.UUID | None = Field(default=None, description=(
+        "The hit an expanded memory is related to."))
+    edge: str | None = Field(default=None, description="The edge's type, for an expanded memory.")
+    explain: dict[str, Any] | None = Field(default=None, description=(
+        "The score's parts (each arm's raw and normalised score, weights, boosts), with "
+        "`explain`."))
 
 
 # --------------------------------------------------------------------------------------

@@ -3,10 +3,12 @@ the query parameters several routes share."""
 
 from __future__ import annotations
 
+import uuid
+
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Path, Query, Request
 from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
@@ -17,7 +19,7 @@ from strata.providers import Embedder
 # Not FastAPI's: the MCP transport resolves its caller the same way (strata.serving).
 from strata.serving import resolve_caller
 
-__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "ReadsDep", "get_caller",
+__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "MemoryId", "ReadsDep", "get_caller",
            "get_db", "get_embedder", "get_reads"]
 
 
@@ -52,6 +54,7 @@ DB = Annotated[Database, Depends(get_db)]
 EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
 ReadsDep = Annotated[Reads, Depends(get_reads)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
+MemoryId = Annotated[uuid.UUID, Path(description="The memory's id.")]
 
 # A page's cursor, as the page before gave it (``next_cursor``): never empty, so a client that
 # sends back a missing one is told so instead of getting the first page again.
@@ -65,4 +68,5 @@ Cursor = Annotated[Annotated[str, Field(min_length=1, max_length=200, pattern=r"
 # Of the audit chain: a sequence number, ASCII digits (str.isdigit() would take "²", which
 # int() refuses).
 AuditCursor = Annotated[Annotated[str, Field(
-    min_length=1, max_length=19, pattern=r"^[0-9]+$")] | None, Query()]
+    min_length=1, max_length=19, pattern=r"^[0-9]+$")] | None, Query(
+        description="The `next_cursor` of the page before.")]

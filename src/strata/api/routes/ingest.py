@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from fastapi.encoders import jsonable_encoder
 
@@ -16,18 +17,38 @@ from strata.ingest.models import IngestRequest, Receipt
 router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
 
-@router.post("", response_model=Receipt, responses={
-    202: {"model": Receipt, "description": "Accepted: the receipt of a conversation still being "
-                                           "processed (read it again at GET /v1/ingest/{id})."},
-    **answers(409)}, description=(
-    "Without a `path`, the conversation goes to the key's default path; without one, `path` "
-    "is required (422)."))
+@router.post("", status_code=202, response_model=Receipt, responses={
+    200: {"model": Receipt, "description": (
+        "The receipt of a conversation already processed when the answer is sent: with "
+        "`wait: true` (processed within the request), on a repeated `idempotency_key` whose "
+        "first request has finished, or when the pipeline finished before the answer.")},
+    **answers(409)})
 def ingest(body: IngestRequest, request: Request, caller: CallerDep) -> JSONResponse:
+    """Ingest a conversation
+
+    strata extracts the durable memories from the user's messages, resolves them against
+    what the path already holds (duplicate, refinement, contradiction, correction) and writes
+    them; the receipt says what became of each candidate and of each clause not kept.
+
+    The answer is **202** with the receipt while the conversation is still queued or being
+    processed (read it again at `GET /v1/ingest/{receipt_id}` until its `status` is final),
+    and **200** when it is already finished: with `wait: true`, which processes it within the
+    request; when the same `idempotency_key` was sent before and that request has finished
+    (nothing is written twice); or when processing happened to finish before the answer.
+
+    Without a `path`, the conversation goes to the key's default path; without one, `path`
+    is required (422).
+    """
     runtime = request.app.state.runtime
     receipt, finished = service.ingest(runtime.ingest, runtime.launcher, caller, body)
     return JSONResponse(jsonable_encoder(receipt), status_code=200 if finished else 202)
 
 
 @router.get("/{receipt_id}")
-def get(receipt_id: uuid.UUID, request: Request, caller: CallerDep) -> Receipt:
+def get(receipt_id: Annotated[uuid.UUID, Path(description="The receipt's id.")], request: Request, caller: CallerDep) -> Receipt:
+    """Read an ingest receipt
+
+    The receipt of one ingest request: its `status` (final once it is not `queued` or
+    `running`), what became of each candidate memory, and counts and timings.
+    """
     return service.receipt(request.app.state.runtime.ingest, caller, receipt_id)

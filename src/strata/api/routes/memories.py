@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Annotated, get_args
 
 from fastapi import APIRouter, Body, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
-from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep
+from strata.api.deps import DB, CallerDep, Cursor, MemoryId, EmbedderDep
 from strata.api.openapi import Items, Page, Results, answers
-from strata.memories.models import HistoryEntry, WriteResult
 from strata.errors import InvalidInput
 from strata.fields import NO_NUL, SPACE_CLASS, MemoryPath, Version
-from strata.memories.models import Kind, Status, Instant
+from strata.memories.models import (
+    Deleted, Forgotten, HistoryEntry, Instant, Kind, Relationship, Status, WriteResult,
+)
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -68,12 +68,20 @@ _READ_BACK = {"links": {"GetMemory": {
     "parameters": {"memory_id": "$response.body#/results/0/id"}}}}
 
 
-@router.post("", responses={200: _READ_BACK, **answers(409)}, description=(
-    "A memory without a `path` goes to the key's default path; without one, `path` is "
-    "required (422)."))
+@router.post("", responses={200: _READ_BACK, **answers(409)})
 def create(
     body: core.CreateRequest, request: Request, db: DB, caller: CallerDep, embedder: EmbedderDep
 ) -> Results[WriteResult]:
+    """Create memories
+
+    Each memory goes through the write path as an ingested statement does: a retired value is
+    `blocked`, a new value of a slot supersedes the old one, a paraphrase `reinforced` the
+    memory it repeats. One result per memory, in the order sent, all in one transaction; an
+    invalid memory refuses the whole request, naming its index in `field`.
+
+    A memory without a `path` goes to the key's default path; without one, `path` is
+    required (422).
+    """
     runtime = request.app.state.runtime
     return {"results": core.create_memories(
         db, caller, body, embedder, judge=runtime.ingest.judge, settings=runtime.settings)}
@@ -83,14 +91,25 @@ def create(
 def list_(
     db: DB,
     caller: CallerDep,
-    path: MemoryPath | None = None,
-    kind: Annotated[list[Kinds] | None, Query()] = None,
-    status: Annotated[Statuses | None, Query()] = None,
-    tags: Annotated[list[Tags] | None, Query()] = None,
-    valid_at: Instant | None = None,
+    path: Annotated[MemoryPath | None, Query(description=(
+        "Only memories in this path's subtree."))] = None,
+    kind: Annotated[list[Kinds] | None, Query(description="Only memories of these kinds.")] = None,
+    status: Annotated[Statuses | None, Query(description=(
+        "Only memories in these statuses (`active` when absent), or `all`."))] = None,
+    tags: Annotated[list[Tags] | None, Query(description=(
+        "Only memories carrying every one of these tags."))] = None,
+    valid_at: Annotated[Instant | None, Query(description=(
+        "Only memories true at this instant (RFC 3339)."))] = None,
     cursor: Cursor = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200, description="The most items on a page.")] = 50,
 ) -> Page[core.Memory]:
+    """List memories
+
+    The memories the key can read, oldest first, filtered by `path` (a subtree), `kind`,
+    `status` (`active` by default; `all` for every status), `tags` (all of them) and
+    `valid_at` (true at that instant). `kind`, `status` and `tags` take several values,
+    comma-separated or repeated.
+    """
     statuses = ["active"] if not status else (
         None if status == ["all"] else _csv(status, get_args(Status), "status"))
     if tags and any("\x00" in t for t in tags):
@@ -104,58 +123,98 @@ def list_(
 
 
 @router.get("/{memory_id}")
-def get(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> core.Memory:
+def get(memory_id: MemoryId, db: DB, caller: CallerDep) -> core.Memory:
+    """Read a memory
+
+    The memory in any status, with its `version` (what a PATCH names). A memory the key
+    cannot read, or another tenant's, is a 404.
+    """
     return core.get_memory(db, caller, memory_id)
 
 
-@router.patch("/{memory_id}", responses=answers(409), description=(
-    "Names the version it changes, as `expected_version` or `If-Match` (422 without either; "
-    "412 when it is not the current one). `valid_to` must come after `valid_from`: the one "
-    "given, else the stored one (422)."))
+@router.patch("/{memory_id}", responses=answers(409))
 def patch(
-    memory_id: uuid.UUID,
+    memory_id: MemoryId,
     body: core.MemoryPatch,
     db: DB,
     caller: CallerDep,
     embedder: EmbedderDep,
-    if_match: Annotated[IfMatch | None, Header()] = None,
+    if_match: Annotated[IfMatch | None, Header(description=(
+        "The version this change is made to, instead of `expected_version`: `3` or "
+        "`\"3\"`."))] = None,
 ) -> core.Memory:
+    """Change a memory
+
+    Only the fields sent change; the previous state goes to the memory's history. Names the
+    version it changes, as `expected_version` or `If-Match` (422 without either; 412 when it
+    is not the current one). `valid_to` must come after `valid_from`: the one given, else
+    the stored one (422). A change to a retired value is refused (409).
+    """
     return core.update_memory(
         db, caller, memory_id, body, embedder, expected_version=_if_match(if_match)
     )
 
 
 @router.delete("/{memory_id}")
-def delete(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def delete(memory_id: MemoryId, db: DB, caller: CallerDep) -> Deleted:
+    """Delete a memory
+
+    The memory is removed from every read and search; its history stays, so
+    `POST /v1/memories/{id}/restore` can bring it back. To erase its content too, forget it.
+    """
     return core.delete_memory(db, caller, memory_id)
 
 
 @router.get("/{memory_id}/history")
-def history(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
+def history(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
+    """Read a memory's history
+
+    Every prior state of the memory, oldest first: what it was before each change and before
+    its deletion. A forgotten memory's entries keep no content.
+    """
     return {"items": core.history(db, caller, memory_id)}
 
 
 class RestoreRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    version: Version | None = None  # JSON's integer: strata.fields
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"version": 2}]})
+    version: Version | None = Field(default=None, description=(  # JSON's integer: strata.fields
+        "The version of its history to restore; the latest one by default."))
 
 
 @router.post("/{memory_id}/restore", responses=answers(409, 410))
 def restore(
-    memory_id: uuid.UUID,
+    memory_id: MemoryId,
     db: DB,
     caller: CallerDep,
     embedder: EmbedderDep,
     body: Annotated[RestoreRequest | None, Body()] = None,
 ) -> core.Memory:
+    """Restore a memory
+
+    Brings back a prior version of the memory (the latest by default), deleted or not, as its
+    new current state; the body is optional. A forgotten memory cannot come back (410), nor
+    a value retired since (409).
+    """
     return core.restore(db, caller, memory_id, embedder, version=body.version if body else None)
 
 
 @router.post("/{memory_id}/forget")
-def forget(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def forget(memory_id: MemoryId, db: DB, caller: CallerDep) -> Forgotten:
+    """Forget a memory (erasure)
+
+    Deletes the memory and erases its content from its history and its edges; only hashes
+    remain, in a tombstone that keeps the value from being stored again by any route. Other
+    memories of the scope that held the same value are forgotten with it (`also_forgotten`).
+    Forgetting twice answers the same as once.
+    """
     return core.forget(db, caller, memory_id)
 
 
 @router.get("/{memory_id}/related")
-def related(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def related(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[Relationship]:
+    """Read a memory's relationships
+
+    The edges from and to the memory (supersedes, refines, contradicts, ...) whose other
+    end the key can also read, oldest first, each with who decided it and why.
+    """
     return {"items": core.related(db, caller, memory_id)}

@@ -23,4 +23,10 @@ router = APIRouter(prefix="/v1/search", tags=["search"])
 @router.post("")
 def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
            reads: ReadsDep) -> Results[core.SearchResult]:
+    """Search memories
+
+    Hybrid retrieval over the memories the key can read: by meaning (vector) and by words
+    (full text), fused into one score, best first. Only `active` memories true now (or at
+    `valid_at`) unless `include` asks for more; every filter applies before the limit.
+    """
     return {"results": core.search(db, caller, body, embedder, reads=reads)}
