@@ -193,3 +193,56 @@ def test_every_router_serves_the_whole_document(document):
     tags = {tag for _, op in operations(document) for tag in op["tags"]}
     assert tags == {r for r in ROUTERS if r not in UNDOCUMENTED}
     assert {t["name"] for t in document["tags"]} == tags
+
+
+def asset_urls(html: str) -> list[str]:
+    """Every URL a page loads or links: script src, link href, img src, and the document URL
+    the viewer is told to fetch."""
+    import re
+
+    found = re.findall(r"""<(?:script|img)[^>]*\ssrc=["']([^"']+)""", html)
+    found += re.findall(r"""<link[^>]*\shref=["']([^"']+)""", html)
+    found += re.findall(r"""\b(?:url|spec-url)\s*[:=]\s*["']([^"']+)""", html)
+    return found
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_everything_from_the_server_itself(client, page):
+    """Given the app (no network needed)
+    When /docs and /redoc are fetched
+    Then every script, stylesheet, icon and the document each page names is a same-origin
+         path (no scheme, no host: no CDN), and each answers 200 with its content type; the
+         page's Content-Security-Policy allows this origin only
+         (controls: the page names its viewer's bundle and /openapi.json; FastAPI's own page
+         names a CDN, which the same scan finds)."""
+    html = client.get(page)
+    assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+    policy = html.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "connect-src 'self'" in policy
+    assert "http" not in policy  # no other origin is allowed anything
+    urls = asset_urls(html.text)
+    bundle = {"/docs": "swagger-ui-bundle.js", "/redoc": "redoc.standalone.js"}[page]
+    assert any(u.endswith(bundle) for u in urls) and "/openapi.json" in urls, urls
+    for url in urls:
+        assert url.startswith("/") and not url.startswith("//"), url
+        answer = client.get(url)
+        assert answer.status_code == 200, url
+        assert answer.headers["content-type"].split(";")[0] in (
+            "text/javascript", "text/css", "image/png", "application/json"), url
+        assert len(answer.content) > 1000, url
+
+    from fastapi.openapi.docs import get_swagger_ui_html
+    cdn = get_swagger_ui_html(openapi_url="/openapi.json", title="t").body.decode()
+    assert any(u.startswith("https://") for u in asset_urls(cdn))
+
+
+def test_swagger_ui_keeps_the_key_and_asks_no_validator(client):
+    """Given /docs
+    Then Swagger UI is told to persist the key typed into Authorize and to send the document to
+         no validator; and an asset that is not one of the viewers' files is a 404 in the
+         API's error shape (control: a real asset is a 200)."""
+    html = client.get("/docs").text
+    assert '"persistAuthorization": true' in html and '"validatorUrl": null' in html
+    missing = client.get("/docs/assets/..%2Fcore.py")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    assert client.get("/docs/assets/swagger-ui.css").status_code == 200

@@ -3,7 +3,8 @@
 FastAPI's own pages load Swagger UI and ReDoc from a CDN, so on a machine without internet
 /docs is blank. Here every script, stylesheet and icon comes from /docs/assets/, out of the
 files the fastapi-offline distribution ships (Swagger UI and ReDoc's standalone bundle): no
-page names another origin. Nothing of that package is imported; its files are only read.
+page names another origin, and a Content-Security-Policy keeps a bundle from reaching one.
+Nothing of that package is imported; its files are only read.
 
 On AWS these routes go to the health function (template.yaml), with no authorizer: the
 document describes the API, not a tenant's data. It describes the whole API whichever routers
@@ -34,6 +35,14 @@ FILES = {
 }
 # The bundles change only with the package; a browser may keep them for a day.
 CACHE = {"Cache-Control": "public, max-age=86400"}
+# The pages may load and call nothing but this origin, whatever a bundle asks for: ReDoc's
+# footer shows Redocly's logo from its CDN (it hides the image when it does not load). The
+# viewers' bootstrap scripts are inline and their styles injected, hence 'unsafe-inline';
+# ReDoc's search runs in a worker made from a blob.
+PAGE = {"Content-Security-Policy": "; ".join((
+    "default-src 'self'", "script-src 'self' 'unsafe-inline'",
+    "style-src 'self' 'unsafe-inline'", "img-src 'self' data:", "font-src 'self' data:",
+    "connect-src 'self'", "worker-src 'self' blob:", "frame-ancestors 'none'"))}
 
 SWAGGER_UI = {
     # The key typed into Authorize survives a reload of the page (kept in the browser's local
@@ -62,23 +71,27 @@ def openapi(request: Request) -> JSONResponse:
 @router.get("/docs")
 def swagger_ui(request: Request) -> HTMLResponse:
     root = request.scope.get("root_path", "")
-    return get_swagger_ui_html(
+    page = get_swagger_ui_html(
         openapi_url=f"{root}/openapi.json", title=f"{request.app.title} - Swagger UI",
         swagger_js_url=f"{root}{ASSETS}/swagger-ui-bundle.js",
         swagger_css_url=f"{root}{ASSETS}/swagger-ui.css",
         swagger_favicon_url=f"{root}{ASSETS}/favicon.png",
         oauth2_redirect_url=None, swagger_ui_parameters=SWAGGER_UI,
     )
+    page.headers.update(PAGE)
+    return page
 
 
 @router.get("/redoc")
 def redoc(request: Request) -> HTMLResponse:
     root = request.scope.get("root_path", "")
-    return get_redoc_html(
+    page = get_redoc_html(
         openapi_url=f"{root}/openapi.json", title=f"{request.app.title} - ReDoc",
         redoc_js_url=f"{root}{ASSETS}/redoc.standalone.js",
         redoc_favicon_url=f"{root}{ASSETS}/favicon.png", with_google_fonts=False,
     )
+    page.headers.update(PAGE)
+    return page
 
 
 @router.get(ASSETS + "/{name}")
