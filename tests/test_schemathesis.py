@@ -38,9 +38,10 @@ from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.errors import Flaky
 from schemathesis.core.failures import FailureGroup
 from schemathesis.generation.stateful.state_machine import DEFAULT_STATE_MACHINE_SETTINGS
-from schemathesis.openapi.checks import IgnoredAuth, UndefinedStatusCode
+from schemathesis.openapi.checks import IgnoredAuth, JsonSchemaError, UndefinedStatusCode
 from schemathesis.specs.openapi.checks import (
-    ensure_resource_availability, ignored_auth, status_code_conformance, use_after_free,
+    ensure_resource_availability, ignored_auth, response_schema_conformance,
+    status_code_conformance, use_after_free,
 )
 
 from strata import auth
@@ -427,6 +428,29 @@ def test_an_undocumented_status_or_an_ignored_key_fails_the_run(server, identity
     with pytest.raises(FailureGroup) as found:
         call(keyed_health, "GET /healthz", identity.headers, ignored_auth)
     assert [type(e) for e in found.value.exceptions] == [IgnoredAuth]
+
+
+def test_a_body_unlike_its_documented_schema_fails_the_run(server, identity):
+    """Given the live app's schema, and copies in which the answer of GET /healthz and that of
+    GET /v1/audit (typed as bare objects before) say something the server does not answer
+    When each is called
+    Then schemathesis reports the body as not matching its schema (controls: the same calls
+         against the schema as served pass), so every answer's body is held to its model."""
+
+    def call(document: dict, path: str) -> None:
+        loaded = schemathesis.openapi.from_dict(
+            document, config=schemathesis.Config.from_dict({"base-url": server}))
+        loaded[path]["GET"].Case().call_and_validate(
+            headers=identity.headers, checks=[response_schema_conformance])
+
+    for path, schema, field in (("/healthz", "Health", "status"),
+                                ("/v1/audit", "Page_AuditEntry_", "next_cursor")):
+        call(DOCUMENT, path)
+        other = copy.deepcopy(DOCUMENT)
+        other["components"]["schemas"][schema]["properties"][field] = {"const": "elsewhere"}
+        with pytest.raises(FailureGroup) as found:
+            call(other, path)
+        assert [type(e) for e in found.value.exceptions] == [JsonSchemaError], path
 
 
 def test_an_instant_with_an_offset_postgresql_cannot_read_is_kept_in_utc(server, identity):

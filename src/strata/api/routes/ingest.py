@@ -18,6 +18,9 @@ router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
 
 @router.post("", status_code=202, response_model=Receipt, responses={
+    202: {"description": (
+        "The receipt of a conversation still queued or being processed: read it again at "
+        "`GET /v1/ingest/{receipt_id}` until its `status` is final.")},
     200: {"model": Receipt, "description": (
         "The receipt of a conversation already processed when the answer is sent: with "
         "`wait: true` (processed within the request), on a repeated `idempotency_key` whose "
