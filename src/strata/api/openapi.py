@@ -102,6 +102,13 @@ ERROR_SCHEMA: dict[str, Any] = {
                            "`tombstone_id`, `checks`, ...).",
         },
     },
+    "examples": [
+        {"error": {"code": "invalid_input", "message": "Input should be 'fact', 'preference', "
+                   "...", "field": "memories[0].kind"}},
+        {"error": {"code": "version_conflict",
+                   "message": "expected version 3, current version is 4",
+                   "field": "expected_version", "current_version": 4}},
+    ],
 }
 
 T = TypeVar("T")
