@@ -153,7 +153,8 @@ class SearchRequest(BaseModel):
     # Integer, Flag: JSON's numbers and booleans (strata.fields says why).
     limit: Integer = Field(default=10, ge=1, le=100, description="The most results.")
     valid_at: Instant | None = Field(default=None, description=(
-        "Only memories true at this instant; now when absent."))
+        "Only memories true at this instant (their valid time contains it); absent, valid "
+        "time does not filter."))
     include: list[Include] = Field(default_factory=list, max_length=2, description=(
         "Statuses to search beside `active`: `candidates` (held for review), `history` "
         "(superseded and archived)."))

@@ -57,7 +57,7 @@ class MemoryIn(BaseModel):
         "When the statement became true in the world; defaults to now."))
     # Fraction, Version, Flag: JSON's numbers and booleans, in every request shape (fields.py).
     importance: Fraction | None = Field(default=None, description=(
-        "How much it matters, 0 to 1; a default by kind when absent."))
+        "How much it matters, 0 to 1; 0.5 when absent."))
     tags: list[Tag] = Field(default_factory=list, max_length=32, description=(
         "Labels to filter by (search's and list's `tags`)."))
     meta: Meta = Field(default_factory=dict, description=(
@@ -165,8 +165,8 @@ class Memory(BaseModel):
     recorded_at: datetime = Field(description="When strata learned it.")
     version: int = Field(description=(
         "Bumped on every change; name it to change the memory (`expected_version`, `If-Match`)."))
-    access_count: int = Field(description="How often it was returned by search or read.")
-    last_accessed_at: datetime | None = Field(description="When it was last returned or read.")
+    access_count: int = Field(description="How often search returned it.")
+    last_accessed_at: datetime | None = Field(description="When search last returned it.")
     reinforcements: int = Field(description="How often it was stated again (a paraphrase).")
     embedding_model: str | None = Field(description="The embedder its vector was made with.")
     evidence: list[Any] = Field(description=(
@@ -196,10 +196,11 @@ class WriteResult(BaseModel):
     """What became of one memory of a create request."""
 
     id: uuid.UUID | None = Field(description=(
-        "The memory written or matched; null when none was (`blocked`, some `skipped`)."))
+        "The memory written, matched or named; null when there is none."))
     status: Literal["inserted", "updated", "skipped", "reinforced", "superseded_existing",
                     "blocked"] = Field(description=(
-        "`inserted` (new), `updated` (an existing one replaced, on_conflict `replace`), "
+        "`inserted` (new; held as a candidate or kept as history when the write path says "
+        "so), `updated` (a named one edited, on_conflict `replace`), "
         "`skipped` (on_conflict `ignore`), `reinforced` (a paraphrase of a stored memory), "
         "`superseded_existing` (it replaced a memory it contradicts) or `blocked` (a retired "
         "value, see `tombstone_id`)."))
@@ -214,7 +215,8 @@ class HistoryEntry(BaseModel):
 
     version: int = Field(description="The version this snapshot was.")
     operation: Literal["update", "delete"] = Field(description="The change that ended it.")
-    cause: str | None = Field(description="What made the change (`memory.patch`, `ingest`, ...).")
+    cause: str | None = Field(description=(
+        "What made the change (`memory.update`, `ingest.persist`, `review.merge`, ...)."))
     actor: str | None = Field(description="Who made it (a principal, the pipeline, ...).")
     operation_id: uuid.UUID | None = Field(description="The operation the change belonged to.")
     changed_at: datetime = Field(description="When the change was made.")

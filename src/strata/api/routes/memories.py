@@ -178,7 +178,8 @@ def history(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[HistoryEntr
 class RestoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"version": 2}]})
     version: Version | None = Field(default=None, description=(  # JSON's integer: strata.fields
-        "The version of its history to restore; the latest one by default."))
+        "The version of its history to restore. Required for a live memory (rolled back to "
+        "it); without it a deleted memory comes back as it was when deleted."))
 
 
 @router.post("/{memory_id}/restore", responses=answers(409, 410))
@@ -191,9 +192,10 @@ def restore(
 ) -> core.Memory:
     """Restore a memory
 
-    Brings back a prior version of the memory (the latest by default), deleted or not, as its
-    new current state; the body is optional. A forgotten memory cannot come back (410), nor
-    a value retired since (409).
+    Brings a deleted memory back with its id (no body, or `{}`), or rolls a live one back to
+    the `version` named (409 without one), under the write path's rules: a value retired
+    since, or another copy of it in the path, is refused (409). A forgotten memory cannot
+    come back (410).
     """
     return core.restore(db, caller, memory_id, embedder, version=body.version if body else None)
 

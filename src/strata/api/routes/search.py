@@ -26,7 +26,8 @@ def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: Embedd
     """Search memories
 
     Hybrid retrieval over the memories the key can read: by meaning (vector) and by words
-    (full text), fused into one score, best first. Only `active` memories true now (or at
-    `valid_at`) unless `include` asks for more; every filter applies before the limit.
+    (full text), fused into one score, best first. Only `active` memories unless `include`
+    asks for more, true at `valid_at` when it is given; every filter applies before the
+    limit, never after.
     """
     return {"results": core.search(db, caller, body, embedder, reads=reads)}
