@@ -713,17 +713,57 @@ def test_numbers_and_sizes_out_of_range(seed):
     seed.assert_seed_unchanged("500-item control")
 
 
-def test_non_json_content_type(seed):
+# How clients label a JSON body they did not mark as JSON: curl -d, fetch() with a string,
+# a form post, a multipart one, an unknown type, and none at all.
+NON_JSON_TYPES = [None, "application/x-www-form-urlencoded", "text/plain; charset=utf-8",
+                  "multipart/form-data; boundary=x", "application/xml", "application/octet-stream"]
+
+
+def test_json_body_whatever_its_content_type(seed):
     """Given a seeded memory
-    When a JSON-looking body is sent as text/plain or form data
-    Then a 4xx error body, nothing changes."""
+    When a well-formed JSON body is sent with each content type a client may put on it
+    (none, form, text, multipart, xml, octet-stream)
+    Then it is read as JSON and stored (curl -d, the README's first example, works); the
+    same body as application/json is the control."""
     c, h = seed.client, seed.headers
-    r = c.post("/v1/memories", headers={**h, "Content-Type": "text/plain"},
-               content=json.dumps(one()))
-    seed.reject(r, 422, "invalid_input", None, "text/plain")
-    r = c.post("/v1/memories", headers=h, data={"memories": "x"})
-    check_error_body(r, "form", any_field=True)
-    seed.assert_unchanged("form")
+    for i, ctype in enumerate([*NON_JSON_TYPES, "application/json"]):
+        headers = {**h, **({"Content-Type": ctype} if ctype else {})}
+        content = f"Content type case {i} is stored"
+        r = c.post("/v1/memories", headers=headers, content=json.dumps(one(content=content)))
+        assert r.status_code == 200, f"{ctype}: {r.status_code} {r.text[:300]}"
+        got = c.get(f"/v1/memories/{r.json()['results'][0]['id']}", headers=h).json()
+        assert got["content"] == content, ctype
+
+
+def _json_body_operations(app) -> list[tuple[str, str]]:
+    """Every (method, path) of the app whose route takes a JSON body, ids filled in."""
+    from fastapi.routing import APIRoute
+
+    from strata.api.openapi import flat_routes
+
+    ops = []
+    for route in flat_routes(app.routes):
+        route = getattr(route, "original_route", route)
+        if isinstance(route, APIRoute) and route.body_field is not None:
+            path = route.path_format.replace("{memory_id}", "00000000-0000-4000-8000-000000000000")
+            ops += [(m, path) for m in sorted(route.methods)]
+    return ops
+
+
+def test_malformed_json_is_400_whatever_its_content_type(seed, app):
+    """Given a seeded memory
+    When a malformed JSON body goes to every route that takes a body, under each content type
+    Then each answers 400 invalid_json saying the body is not valid JSON, and nothing stored
+    changes. Control: the routes exist and a JSON type changes nothing about the answer."""
+    ops = _json_body_operations(app)
+    assert len(ops) >= 8, ops  # create, patch, search, ingest, review, keys, grants, ...
+    for method, path in ops:
+        for ctype in [*NON_JSON_TYPES, "application/json"]:
+            headers = {**seed.headers, **({"Content-Type": ctype} if ctype else {})}
+            r = seed.client.request(method, path, headers=headers, content=b'{"memories": [')
+            case = f"{method} {path} as {ctype}"
+            err = seed.reject(r, 400, "invalid_json", None, case)
+            assert "not valid JSON" in err["message"], case
 
 
 # --------------------------------------------------------------------------------------

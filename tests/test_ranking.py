@@ -62,6 +62,42 @@ def test_fusion_orders_every_candidate_by_a_bounded_score(cands, mode, query, p,
                 assert a.score >= b.score - 1e-12
 
 
+@settings(max_examples=300, deadline=None)
+@given(candidate_sets(), candidate_sets(), st.sampled_from(["vector", "keyword"]), queries,
+       params, st.one_of(st.none(), st.floats(0.01, 60)))
+def test_relevance_is_bounded_and_independent_of_what_else_was_found(cands, others, mode,
+                                                                      query, p, idf_sum):
+    """A candidate's relevance stays in 0..1, is the clamped cosine in vector mode and BM25
+    over the query's idf in keyword mode, whatever its neighbours; the time boost never
+    enters it. Control: the fused score of the same candidate does change with neighbours
+    (min-max), which is why relevance exists."""
+    others = [Candidate(**{**o.__dict__, "id": uuid.UUID(int=10_000 + i)})
+              for i, o in enumerate(others)]
+    alone = {r.candidate.id: r.relevance
+             for r in fuse(cands, mode=mode, query=query, idf_sum=idf_sum, params=p).ranked}
+    crowd = {r.candidate.id: r.relevance for r in fuse(
+        cands + others, mode=mode, query=query, idf_sum=idf_sum, params=p).ranked}
+    for c in cands:
+        assert 0.0 <= alone[c.id] <= 1.0
+        assert abs(alone[c.id] - crowd[c.id]) < 1e-12
+        if mode == "vector":
+            expected = 0.0 if c.cosine is None else max(0.0, min(1.0, c.cosine))
+        else:
+            expected = min(1.0, (c.bm25 or 0.0) / idf_sum) if idf_sum else 0.0
+        assert abs(alone[c.id] - expected) < 1e-12
+
+
+def test_fused_score_depends_on_neighbours_relevance_does_not():
+    """The control of the property above, on one fixed case."""
+    a = Candidate(uuid.UUID(int=1), 1, 0.5, None, None)
+    b = Candidate(uuid.UUID(int=2), 2, 0.2, None, None)
+    alone = fuse([a], mode="vector", query="q", idf_sum=None).ranked[0]
+    pair = {r.candidate.id: r for r in fuse([a, b], mode="vector", query="q", idf_sum=None).ranked}
+    assert alone.score == pair[a.id].score == 1.0  # min-max: the best is 1 either way
+    assert pair[b.id].score == 0.0 and pair[b.id].relevance == 0.2
+    assert alone.relevance == pair[a.id].relevance == 0.5
+
+
 def test_single_arm_modes_order_by_that_arm_and_ties_break_stably():
     """vector mode orders by cosine, keyword by BM25 (a memory without a lexeme match last);
     equal scores fall back to importance, then confidence, then the content hash."""

@@ -58,8 +58,13 @@ def test_search_finds_by_words_and_explains_the_score(client, tenant):
     w = ex["fusion"]["vector_weight"]
     assert 0 < w < 1
     fused = w * ex["vector"]["normalized"] + (1 - w) * ex["text"]["normalized"]
-    assert abs(results[0]["score"] - fused) < 1e-9
-    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert abs(ex["score"] - fused) < 1e-9
+    assert [r["explain"]["score"] for r in results] == sorted(
+        (r["explain"]["score"] for r in results), reverse=True)
+    assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
+    # score: the relevance, from the raw cosine and the text score over the query's idf
+    rel = w * max(0.0, ex["vector"]["score"]) + (1 - w) * ex["text"]["score"] / ex["text"]["idf_sum"]
+    assert 0 < results[0]["score"] <= 1 and abs(results[0]["score"] - rel) < 1e-6
 
 
 def test_search_respects_paths_grants_and_tenants(client, tenant, make_tenant, db):
@@ -254,7 +259,7 @@ def test_time_window_boost_reorders_close_candidates_and_is_explained(client, te
         ex = r["explain"]
         w = ex["fusion"]["vector_weight"]
         arms = w * ex["vector"]["normalized"] + (1 - w) * ex["text"]["normalized"]
-        assert abs(r["score"] - (arms + ex["boosts"]["time_window"]["value"])) < 1e-9
+        assert abs(ex["score"] - (arms + ex["boosts"]["time_window"]["value"])) < 1e-9
 
 
 def test_expansion_follows_refines_coexists_derived_from_within_access_and_truth(
@@ -556,3 +561,41 @@ def test_a_large_tenant_is_ranked_through_an_index_of_its_own(
     assert vector_index.reconcile(db, min_rows=16)["dropped"] == []
     assert vector_index.reconcile(db, min_rows=17)["dropped"] == [name]
     assert routes(h)[1] == {"exact"}
+
+
+def test_min_score_keeps_only_relevant_hits_whatever_the_query(client, tenant):
+    """Given memories on unrelated topics
+    When a query one of them answers, and one nothing answers, search with and without
+    min_score
+    Then score is a 0..1 relevance comparable across queries: the answered query's best hit
+    scores above every result of the unanswered one; min_score keeps the answer and drops
+    everything for the unanswered query (control: without it both queries return results);
+    a kept result keeps its rank from the full ranking, and min_score is applied before limit."""
+    h = tenant.headers
+    client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": "The deploy region is eu-west-1", "path": "shared.ops"},
+        {"content": "Alice's dentist appointment is on Friday", "path": "users.alice"},
+        {"content": "The team standup is at 9:30 in the blue room", "path": "shared.ops"},
+        {"content": "Bob keeps bees on the roof of the garage", "path": "users.bob"},
+    ]})
+    answered = search(client, h, "which region do we deploy to?", limit=10)
+    unanswered = search(client, h, "quantum chromodynamics lattice gauge theory", limit=10)
+    assert answered and unanswered  # control: no floor without min_score
+    for r in answered + unanswered:
+        assert 0.0 <= r["score"] <= 1.0
+    best = answered[0]
+    assert best["content"] == "The deploy region is eu-west-1"
+    assert best["score"] > max(r["score"] for r in unanswered)
+    floor = (best["score"] + max(r["score"] for r in unanswered)) / 2
+    kept = search(client, h, "which region do we deploy to?", min_score=floor, limit=10)
+    assert [r["id"] for r in kept][:1] == [best["id"]] and kept[0]["rank"] == 1
+    assert all(r["score"] >= floor for r in kept)
+    assert {r["id"] for r in kept} == {r["id"] for r in answered if r["score"] >= floor}
+    assert search(client, h, "quantum chromodynamics lattice gauge theory",
+                  min_score=floor, limit=10) == []
+    # before limit: a floor below every score with limit 1 still returns the best one
+    assert [r["id"] for r in search(client, h, "which region do we deploy to?",
+                                    min_score=0.0, limit=1)] == [best["id"]]
+    for bad in (-0.1, 1.5, "high", True):
+        r = client.post("/v1/search", headers=h, json={"query": "x", "min_score": bad})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "min_score", (bad, r.text)

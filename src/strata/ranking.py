@@ -50,6 +50,16 @@ Fusion (:func:`fuse`)
     it only overlaps one. Decay and age never enter the score. Ties break on importance,
     confidence, the content hash and id (:data:`TIE_BREAKERS`), so the same corpus always ranks
     the same way.
+
+Relevance (:func:`relevance`)
+    The fused score orders one query's candidates; it is not comparable across queries (the
+    vector part is min-max normalised, so some candidate always gets 1). ``relevance`` is:
+    ``w * cosine + (1 - w) * text`` with the query's weight ``w``, the raw cosine (clamped to
+    0..1) and the text score over the query's total idf -- how close the memory is to the
+    query and how much of the query's information it holds, whatever else was found. A
+    query nothing in the store answers scores low on every result, so a threshold on it
+    (``min_score``) means "only relevant hits". A vector search's relevance is the cosine, a
+    keyword search's the text part; the time boost is not relevance (it reorders).
 """
 
 from __future__ import annotations
@@ -122,6 +132,7 @@ class Ranked:
     vector: float  # normalised vector score, 0..1
     text: float  # normalised text score, 0..1
     time_boost: float
+    relevance: float = 0.0  # 0..1, comparable across queries (see "Relevance")
 
 
 @dataclass
@@ -177,6 +188,13 @@ def _by_idf(values: list[float | None], idf_sum: float) -> list[float]:
     return [min(1.0, max(0.0, v / idf_sum)) if v is not None else 0.0 for v in values]
 
 
+def relevance(*, weight: float, cosine: float | None, text: float) -> float:
+    """How well one memory matches the query, 0..1, from its raw cosine and its text score
+    over the query's idf (see "Relevance")."""
+    vec = 0.0 if cosine is None else max(0.0, min(1.0, cosine))
+    return max(0.0, min(1.0, weight * vec + (1.0 - weight) * max(0.0, min(1.0, text))))
+
+
 def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float | None,
          params: FusionParams = DEFAULT) -> Fused:
     """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword)."""
@@ -195,10 +213,13 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
         w = vector_weight(strength=strength, top_cosine=top_cos,
                           identifier=has_identifier(query), params=params)
     boost = {"starts": params.time_start, "overlaps": params.time_overlap}
+    # The text part of relevance is over the query's idf whatever normalised it for ranking.
+    txt_abs = _by_idf(bm, idf_sum) if idf_sum else [0.0] * len(candidates)
     ranked = []
-    for c, v, t in zip(candidates, vec_n, txt_n, strict=True):
+    for c, v, t, ta in zip(candidates, vec_n, txt_n, txt_abs, strict=True):
         b = boost.get(c.window_match or "", 0.0)
-        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b, v, t, b))
+        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b, v, t, b,
+                             relevance(weight=w, cosine=c.cosine, text=ta)))
     ranked.sort(key=lambda r: (-r.score, -r.candidate.importance, -r.candidate.confidence,
                                r.candidate.value_hash, str(r.candidate.id)))
     return Fused(ranked, w, strength, top_cos)

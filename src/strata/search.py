@@ -1,5 +1,6 @@
 """Hybrid retrieval: a vector arm and a full-text (BM25) arm, in one statement with every
-filter (tenant, the caller's readable paths, status, kinds, tags, meta containment, valid time)
+filter (tenant, the caller's readable paths, status, kinds, tags, meta: equality and
+comparisons, strata.meta_filter; valid time)
 inside it -- never applied after LIMIT. The statement returns both arms' candidates with both
 raw scores; :func:`strata.ranking.fuse` orders them (a per-query weighted sum of the
 normalised arm scores, plus a time-window boost), and the top ``limit`` are the results.
@@ -9,7 +10,10 @@ Ranking
     See :mod:`strata.ranking`: BM25, the fusion and its per-query weight, the time-window boost,
     the tie-breakers, and every constant with the benchmark that chose it. ``mode`` picks the
     arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the score is that arm's,
-    normalised). There is no score floor: whatever the arms find is ranked.
+    normalised). Results come in the fused order (``rank``); each one's ``score`` is its
+    *relevance* (0..1, comparable across queries: see "Relevance" there), and ``explain.score``
+    the fused score that ranked it. ``min_score`` drops results whose relevance is below it
+    before ``limit`` applies; without it there is no floor: whatever the arms find is ranked.
 
     Time windows: when the query names a time ("last week", "in May 2023", "yesterday";
     resolved by :func:`strata.ingest.dates.find_dates` against ``now``), each expression
@@ -107,7 +111,7 @@ from typing import Any, Literal
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata import ranking, vector_index
+from strata import meta_filter, ranking, vector_index
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
@@ -115,7 +119,7 @@ from strata.db.routing import Reads
 from strata.errors import Unavailable
 from strata.ingest import dates
 from strata.write.bookkeeping import TOUCH as _TOUCH
-from strata.fields import Flag, Integer, MemoryPath
+from strata.fields import Flag, Fraction, Integer, MemoryPath
 from strata.memories.models import Instant, Kind, Meta, Tag, Text
 from strata.paths import validate_path
 from strata.providers import Embedder
@@ -138,6 +142,8 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"query": "which database does Alice prefer?", "paths": ["users.alice"], "limit": 5},
         {"query": "where did the team meet last week", "kinds": ["event"], "explain": True},
+        {"query": "open incidents", "meta": {"priority": {"gte": 2}, "team": "core"},
+         "min_score": 0.3},
     ]})
 
     query: Text = Field(min_length=1, max_length=4000, description=(
@@ -149,7 +155,10 @@ class SearchRequest(BaseModel):
     tags: list[Tag] | None = Field(default=None, max_length=32, description=(
         "Only memories carrying every one of these tags."))
     meta: Meta | None = Field(default=None, description=(
-        "Only memories whose meta contains this object (JSON containment)."))
+        "Only memories whose meta matches: `{\"team\": \"core\"}` by containment, and a "
+        "key whose value is an object of operators a condition on it: `eq`, `ne`, `gt`, "
+        "`gte`, `lt`, `lte`, `in` (a list), `exists` (true or false), as in "
+        "`{\"priority\": {\"gte\": 2}}`. Every condition must hold."))
     # Integer, Flag: JSON's numbers and booleans (strata.fields says why).
     limit: Integer = Field(default=10, ge=1, le=100, description="The most results.")
     valid_at: Instant | None = Field(default=None, description=(
@@ -165,18 +174,29 @@ class SearchRequest(BaseModel):
         "Also return memories related to the hits by an edge (`expanded`)."))
     explain: Flag = Field(default=False, description=(
         "Add each result's score breakdown (`explain`)."))
+    # Fraction: JSON's number, 0..1 (strata.fields).
+    min_score: Fraction | None = Field(default=None, description=(
+        "Only results whose `score` (relevance, 0..1) is at least this. Applied before "
+        "`limit`: up to `limit` results that clear it."))
 
 
 class SearchResult(BaseModel):
-    """A memory that matched, with its score."""
+    """A memory that matched, with its relevance and its place in the ranking."""
 
     id: uuid.UUID = Field(description="The memory's id.")
     content: str = Field(description="The statement.")
     path: str = Field(description="Where it lives.")
     kind: str = Field(description="What sort of statement it is.")
     status: str = Field(description="`active`, or another status `include` asked for.")
+    # How well the memory matches the query, 0..1 and comparable across queries
+    # (strata.ranking, "Relevance"); results come in `rank` order, which the fused score sets
+    # (explain.score), so a lower-ranked result may score higher. 0 for an expansion.
     score: float = Field(description=(
-        "How well it matches; higher is better. Results come best first."))
+        "How well the memory matches the query, 0 to 1, comparable across queries (what "
+        "`min_score` compares with); 0 for an expansion. Results come in `rank` order, so a "
+        "lower-ranked result may score higher."))
+    rank: int | None = Field(default=None, description=(  # None for an expansion
+        "1-based position in the ranking; null for an expansion."))
     valid_from: datetime = Field(description="When the statement became true.")
     valid_to: datetime | None = Field(description="When it stopped being true; null while it holds.")
     tags: list[str] = Field(description="Its tags.")
@@ -188,8 +208,8 @@ class SearchResult(BaseModel):
         "The hit an expanded memory is related to."))
     edge: str | None = Field(default=None, description="The edge's type, for an expanded memory.")
     explain: dict[str, Any] | None = Field(default=None, description=(
-        "The score's parts (each arm's raw and normalised score, weights, boosts), with "
-        "`explain`."))
+        "The score's parts (each arm's raw and normalised score, weights, boosts, the fused "
+        "score that sets the rank), with `explain`."))
 
 
 # --------------------------------------------------------------------------------------
@@ -236,7 +256,8 @@ _ACCESS = """{a}.tenant_id = %(tenant)s
 _FILTERS = _ACCESS.format(a="m") + """
       AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
       AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
-      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"""
+      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
+      AND (%(meta_ops)s::jsonb IS NULL OR """ + meta_filter.CONDITIONS_SQL + ")"
 
 # Whether the tenant has a valid HNSW index of its own (strata.vector_index).
 _OWN_INDEX = """SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
@@ -505,10 +526,11 @@ def search(
         found.read_from = read_from
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
-        hits = fused.ranked[:req.limit]
-        results = [_result(h, fused, found, req) for h in hits]
+        hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
+                if req.min_score is None or h.relevance >= req.min_score][:req.limit]
+        results = [_result(h, rank, fused, found, req) for rank, h in hits]
         if req.expand and hits:
-            results += _expand(db, caller, req, [h.candidate.id for h in hits],
+            results += _expand(db, caller, req, [h.candidate.id for _, h in hits],
                                ignore_status=ignore_status)
         event.count = len(results)
         event.memory_ids = [r.id for r in results]
@@ -535,13 +557,15 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
     own: :func:`search` is the entry point."""
     for i, p in enumerate(req.paths or []):
         validate_path(p, field=f"paths[{i}]")
+    meta, meta_ops = meta_filter.split(req.meta)
     now = now or datetime.now(UTC)
     windows = time_windows(req.query, now)
     use_vec = req.mode in ("hybrid", "vector")
     vec = embedder.embed([req.query])[0] if use_vec else None
     params = {
         **_access_params(caller, req, ignore_status), "vec": vec, "text": req.query,
-        "kinds": req.kinds, "tags": req.tags, "meta": _jsonb(req.meta),
+        "kinds": req.kinds, "tags": req.tags, "meta": _jsonb(meta),
+        "meta_ops": Jsonb(meta_ops) if meta_ops else None,
         "use_vec": use_vec, "use_txt": req.mode in ("hybrid", "keyword"),
         "depth": max(ranking.ARM_DEPTH, req.limit), "stat_cap": ranking.BM25_STAT_CAP,
         "k1": ranking.BM25_K1, "b": ranking.BM25_B,
@@ -601,7 +625,7 @@ def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
-def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
+def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
             req: SearchRequest) -> SearchResult:
     c, r = hit.candidate, hit.candidate.row
     explain = None
@@ -619,7 +643,8 @@ def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
             "vector": {"rank": c.vec_rank, "score": c.cosine, "normalized": hit.vector,
                        "exact": found.vec_route == "exact" if found.vec_route else None,
                        "route": found.vec_route},
-            "text": {"rank": c.txt_rank, "score": c.bm25, "normalized": hit.text},
+            "text": {"rank": c.txt_rank, "score": c.bm25, "normalized": hit.text,
+                     "idf_sum": found.idf_sum},
             "fusion": {"vector_weight": fused.weight,
                        "text_strength": fused.strength, "top_cosine": fused.top_cosine},
             "boosts": boosts, "score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
@@ -627,7 +652,7 @@ def _result(hit: ranking.Ranked, fused: ranking.Fused, found: Found,
         }
     return SearchResult(
         id=c.id, content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
-        score=hit.score, valid_from=r["valid_from"], valid_to=r["valid_to"],
+        score=hit.relevance, rank=rank, valid_from=r["valid_from"], valid_to=r["valid_to"],
         tags=r["tags"], importance=r["importance"], confidence=r["confidence"],
         explain=explain,
     )

@@ -150,9 +150,16 @@ RECALL_SCHEMA = _object({
     "kinds": {"type": "array", "items": _kind("A memory kind."),
               "description": "Only these kinds."},
     "tags": _tags("Only memories carrying all of these tags."),
-    "meta": {"type": "object", "description": "Only memories whose meta contains this object."},
+    "meta": {"type": "object", "description": (
+        "Only memories whose meta matches: {\"key\": value} is equality (containment for an "
+        "object); {\"key\": {\"gte\": 3}} compares, with eq, ne, gt, gte, lt, lte, in (a "
+        "list), exists (true/false).")},
     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10,
               "description": "How many results at most."},
+    "min_score": {"type": "number", "minimum": 0, "maximum": 1,
+                  "description": "Only results at least this relevant (each result's score, "
+                                 "0..1: how well it matches the query); leave it out to "
+                                 "always get the nearest ones."},
     "valid_at": {**TIMESTAMP, "description": "What was true at this instant instead of now."},
     "include": {"type": "array", "items": {"type": "string",
                                            "enum": ["candidates", "history"]},

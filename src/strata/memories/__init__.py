@@ -12,6 +12,7 @@ from strata.memories.models import (
 from strata.memories.store import (
     create_memories,
     delete_memory,
+    delete_path,
     get_memory,
     list_memories,
     update_memory,
@@ -19,6 +20,6 @@ from strata.memories.store import (
 
 __all__ = [
     "CreateRequest", "HistoryEntry", "Memory", "MemoryIn", "MemoryPatch", "WriteResult",
-    "create_memories", "delete_memory", "forget", "get_memory", "history", "list_memories",
+    "create_memories", "delete_memory", "delete_path", "forget", "get_memory", "history", "list_memories",
     "related", "restore", "update_memory",
 ]

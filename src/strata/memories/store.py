@@ -336,6 +336,30 @@ def update_memory(
         return Memory.from_row(row)
 
 
+def delete_path(db: Database, caller: Caller, path: str, *, dry_run: bool,
+                expected_count: int | None = None) -> dict[str, Any]:
+    """Delete every memory at ``path`` or below it, in any status: owner access there only.
+    A dry run counts them; the delete must then name that count (``expected_count``), and
+    removes exactly those rows or, when the count changed since, nothing (``Conflict``).
+    Each row's last state stays in its history (restore brings a memory back); one audit
+    entry names every removed id."""
+    validate_path(path, field="path")
+    if not dry_run and expected_count is None:
+        raise InvalidInput("expected_count is required: count first with dry_run=true and "
+                           "pass the count it answers", field="expected_count")
+    action, operation = ("read", "memory.count_path") if dry_run else ("delete",
+                                                                        "memory.delete_path")
+    with audited(db, caller, action, operation) as event:
+        with db.transaction(cause=operation, actor=caller.actor) as cur:
+            found = changes.delete_under(cur, caller, path,
+                                         expected_count=None if dry_run else expected_count)
+        event.count = found["count"]
+        if not dry_run:
+            event.memory_ids = found["ids"]
+        return {"path": path, "count": found["count"], "dry_run": dry_run,
+                "deleted": 0 if dry_run else found["count"]}
+
+
 def delete_memory(db: Database, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
     """Remove the row; the history trigger keeps its last state, so restore brings it back."""
     with audited(db, caller, "delete", "memory.delete") as event:

@@ -344,6 +344,28 @@ def delete(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
     return row
 
 
+def delete_under(cur: psycopg.Cursor, caller: Caller, path: str, *,
+                 expected_count: int | None) -> dict[str, Any]:
+    """Every memory at ``path`` or below it, in any status, counted -- and, unless
+    ``expected_count`` is None (a dry run), removed like :func:`delete` (each row's last state
+    stays in its history, so restore brings it back). The caller must own ``path``. The rows
+    are locked first, so the count checked is the count removed: a different one (another
+    writer came in since the dry run) is a ``Conflict`` and nothing is removed."""
+    caller.require(path, Level.owner)
+    lock = "" if expected_count is None else " ORDER BY id FOR UPDATE"
+    ids = [r["id"] for r in cur.execute(
+        "SELECT id FROM memories WHERE tenant_id = %(tenant)s AND path <@ %(path)s::ltree"
+        + lock, scope(caller, path=path)).fetchall()]
+    if expected_count is not None:
+        if len(ids) != expected_count:
+            raise Conflict(f"{len(ids)} memories are under {path} now, not {expected_count}: "
+                           "count again (dry_run) and confirm that number",
+                           field="expected_count")
+        cur.execute("DELETE FROM memories WHERE tenant_id = %(tenant)s AND id = ANY(%(ids)s)",
+                    scope(caller, ids=ids))
+    return {"path": path, "count": len(ids), "ids": ids}
+
+
 def _last_state(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any] | None:
     """A deleted memory's last state (its delete snapshot), locked."""
     return cur.execute(

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata import auth
 from strata.api.deps import DB, CallerDep
 from strata.api.openapi import Items, answers
+from strata.auth.explain import AccessExplanation, explain
 from strata.auth.models import CeilingEntry, CreatedKey, Grant, KeyInfo, Principal
 from strata.fields import MemoryPath, ScopePath
 from strata.memories.models import Text, Instant
@@ -131,3 +132,20 @@ def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     The tenant's users and agents.
     """
     return {"items": auth.list_principals(db, caller)}
+
+
+@router.get("/access/explain")
+def explain_access(
+    db: DB, caller: CallerDep,
+    key_id: Annotated[uuid.UUID, Query(description="The key to explain.")],
+    path: Annotated[ScopePath, Query(description=(
+        "The path to explain its access at; the root (`\"\"`) when absent."))] = "",
+) -> AccessExplanation:
+    """Explain a key's access at a path
+
+    Why a key holds the access it holds at a path: its effective level there, the grant or
+    ceiling entry that decides it (or what is missing: no grant, no ceiling entry, a revoked
+    or expired link), and each key of its minting chain with the entries that cover the
+    path. The caller must own the path (403); a key of another tenant is 404.
+    """
+    return explain(db, caller, key_id, path)

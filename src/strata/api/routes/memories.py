@@ -122,6 +122,36 @@ def list_(
     return {"items": items, "next_cursor": next_cursor}
 
 
+class PathDeletion(BaseModel):
+    """What a delete by path counted (dry run) or removed."""
+
+    path: str = Field(description="The path whose subtree was counted or emptied.")
+    count: int = Field(description="Memories at the path or below it, in any status.")
+    dry_run: bool = Field(description="True: counted only, nothing removed.")
+    deleted: int = Field(description="Memories removed (0 on a dry run).")
+
+
+@router.delete("", responses=answers(409))
+def delete_path(
+    db: DB,
+    caller: CallerDep,
+    path: Annotated[MemoryPath, Query(description="The path whose subtree is emptied.")],
+    dry_run: Annotated[bool, Query(description="Count only; remove nothing.")] = False,
+    expected_count: Annotated[int | None, Query(ge=0, description=(
+        "The count a dry run answered: required to delete."))] = None,
+) -> PathDeletion:
+    """Delete every memory under a path
+
+    Delete every memory at `path` or below it, in any status. Owner access on the path only
+    (403). Count first: `dry_run=true` answers the count and removes nothing; then the delete
+    names that count as `expected_count` (422 without it) and removes exactly those rows, or
+    nothing when the count has changed since (409). Each memory's last state stays in its
+    history, so `POST /v1/memories/{id}/restore` brings it back; the audit entry names every
+    removed id.
+    """
+    return core.delete_path(db, caller, path, dry_run=dry_run, expected_count=expected_count)
+
+
 @router.get("/{memory_id}")
 def get(memory_id: MemoryId, db: DB, caller: CallerDep) -> core.Memory:
     """Read a memory
