@@ -1,7 +1,11 @@
 """LoCoMo retrieval: does search put the evidence turns of a LoCoMo question in its top k?
 
-Data: the LoCoMo-10 folder (one ``<id>.json`` per conversation; see its README). It is
-never copied into the repository: the folder is an argument.
+Data: LoCoMo-10 (Maharana et al., ACL 2024; CC BY-NC 4.0), never copied into this
+repository: ``--data`` names either ``data/locomo10.json`` of a clone of
+https://github.com/snap-research/locomo (a list of ten samples, ``conv-26`` ...; or the
+``data/locomo10.zip`` that holds it), or a folder
+of one ``<id>.json`` per conversation (a sample's ``conversation``, ``observation`` and
+``event_summary`` flattened, plus ``qa``). Both read the same.
 
 Loading (one tenant per conversation, on a throwaway migrated database):
 
@@ -764,16 +768,57 @@ def table_all(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+SOURCE = ("LoCoMo-10 comes from https://github.com/snap-research/locomo: pass its "
+          "data/locomo10.json, or a folder of one <id>.json per conversation")
+
+
+class NoConversations(SystemExit):
+    """``--data`` holds no (or not the asked) LoCoMo conversations."""
+
+
 def read_conversations(data: Path, only: Sequence[str] | None) -> dict[str, dict[str, Any]]:
-    files = sorted(data.glob("*.json"), key=lambda p: (len(p.stem), p.stem))
-    convs = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in files
-             if not only or p.stem in only}
+    if data.is_file():
+        convs = {cid: conv for cid, conv in _samples(data).items() if not only or cid in only}
+    else:
+        files = sorted(data.glob("*.json"), key=lambda p: (len(p.stem), p.stem))
+        convs = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in files
+                 if not only or p.stem in only}
     missing = set(only or ()) - set(convs)
     if missing:
-        raise SystemExit(f"strata eval locomo: no {', '.join(sorted(missing))} in {data}")
+        raise NoConversations(f"strata eval locomo: no {', '.join(sorted(missing))} in {data}")
     if not convs:
-        raise SystemExit(f"strata eval locomo: no conversations (*.json) in {data}")
+        raise NoConversations(f"strata eval locomo: no conversations (*.json) in {data}. {SOURCE}")
     return convs
+
+
+def _json_text(path: Path) -> str:
+    """The file's text; for a zip (upstream also ships data/locomo10.zip), its one .json."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return path.read_text(encoding="utf-8")
+    with zipfile.ZipFile(path) as archive:
+        names = [n for n in archive.namelist() if n.endswith(".json") and "__MACOSX" not in n]
+        if len(names) != 1:
+            raise NoConversations(f"strata eval locomo: {path} holds {len(names)} .json files, "
+                                  f"not one. {SOURCE}")
+        return archive.read(names[0]).decode("utf-8")
+
+
+def _samples(path: Path) -> dict[str, dict[str, Any]]:
+    """The upstream file (a list of samples) in the per-conversation shape, by id
+    (``conv-26`` -> ``26``), in the file's order."""
+    try:
+        samples = json.loads(_json_text(path))
+    except (ValueError, UnicodeDecodeError):
+        raise NoConversations(f"strata eval locomo: {path} is not JSON. {SOURCE}") from None
+    if not isinstance(samples, list) or not all(
+            isinstance(s, dict) and "sample_id" in s and "conversation" in s for s in samples):
+        raise NoConversations(f"strata eval locomo: {path} is not LoCoMo's list of samples "
+                              f"(sample_id, conversation, qa). {SOURCE}")
+    return {str(s["sample_id"]).removeprefix("conv-"): {
+        **s["conversation"], **(s.get("event_summary") or {}), **(s.get("observation") or {}),
+        "qa": s.get("qa", [])} for s in samples}
 
 
 def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = None) -> dict[str, Any]:
@@ -793,7 +838,8 @@ def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strata eval locomo", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path, help="the LoCoMo-10 folder")
+    parser.add_argument("--data", required=True, type=Path,
+                        help=f"data/locomo10.json, or a folder of <id>.json. {SOURCE}")
     parser.add_argument("--embedder", choices=("local", "hash"), default="hash")
     parser.add_argument("--mode", choices=CLI_MODES, default="observations",
                         help="ingest also runs turns and observations, in one report;"

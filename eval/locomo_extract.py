@@ -183,7 +183,9 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="locomo_extract", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path, help="the LoCoMo-10 folder")
+    parser.add_argument("--data", required=True, type=Path,
+                        help="LoCoMo-10: data/locomo10.json of a clone of "
+                        "https://github.com/snap-research/locomo, or a folder of <id>.json")
     parser.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
     parser.add_argument("--show", type=int, default=0, metavar="N",
                         help="N random missed turns and N imprecise candidates")

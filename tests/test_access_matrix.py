@@ -425,6 +425,9 @@ OPS: dict[str, Op] = {
     "GET /v1/memories/{memory_id}": Op(lambda w, s, d: Http("GET", f"/v1/memories/{s.memory}")),
     "PATCH /v1/memories/{memory_id}": Op(
         lambda w, s, d: Http("PATCH", f"/v1/memories/{s.target}", _patch(d)), "target"),
+    # the count (no expected_count: nothing is removed); the delete itself is
+    # tests/test_delete_path.py's
+    "DELETE /v1/memories": Op(lambda w, s, d: Http("DELETE", f"/v1/memories?path={s.path}")),
     "DELETE /v1/memories/{memory_id}": Op(
         lambda w, s, d: Http("DELETE", f"/v1/memories/{s.target}"), "target"),
     "GET /v1/memories/{memory_id}/history": Op(
@@ -445,6 +448,9 @@ OPS: dict[str, Op] = {
     "POST /v1/keys": Op(lambda w, s, d: Http("POST", "/v1/keys", {
         "principal_id": s.principal, "name": f"matrix {w.unique()}"})),
     "DELETE /v1/keys/{key_id}": Op(lambda w, s, d: Http("DELETE", f"/v1/keys/{s.key}"), "key"),
+    "GET /v1/access/explain": Op(
+        lambda w, s, d: Http("GET", f"/v1/access/explain?key_id={s.key}&path={s.path}"),
+        shows=lambda w, s: [s.key]),
     "POST /v1/grants": Op(lambda w, s, d: Http("POST", "/v1/grants", {
         "principal_id": s.principal, "path": f"{s.path}.g{w.unique()}", "level": "read"})),
     "GET /v1/grants": Op(lambda w, s, d: Http("GET", f"/v1/grants?principal_id={s.principal}"),
@@ -472,6 +478,11 @@ OPS: dict[str, Op] = {
                              {"into": (d or s).sibling}), "candidate"),
     "POST /v1/search": Op(lambda w, s, d: Http("POST", "/v1/search", {
         "query": s.memory_content, "paths": [s.path]}), shows=lambda w, s: [s.memory]),
+    "GET /v1/me": Op(lambda w, s, d: Http("GET", "/v1/me")),
+    "GET /v1/paths": Op(lambda w, s, d: Http("GET", f"/v1/paths?path={s.path}")),
+    "GET /v1/ingest": Op(lambda w, s, d: Http("GET", f"/v1/ingest?path={s.path}&limit=200"),
+                         shows=lambda w, s: [s.receipt]),
+    "GET /v1/audit/status": Op(lambda w, s, d: Http("GET", "/v1/audit/status")),
     "mcp tools/list": Op(lambda w, s, d: Rpc("tools/list")),
     "mcp tool remember": Op(lambda w, s, d: tool(
         "remember", statement=_write(w), path=s.path)),

@@ -32,10 +32,10 @@ def stored(db, tenant_id) -> dict[str, str]:
 def test_owner_counts_then_deletes_a_subtree_with_history_and_audit(client, tenant, db):
     """Given memories under users.alice (one of them superseded), a sibling users.alicex and
     users.bob
-    When the owner counts users.alice (dry run), deletes without the count, with a stale
+    When the owner counts users.alice (no expected_count: a dry run), deletes with a stale
     count, then with the count
-    Then the dry run counts the subtree in every status and removes nothing; the first two
-    deletes are refused (422, 409) and remove nothing; the last removes exactly the subtree
+    Then the dry run counts the subtree in every status and removes nothing; the stale count
+    is refused (409) and removes nothing; the last removes exactly the subtree
     (users.alicex and users.bob stay: the control), each removed memory keeps its history
     and can be restored, and one audit entry names every removed id and no content."""
     h = tenant.headers
@@ -51,14 +51,12 @@ def test_owner_counts_then_deletes_a_subtree_with_history_and_audit(client, tena
     under = {i for i, p in before.items() if p == "users.alice" or p.startswith("users.alice.")}
     assert len(under) >= 3 and set(others) <= set(before)
 
-    dry = delete(client, h, "users.alice", dry_run="true")
+    dry = delete(client, h, "users.alice")
     assert dry.status_code == 200, dry.text
     assert dry.json() == {"path": "users.alice", "count": len(under), "dry_run": True,
                           "deleted": 0}
     assert stored(db, tenant.tenant_id) == before
 
-    r = delete(client, h, "users.alice")
-    assert r.status_code == 422 and r.json()["error"]["field"] == "expected_count", r.text
     r = delete(client, h, "users.alice", expected_count=len(under) - 1)
     assert r.status_code == 409 and r.json()["error"]["field"] == "expected_count", r.text
     assert stored(db, tenant.tenant_id) == before
@@ -103,21 +101,21 @@ def test_only_an_owner_of_the_path_may_delete_it(client, tenant, db):
         key = create_key(db, Caller.system(tenant.tenant_id), principal_id=tenant.principal_id,
                          ceiling=[{"path": "users.alice", "level": level}]).key
         kh = {"Authorization": f"Bearer {key}"}
-        for params in ({"dry_run": "true"}, {"expected_count": 1}):
+        for params in ({}, {"expected_count": 1}):
             r = delete(client, kh, "users.alice", **params)
             assert r.status_code == 403, (level, params, r.text)
             assert "count" not in r.json(), r.text
     assert stored(db, tenant.tenant_id) == before
-    assert delete(client, h, "users.alice", dry_run="true").json()["count"] == 1
+    assert delete(client, h, "users.alice").json()["count"] == 1
     assert delete(client, h, "users.alice", expected_count=1).json()["deleted"] == 1
 
 
 def test_bad_paths_are_422_naming_path(client, tenant):
     h = tenant.headers
     for bad in ("", "users..alice", "users.al ice", "x" * 5000):
-        r = delete(client, h, bad, dry_run="true")
+        r = delete(client, h, bad)
         assert r.status_code == 422 and r.json()["error"]["field"] == "path", (bad, r.text)
-    r = client.delete("/v1/memories", headers=h, params={"dry_run": "true"})
+    r = client.delete("/v1/memories", headers=h)
     assert r.status_code == 422 and r.json()["error"]["field"] == "path", r.text
 
 
@@ -134,7 +132,7 @@ def test_the_count_is_the_subtree_whatever_the_tree(client, make_tenant, db, tre
     t = make_tenant()
     create(client, t.headers, [(f"Memory {i} {random.random()}", p) for i, p in enumerate(tree)])
     under = [p for p in tree if p == target or p.startswith(target + ".")]
-    r = delete(client, t.headers, target, dry_run="true")
+    r = delete(client, t.headers, target)
     assert r.status_code == 200 and r.json()["count"] == len(under), (tree, target, r.text)
     r = delete(client, t.headers, target, expected_count=len(under))
     assert r.status_code == 200, r.text

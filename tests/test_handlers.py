@@ -351,3 +351,37 @@ def test_migrate_custom_resource_reports_failure_without_secrets(response_sink, 
     for secret in ("hunter2secret", "strata_admin", "127.0.0.1"):
         assert secret not in answer["Reason"]
     assert "OperationalError" in answer["Reason"]
+
+
+def test_health_handler_serves_the_console_without_a_key(handlers):
+    """Given the health function (API Gateway routes /console there without the authorizer)
+    When it is sent GET /console and GET /console/console.js without a key
+    Then it answers the page and the script with the console's content security policy; an
+    unknown asset is the JSON 404."""
+    out = handlers["health"](http_event("GET", "/console"), LambdaContext())
+    assert out["statusCode"] == 200, out
+    headers = {k.lower(): v for k, v in out["headers"].items()}
+    assert headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in headers["content-security-policy"]
+    assert "console/console.js" in out["body"]
+    out = handlers["health"](http_event("GET", "/console/console.js"), LambdaContext())
+    assert out["statusCode"] == 200 and "sessionStorage" in out["body"]
+    status, body = invoke(handlers["health"], http_event("GET", "/console/missing.js"))
+    assert (status, body["error"]["code"]) == (404, "not_found")
+
+
+def test_memories_handler_serves_me_and_paths(handlers, tenant):
+    """Given the memories function (API Gateway routes /v1/me and /v1/paths there)
+    When a key asks who it is and which paths it reads, after storing one memory
+    Then it is told its access and the path with its count; without a key, 401."""
+    h = handlers["memories"]
+    status, _ = invoke(h, http_event("POST", "/v1/memories", key=tenant.key, body={
+        "memories": [{"content": "Deploys freeze on Fridays", "path": "agents.release"}]}))
+    assert status == 200
+    status, body = invoke(h, http_event("GET", "/v1/me", key=tenant.key))
+    assert (status, body["access"]) == (200, [{"path": "", "level": "owner"}])
+    status, body = invoke(h, http_event("GET", "/v1/paths", key=tenant.key))
+    assert status == 200
+    assert body["items"] == [{"path": "agents.release", "counts": {"active": 1}, "total": 1}]
+    status, _ = invoke(h, http_event("GET", "/v1/paths"))
+    assert status == 401

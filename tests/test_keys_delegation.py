@@ -565,7 +565,7 @@ def test_cli_keys_revoke_revokes_and_takes_children_along(client, org, operator,
     When the operator runs `strata keys revoke <id> --tenant acme` for ghost's key and for
     ops's key
     Then both print the revocation, and those keys and ops's child get 401; the admin key
-    still works. An unknown id is a not_found message and exit status 2."""
+    still works. An unknown id is a not_found message (JSON with --json) and exit status 2."""
     child = mint(client, org.keys["ops"], org.principals["ops"])
     assert client.get("/v1/memories", headers=bearer(org.keys["ghost"])).status_code == 200
 
@@ -582,6 +582,8 @@ def test_cli_keys_revoke_revokes_and_takes_children_along(client, org, operator,
     assert client.get("/v1/memories", headers=bearer(org.admin)).status_code == 200
 
     code, out, err = run(capsys, "keys", "revoke", str(uuid.uuid4()), "--tenant", "acme")
+    assert code == 2 and "key not found" in err and "[not_found]" in err and out == ""
+    code, out, err = run(capsys, "keys", "revoke", str(uuid.uuid4()), "--tenant", "acme", "--json")
     assert code == 2 and json.loads(err)["error"]["code"] == "not_found" and out == ""
 
 

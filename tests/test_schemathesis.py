@@ -246,9 +246,12 @@ def test_every_operation_keeps_the_documented_contract(case, server, identity):
 
 
 def _names_by_id(op: dict) -> bool:
-    """Whether an operation names an existing resource by id: in its path, or as a required
-    UUID of its body (a grant's or a key's principal)."""
-    if any(p["in"] == "path" for p in op.get("parameters", [])):
+    """Whether an operation names an existing resource by id: in its path, as a required UUID
+    query parameter (the key access/explain diagnoses), or as a required UUID of its body (a
+    grant's or a key's principal)."""
+    if any(p["in"] == "path" or (p["in"] == "query" and p.get("required")
+                                 and p.get("schema", {}).get("format") == "uuid")
+           for p in op.get("parameters", [])):
         return True
     ref = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get(
         "schema", {}).get("$ref", "")

@@ -541,7 +541,7 @@ def test_a_large_tenant_is_ranked_through_an_index_of_its_own(
         conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off;"
                      " SET LOCAL enable_bitmapscan = off")
         params = {**search_module._access_params(caller, req, False),
-                  "vec": [1.0] + [0.0] * 383, "kinds": None, "tags": None, "meta": None,
+                  "vec": [1.0] + [0.0] * 383, "kinds": None, "tags": None, "meta": None, "meta_ops": None,
                   "depth": 10}
         plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
             "EXPLAIN SELECT m.id FROM memories m WHERE m.embedding IS NOT NULL AND "
@@ -599,3 +599,64 @@ def test_min_score_keeps_only_relevant_hits_whatever_the_query(client, tenant):
     for bad in (-0.1, 1.5, "high", True):
         r = client.post("/v1/search", headers=h, json={"query": "x", "min_score": bad})
         assert r.status_code == 422 and r.json()["error"]["field"] == "min_score", (bad, r.text)
+
+
+def test_why_not_says_why_each_named_memory_is_missing(client, tenant, make_tenant, db):
+    """Given a superseded memory, one outside a clamped key's paths, one of another tenant,
+    one filtered out by kind, and twenty matching memories of which one ranks 14th
+    When searching with limit 10 and why_not naming them all
+    Then each gets its reason: returned (with its rank), status (superseded), not_visible for
+    the unreadable one -- worded exactly as for an id that does not exist and for another
+    tenant's -- kinds, and below_limit with its rank 14; a result set without why_not is
+    the same as with it (the diagnosis changes nothing)."""
+    from strata.auth import Caller, create_key
+
+    h = tenant.headers
+    ids = [x["id"] for x in client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": f"Harbour note {i}: the ferry leaves pier {i} at dawn", "path": "shared.port",
+         "importance": 1.0 - i / 40} for i in range(20)]}).json()["results"]]
+    old = client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": "The ferry timetable is printed weekly", "path": "shared.port"}]}
+    ).json()["results"][0]["id"]
+    r = client.patch(f"/v1/memories/{old}", headers=h, json={
+        "expected_version": 1, "valid_to": "2026-01-01T00:00:00Z"})
+    with db.transaction() as cur:
+        cur.execute("UPDATE memories SET status = 'superseded' WHERE id = %s", (old,))
+    event = client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": "The ferry festival is at the pier in June", "path": "shared.port",
+         "kind": "event"}]}).json()["results"][0]["id"]
+    hidden = client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": "Alice takes the ferry from the pier", "path": "users.alice"}]}
+    ).json()["results"][0]["id"]
+    other = make_tenant()
+    foreign = client.post("/v1/memories", headers=other.headers, json={"memories": [
+        {"content": "The ferry leaves the pier at dawn", "path": "shared.port"}]}
+    ).json()["results"][0]["id"]
+    clamped = create_key(db, Caller.system(tenant.tenant_id), principal_id=tenant.principal_id,
+                         ceiling=[{"path": "shared", "level": "read"}]).key
+    ch = {"Authorization": f"Bearer {clamped}"}
+    query = {"query": "when does the ferry leave the pier", "limit": 10, "kinds": ["fact"]}
+    plain = client.post("/v1/search", headers=ch, json={**query, "explain": True}).json()
+    order = [r["id"] for r in plain["results"]]
+    full = client.post("/v1/search", headers=ch, json={**query, "limit": 30}).json()["results"]
+    fourteenth = full[13]["id"]
+    missing = "00000000-0000-4000-8000-000000000000"
+    asked = [order[0], old, hidden, foreign, missing, event, fourteenth]
+    r = client.post("/v1/search", headers=ch, json={**query, "why_not": asked})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [x["id"] for x in body["results"]] == order
+    why = {x["id"]: x for x in body["why_not"]}
+    assert [x["id"] for x in body["why_not"]] == asked
+    assert why[order[0]]["returned"] and why[order[0]]["rank"] == 1
+    assert why[old]["reasons"] == ["status"] and "superseded" in why[old]["message"]
+    assert why[event]["reasons"] == ["kinds"]
+    assert why[fourteenth]["reasons"] == ["below_limit"] and why[fourteenth]["rank"] == 14
+    assert "14th" in why[fourteenth]["message"]
+    blind = [{k: v for k, v in why[i].items() if k != "id"} for i in (hidden, foreign, missing)]
+    assert blind[0] == blind[1] == blind[2]
+    assert blind[0]["reasons"] == ["not_visible"] and blind[0]["rank"] is None
+    # control: the owner key reads users.alice, so the same id is not "not_visible" for it
+    owner = client.post("/v1/search", headers=h, json={**query, "why_not": [hidden]}).json()
+    assert owner["why_not"][0]["reasons"] != ["not_visible"]
+    assert plain.get("why_not") is None

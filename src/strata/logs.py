@@ -84,8 +84,10 @@ class NoQueryStrings(logging.Filter):
         return True
 
 
-def uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's own logging configuration, with :class:`NoQueryStrings` on its access log."""
+def uvicorn_log_config(*, stderr: bool = False) -> dict[str, Any]:
+    """uvicorn's own logging configuration, with :class:`NoQueryStrings` on its access log;
+    ``stderr``: the access log too goes to stderr (``strata dev --json`` keeps stdout for its
+    JSON)."""
     import copy
 
     from uvicorn.config import LOGGING_CONFIG
@@ -93,5 +95,7 @@ def uvicorn_log_config() -> dict[str, Any]:
     config = copy.deepcopy(LOGGING_CONFIG)
     config.setdefault("filters", {})["no_query_strings"] = {"()": NoQueryStrings}
     config["handlers"]["access"]["filters"] = ["no_query_strings"]
+    if stderr:
+        config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     return config
 

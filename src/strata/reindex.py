@@ -118,6 +118,45 @@ ORDER BY id LIMIT %(batch)s
 
 
 
+# Which models the stored vectors come from. A full scan of ``memories`` (no index leads with
+# embedding_model), bounded by a statement timeout: the check is advice at start-up, never a
+# reason to wait.
+_STORED_MODELS = """
+SELECT embedding_model AS model, count(*) AS n FROM memories
+WHERE embedding_model IS NOT NULL
+GROUP BY embedding_model ORDER BY n DESC, embedding_model
+"""
+STORED_MODELS_TIMEOUT_MS = 2000
+
+
+def stored_models(db: Database) -> dict[str, int] | None:
+    """How many memory vectors each model stamped; None when counting them took longer than
+    STORED_MODELS_TIMEOUT_MS (a very large store: the check is skipped)."""
+    try:
+        with db.connection() as conn, conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(
+                sql.Literal(STORED_MODELS_TIMEOUT_MS)))
+            return {r["model"]: r["n"] for r in conn.execute(_STORED_MODELS).fetchall()}
+    except pg_errors.QueryCanceled:
+        return None
+
+
+def model_mismatch(stored: dict[str, int] | None, model: str) -> str | None:
+    """The warning when stored vectors come from another model than ``model`` (the configured
+    embedder's): search compares a query embedded by one model with vectors of another, so
+    the vector arm ranks noise until ``strata reindex`` re-embeds them. None when they match."""
+    if not stored:
+        return None
+    others = {m: n for m, n in stored.items() if m != model}
+    if not others:
+        return None
+    total, stale = sum(stored.values()), sum(others.values())
+    return (f"{stale} of {total} stored memory vectors were embedded by "
+            f"{', '.join(others)}, not by the configured embedder {model}: recall ranks them "
+            "as noise until you run `strata reindex` (it re-embeds them with the configured "
+            "embedder), or set STRATA_EMBEDDER back")
+
+
 class Reindex:
     """One run. ``report`` holds the progress so far, also when ``run`` raises."""
 

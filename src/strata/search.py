@@ -178,6 +178,10 @@ class SearchRequest(BaseModel):
     min_score: Fraction | None = Field(default=None, description=(
         "Only results whose `score` (relevance, 0..1) is at least this. Applied before "
         "`limit`: up to `limit` results that clear it."))
+    why_not: list[uuid.UUID] | None = Field(default=None, max_length=20, description=(
+        "Memory ids to diagnose: for each, whether it was returned, or why not -- its status, "
+        "its validity, a filter (paths, kinds, tags, meta), min_score, or its rank below "
+        "`limit`. An id this key cannot read answers exactly as an id that does not exist."))
 
 
 class SearchResult(BaseModel):
@@ -210,6 +214,26 @@ class SearchResult(BaseModel):
     explain: dict[str, Any] | None = Field(default=None, description=(
         "The score's parts (each arm's raw and normalised score, weights, boosts, the fused "
         "score that sets the rank), with `explain`."))
+
+
+class WhyNot(BaseModel):
+    """Why a memory named in ``why_not`` is or is not among the results."""
+
+    id: uuid.UUID = Field(description="The memory named.")
+    returned: bool = Field(description="Whether it is among the results.")
+    rank: int | None = Field(default=None, description=(
+        "Its place in the fused ranking (1 = best), when either arm found it."))
+    reasons: list[Literal["not_visible", "status", "validity", "paths", "kinds", "tags", "meta",
+                          "min_score", "below_limit", "not_found_by_arms"]] = Field(
+        description="Empty when returned; `not_visible` alone for an id this key cannot read "
+                    "or that does not exist.")
+    message: str = Field(description="The verdict in a sentence.")
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult] = Field(description="The results, best first (in `rank` order).")
+    why_not: list[WhyNot] | None = Field(
+        default=None, description="One entry per id in the request's `why_not`, in its order.")
 
 
 # --------------------------------------------------------------------------------------
@@ -245,19 +269,32 @@ def time_windows(query: str, now: datetime) -> list[dict[str, Any]]:
 # The statement
 # --------------------------------------------------------------------------------------
 
-# What a returned memory must satisfy, for a hit (alias m) and for an expansion (alias o).
-_ACCESS = """{a}.tenant_id = %(tenant)s
-      AND ({a}.status = ANY(%(statuses)s::memory_status[]) OR %(any_status)s)
-      AND {a}.path <@ %(readable)s::ltree[]
-      AND (%(paths)s::ltree[] IS NULL OR {a}.path <@ %(paths)s::ltree[])
-      AND (%(valid_at)s::timestamptz IS NULL OR {a}.valid @> %(valid_at)s::timestamptz)"""
+# What a returned memory must satisfy, for a hit (alias m) and for an expansion (alias o), and
+# the selection filters of a hit beyond them: each check named, so the statement's WHERE and
+# the ``why_not`` diagnosis (_WHY_NOT) are built from the same list and cannot drift apart.
+_ACCESS_CHECKS = (
+    ("status", "({a}.status = ANY(%(statuses)s::memory_status[]) OR %(any_status)s)"),
+    ("access", "{a}.path <@ %(readable)s::ltree[]"),
+    ("paths", "(%(paths)s::ltree[] IS NULL OR {a}.path <@ %(paths)s::ltree[])"),
+    ("validity", "(%(valid_at)s::timestamptz IS NULL OR {a}.valid @> %(valid_at)s::timestamptz)"),
+)
+_FILTER_CHECKS = (
+    ("kinds", "(%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))"),
+    ("tags", "(%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])"),
+    ("meta", "(%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"),
+    ("meta", "(%(meta_ops)s::jsonb IS NULL OR " + meta_filter.CONDITIONS_SQL + ")"),
+)
+_ACCESS = "{a}.tenant_id = %(tenant)s\n      AND " + "\n      AND ".join(
+    sql for _, sql in _ACCESS_CHECKS)
+_FILTERS = _ACCESS.format(a="m") + "".join(f"\n      AND {sql}" for _, sql in _FILTER_CHECKS)
 
-# The selection filters of a hit (beyond _ACCESS), in each arm's WHERE.
-_FILTERS = _ACCESS.format(a="m") + """
-      AND (%(kinds)s::memory_kind[] IS NULL OR m.kind = ANY(%(kinds)s::memory_kind[]))
-      AND (%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])
-      AND (%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)
-      AND (%(meta_ops)s::jsonb IS NULL OR """ + meta_filter.CONDITIONS_SQL + ")"
+# For each memory named in ``why_not``: which checks it fails (NULL: not readable or no such
+# memory, which look the same). Nothing else about an unreadable row leaves the statement.
+_WHY_NOT = "SELECT m.id, m.path <@ %(readable)s::ltree[] AS readable, m.status::text, " + ", ".join(
+    f"{sql.format(a='m')} AS ok_{i}" for i, (_, sql) in enumerate(
+        _ACCESS_CHECKS + _FILTER_CHECKS)) + """
+FROM memories m WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(why_ids)s::uuid[])"""
+_CHECK_NAMES = [name for name, _ in _ACCESS_CHECKS + _FILTER_CHECKS]
 
 # Whether the tenant has a valid HNSW index of its own (strata.vector_index).
 _OWN_INDEX = """SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
@@ -489,7 +526,13 @@ def statuses_for(include: Sequence[str]) -> list[str]:
     return out
 
 
-def search(
+def search(db: Database, caller: Caller, req: SearchRequest, embedder: Embedder,
+           **options: Any) -> list[SearchResult]:
+    """Rank what ``caller`` may read for ``req``: the results of :func:`run`."""
+    return run(db, caller, req, embedder, **options).results
+
+
+def run(
     db: Database,
     caller: Caller,
     req: SearchRequest,
@@ -500,8 +543,8 @@ def search(
     ignore_status: bool = False,
     params: ranking.FusionParams | None = None,
     reads: Reads | None = None,
-) -> list[SearchResult]:
-    """Rank what ``caller`` may read for ``req``.
+) -> SearchResponse:
+    """Rank what ``caller`` may read for ``req``, and diagnose ``req.why_not``.
 
     Keyword-only (not reachable from HTTP): ``now`` resolves the query's date expressions
     (default: the current time, UTC); ``access_log`` receives the returned ids (default
@@ -534,8 +577,64 @@ def search(
                                ignore_status=ignore_status)
         event.count = len(results)
         event.memory_ids = [r.id for r in results]
+        why = None
+        if req.why_not:
+            why = _why_not(db, caller, req, fused, {r.id for r in results},
+                           ignore_status=ignore_status)
     (access_log or ACCESS_LOG).record(db, caller.tenant_id, [r.id for r in results])
-    return results
+    return SearchResponse(results=results, why_not=why)
+
+
+def _why_not(db: Database, caller: Caller, req: SearchRequest, fused: ranking.Fused,
+             returned: set[uuid.UUID], *, ignore_status: bool) -> list[WhyNot]:
+    """For each id of ``req.why_not``: returned, or the checks it fails (evaluated by
+    _WHY_NOT, from the statement's own conditions), else its place in the ranking."""
+    meta, meta_ops = meta_filter.split(req.meta)
+    params = {**_access_params(caller, req, ignore_status), "kinds": req.kinds,
+              "tags": req.tags, "meta": _jsonb(meta),
+              "meta_ops": Jsonb(meta_ops) if meta_ops else None, "why_ids": req.why_not}
+    with db.connection() as conn:
+        rows = {r["id"]: r for r in conn.execute(_WHY_NOT, params).fetchall()}
+    ranks = {h.candidate.id: (i, h) for i, h in enumerate(fused.ranked, 1)}
+    out = []
+    for mid in req.why_not:
+        row = rows.get(mid)
+        if row is None or not row["readable"]:
+            out.append(WhyNot(id=mid, returned=False, reasons=["not_visible"], message=(
+                "no memory this key can read has this id")))
+            continue
+        rank, hit = ranks.get(mid, (None, None))
+        if mid in returned:
+            out.append(WhyNot(id=mid, returned=True, rank=rank, reasons=[],
+                              message=f"returned, ranked {_ordinal(rank)}"))
+            continue
+        failed = list(dict.fromkeys(
+            name for i, name in enumerate(_CHECK_NAMES) if not row[f"ok_{i}"]))
+        if failed:
+            said = {"status": f"its status is {row['status']}",
+                    "validity": "it was not valid at valid_at", "paths": "outside `paths`",
+                    "kinds": "its kind is not in `kinds`", "tags": "it lacks a tag of `tags`",
+                    "meta": "its meta does not match `meta`"}
+            out.append(WhyNot(id=mid, returned=False, reasons=failed, message="excluded: " +
+                              "; ".join(said[f] for f in failed)))
+        elif hit is None:
+            out.append(WhyNot(id=mid, returned=False, reasons=["not_found_by_arms"], message=(
+                f"passes every filter, but neither arm ranked it among its best "
+                f"{max(ranking.ARM_DEPTH, req.limit)}")))
+        elif req.min_score is not None and hit.relevance < req.min_score:
+            out.append(WhyNot(id=mid, returned=False, rank=rank, reasons=["min_score"],
+                              message=f"its score {hit.relevance:.3f} is below min_score"))
+        else:
+            out.append(WhyNot(id=mid, returned=False, rank=rank, reasons=["below_limit"],
+                              message=f"ranked {_ordinal(rank)}, below limit {req.limit}"))
+    return out
+
+
+def _ordinal(n: int | None) -> str:
+    if n is None:
+        return "-"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 class Found(BaseModel):

@@ -23,16 +23,19 @@ SAMPLE_ID = "11111111-1111-4111-8111-111111111111"
 
 
 def core_routes() -> list[tuple[str, str]]:
+    from starlette.routing import Route
+
     from strata.api.app import create_app
     from strata.api.openapi import flat_routes
 
     app = create_app()
     routes = [(method.upper(), path) for path, ops in app.openapi()["paths"].items()
               for method in ops]
-    # Routes outside the OpenAPI schema: the document and its viewers (the docs router, whose
-    # asset path is {name}), the raw /mcp endpoint (methods None = any).
+    # Routes outside the OpenAPI schema (the document and its viewers, the console's files, the
+    # raw /mcp endpoint), those of included routers too (flat_routes); methods None = any.
     for route in flat_routes(app.router.routes):
-        if getattr(route, "path", None) and not getattr(route, "include_in_schema", True):
+        if isinstance(getattr(route, "original_route", route), Route) \
+                and not route.include_in_schema:
             methods = sorted(route.methods - {"HEAD"}) if route.methods else ["ANY"]
             routes += [(m, route.path) for m in methods]
     return sorted(set(routes))

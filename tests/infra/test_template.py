@@ -46,6 +46,9 @@ ROUTER_FOR_PREFIX = {
     "/v1/ingest": "ingest",
     "/v1/review": "review",
     "/v1/search": "search",
+    "/v1/me": "browse",
+    "/v1/paths": "browse",
+    "/console": "console",
     "/mcp": "mcp",
 }
 
@@ -75,6 +78,10 @@ REQUIRED_ROUTES = {
     ("ANY", "/v1/review"),
     ("ANY", "/v1/review/{proxy+}"),
     ("POST", "/v1/search"),
+    ("GET", "/v1/me"),
+    ("GET", "/v1/paths"),
+    ("GET", "/console"),
+    ("GET", "/console/{proxy+}"),
     ("ANY", "/mcp"),
 }
 
@@ -83,6 +90,7 @@ NOT_IN_LAYER = {
     "boto3": "the Lambda runtime has it",
     "uvicorn": "the local server only",
     "tqdm": "CLI progress bars only",
+    "argcomplete": "CLI shell completion only",
 }
 # Dependencies in a layer of their own, beside the strata layer, for the one function that
 # needs them: the strata layer every function carries stays under its 60 MB.
@@ -656,8 +664,9 @@ def test_alarms_watch_what_the_issue_names(template):
 def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
     """Given the HttpApi
     Then its default authorizer is the authorizer function (payload 2.0, simple responses,
-    keyed and cached on the Authorization header), only GET /healthz, GET /readyz and the
-    documentation (the OpenAPI document, its two viewers and their assets) opt out,
+    keyed and cached on the Authorization header), only GET /healthz, GET /readyz, the
+    console's static files (GET /console, /console/{proxy+}) and the documentation (the
+    OpenAPI document, its two viewers and their assets) opt out,
     routes are throttled, CORS origins come from a parameter, and access logs are JSON that
     names no header (the key travels in one)."""
     [(api_name, api)] = resources_of(template, "AWS::Serverless::HttpApi").items()
@@ -679,8 +688,12 @@ def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
                    and any(e["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
                            and (e["Properties"]["Method"].upper(), e["Properties"]["Path"]) == (m, p)
                            for e in template["Resources"][f]["Properties"]["Events"].values())]
-    assert sorted(open_routes) == [("GET", "/docs"), ("GET", "/docs/{proxy+}"), ("GET", "/healthz"),
-                                   ("GET", "/openapi.json"), ("GET", "/readyz"), ("GET", "/redoc")]
+    # The console's static files and the documentation: no data, and a browser's navigation
+    # sends no key.
+    assert sorted(open_routes) == [
+        ("GET", "/console"), ("GET", "/console/{proxy+}"), ("GET", "/docs"),
+        ("GET", "/docs/{proxy+}"), ("GET", "/healthz"), ("GET", "/openapi.json"),
+        ("GET", "/readyz"), ("GET", "/redoc")]
 
     throttle = props["DefaultRouteSettings"]
     assert {"ThrottlingRateLimit", "ThrottlingBurstLimit"} <= set(throttle)
@@ -1189,6 +1202,9 @@ def test_built_layers_fit_their_budget_and_share_nothing(built):
     assert core_mb < CORE_LAYER_BUDGET_MB, f"core layer {core_mb:.1f} MB unzipped"
     assert (core / "strata" / "__init__.py").is_file()
     assert list((core / "strata" / "db" / "migrations").glob("*.sql"))
+    # The console's page and assets are package data the layer must carry too.
+    assert {p.name for p in (core / "strata" / "console").iterdir()} >= {
+        "index.html", "console.js", "console.css"}
     core_dists, mcp_dists = distributions(core), distributions(mcp)
     assert "mcp" in mcp_dists and "mcp" not in core_dists
     assert "pydantic" in core_dists  # control: the overlap check sees shared names

@@ -71,6 +71,7 @@ TAGS: list[dict[str, str]] = [
                                       "reject or merge them."},
     {"name": "access", "description": "Owner administration within a tenant: principals, "
                                       "their grants on paths, and API keys."},
+    {"name": "browse", "description": "Who a key is, and the paths it can read."},
     {"name": "audit", "description": "The tenant's append-only, hash-chained audit log, and "
                                      "its verification."},
     {"name": "health", "description": "Liveness and readiness, without a key."},

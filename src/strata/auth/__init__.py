@@ -12,10 +12,11 @@ from strata.auth.principals import (
     find_tenant,
     list_grants,
     list_principals,
+    list_tenants,
 )
 
 __all__ = [
     "Access", "Caller", "Level", "authenticate", "create_key", "generate_key", "list_keys",
     "revoke_key", "create_grant", "create_principal", "create_tenant", "delete_grant", "delete_tenant",
-    "find_principal", "find_tenant", "list_grants", "list_principals",
+    "find_principal", "find_tenant", "list_grants", "list_principals", "list_tenants",
 ]

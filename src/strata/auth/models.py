@@ -19,6 +19,20 @@ class Tenant(BaseModel):
         return cls(id=row["id"], name=row["name"], created_at=row["created_at"])
 
 
+class TenantSummary(Tenant):
+    """A tenant as the operator lists it: how many principals, usable keys (neither revoked
+    nor expired) and active memories it holds."""
+
+    principals: int
+    keys: int
+    memories: int
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "TenantSummary":
+        return cls(id=row["id"], name=row["name"], created_at=row["created_at"],
+                   principals=row["principals"], keys=row["keys"], memories=row["memories"])
+
+
 class Principal(BaseModel):
     """A user or an agent of the tenant: who keys act for and grants are given to."""
 

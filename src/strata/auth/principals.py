@@ -8,7 +8,7 @@ from typing import Literal
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.auth.keys import insert_key
-from strata.auth.models import CreatedKey, Grant, Principal, Tenant
+from strata.auth.models import CreatedKey, Grant, Principal, Tenant, TenantSummary
 from strata.db import Database
 from strata.errors import NotFound
 from strata.paths import validate_path
@@ -53,6 +53,25 @@ def find_tenant(db: Database, name_or_id: str) -> Tenant:
     if row is None:
         raise NotFound("tenant", name_or_id, field="tenant")
     return Tenant.from_row(row)
+
+
+_LIST_TENANTS = """
+SELECT t.id, t.name, t.created_at,
+       (SELECT count(*) FROM principals p WHERE p.tenant_id = t.id) AS principals,
+       (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL
+          AND (k.expires_at IS NULL OR k.expires_at > now())) AS keys,
+       (SELECT count(*) FROM memories m WHERE m.tenant_id = t.id AND m.status = 'active')
+          AS memories
+FROM tenants t
+ORDER BY t.name
+"""
+
+
+def list_tenants(db: Database) -> list[TenantSummary]:
+    """Every tenant of the database, by name: an operator's view (no key reaches it), so
+    it is not audited, and it shows counts, never a memory or a key."""
+    with db.connection() as conn:
+        return [TenantSummary.from_row(r) for r in conn.execute(_LIST_TENANTS).fetchall()]
 
 
 def find_principal(db: Database, tenant_id: uuid.UUID, name_or_id: str) -> Principal:

@@ -102,3 +102,34 @@ def finish_step(
         sets.append(f"{name} = %({name})s")
         params[name] = Jsonb(value) if isinstance(value, (dict, list)) else value
     cur.execute(f"UPDATE ingest_receipts SET {', '.join(sets)} WHERE id = %(id)s", params)
+
+
+def list_receipts(
+    db: Database, caller: Caller, *, path: str | None = None,
+    statuses: list[str] | None = None, cursor: str | None = None, limit: int = 50,
+) -> tuple[list[Receipt], str | None]:
+    """Receipts written where the caller can read, newest first (created_at, id), optionally
+    under ``path`` and of ``statuses``; the second value is the next page's cursor."""
+    from strata.memories.store import decode_cursor, encode_cursor
+
+    after = decode_cursor(cursor) if cursor else None
+    with db.connection() as conn:
+        rows = conn.execute(
+            f"""
+            SELECT {COLUMNS} FROM ingest_receipts
+            WHERE tenant_id = %(tenant)s AND path <@ %(readable)s::ltree[]
+              AND (%(path)s::ltree IS NULL OR path <@ %(path)s::ltree)
+              AND (%(statuses)s::text[] IS NULL OR status = ANY(%(statuses)s::text[]))
+              AND (%(after_at)s::timestamptz IS NULL
+                   OR (created_at, id) < (%(after_at)s::timestamptz, %(after_id)s::uuid))
+            ORDER BY created_at DESC, id DESC
+            LIMIT %(limit)s
+            """,
+            {"tenant": caller.tenant_id, "readable": caller.paths(Level.read), "path": path,
+             "statuses": statuses, "after_at": after[0] if after else None,
+             "after_id": after[1] if after else None, "limit": limit + 1},
+        ).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["id"]) if more else None
+    return [Receipt.from_row(r) for r in rows], next_cursor

@@ -88,3 +88,19 @@ def receipt(rt: IngestRuntime, caller: Caller, receipt_id: uuid.UUID) -> Receipt
     with audited(rt.db, caller, "read", "ingest.receipt") as event:
         event.count = 1
         return get_receipt(rt.db, caller, receipt_id)
+
+
+def receipts(
+    rt: IngestRuntime, caller: Caller, *, path: str | None = None,
+    statuses: list[str] | None = None, cursor: str | None = None, limit: int = 50,
+) -> tuple[list[Receipt], str | None]:
+    """A page of the receipts the caller can read, newest first."""
+    from strata.ingest.receipts import list_receipts
+
+    if path is not None:
+        validate_path(path)
+    with audited(rt.db, caller, "read", "ingest.list") as event:
+        items, next_cursor = list_receipts(rt.db, caller, path=path, statuses=statuses,
+                                           cursor=cursor, limit=limit)
+        event.count = len(items)
+    return items, next_cursor

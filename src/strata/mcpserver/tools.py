@@ -172,6 +172,10 @@ RECALL_SCHEMA = _object({
                               "facts)."},
     "explain": {"type": "boolean", "default": False,
                 "description": "Include each result's score breakdown."},
+    "why_not": {"type": "array", "maxItems": 20, "items": {"type": "string", "format": "uuid"},
+                "description": "Memory ids you expected: the answer says for each whether it "
+                               "was returned or why not (status, validity, a filter, "
+                               "min_score, ranked below limit)."},
 }, required=("query",))
 
 ID_SCHEMA = _object({"id": _id()}, required=("id",))
@@ -364,7 +368,10 @@ def _summary(receipt: Receipt) -> str:
 
 def recall(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     req = _parse(search.SearchRequest, args)
-    return {"results": search.search(rt.db, caller, req, rt.embedder, reads=rt.reads)}
+    found = search.run(rt.db, caller, req, rt.embedder, reads=rt.reads)
+    if found.why_not is None:
+        return {"results": found.results}
+    return {"results": found.results, "why_not": found.why_not}
 
 
 def get_memory(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:

@@ -336,23 +336,20 @@ def update_memory(
         return Memory.from_row(row)
 
 
-def delete_path(db: Database, caller: Caller, path: str, *, dry_run: bool,
+def delete_path(db: Database, caller: Caller, path: str, *,
                 expected_count: int | None = None) -> dict[str, Any]:
     """Delete every memory at ``path`` or below it, in any status: owner access there only.
-    A dry run counts them; the delete must then name that count (``expected_count``), and
-    removes exactly those rows or, when the count changed since, nothing (``Conflict``).
-    Each row's last state stays in its history (restore brings a memory back); one audit
-    entry names every removed id."""
+    Without ``expected_count`` it is a dry run (the count, nothing removed); with it, exactly
+    those rows go or, when the count changed since, nothing does (``Conflict``). Each row's
+    last state stays in its history (restore brings a memory back); one audit entry names
+    every removed id."""
     validate_path(path, field="path")
-    if not dry_run and expected_count is None:
-        raise InvalidInput("expected_count is required: count first with dry_run=true and "
-                           "pass the count it answers", field="expected_count")
+    dry_run = expected_count is None
     action, operation = ("read", "memory.count_path") if dry_run else ("delete",
                                                                         "memory.delete_path")
     with audited(db, caller, action, operation) as event:
         with db.transaction(cause=operation, actor=caller.actor) as cur:
-            found = changes.delete_under(cur, caller, path,
-                                         expected_count=None if dry_run else expected_count)
+            found = changes.delete_under(cur, caller, path, expected_count=expected_count)
         event.count = found["count"]
         if not dry_run:
             event.memory_ids = found["ids"]

@@ -134,7 +134,7 @@ def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     return {"items": auth.list_principals(db, caller)}
 
 
-@router.get("/access/explain")
+@router.get("/access/explain", responses=answers(404))
 def explain_access(
     db: DB, caller: CallerDep,
     key_id: Annotated[uuid.UUID, Query(description="The key to explain.")],

@@ -8,7 +8,9 @@ from fastapi import APIRouter, Query, Request
 
 from strata import audit as core
 from strata.audit import digests
+from strata.audit import status as audit_status
 from strata.audit.models import AuditEntry, Verification
+from strata.audit.status import AuditStatus
 from strata.api.deps import DB, AuditCursor, CallerDep
 from strata.api.openapi import Page
 
@@ -41,3 +43,13 @@ def verify(request: Request, db: DB, caller: CallerDep) -> Verification:
     the problems found. Only an owner of the tenant root may ask.
     """
     return core.verify_for(db, caller, digests.from_settings(request.app.state.runtime.settings))
+
+
+@router.get("/status")
+def status(db: DB, caller: CallerDep) -> AuditStatus:
+    """The audit chain's state
+
+    Where the chain stands without walking it: its head, the verified and pruned
+    checkpoints, and the last scheduled verification and digest. Owner on the tenant root.
+    """
+    return audit_status.status_for(db, caller)

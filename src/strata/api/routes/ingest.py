@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, get_args
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from fastapi.encoders import jsonable_encoder
+from pydantic import Field
 
-from strata.api.deps import CallerDep
-from strata.api.openapi import answers
+from strata.api.deps import CallerDep, Cursor
+from strata.api.openapi import Page, answers
+from strata.errors import InvalidInput
+from strata.fields import SPACE_CLASS, MemoryPath
 from strata.ingest import service
-from strata.ingest.models import IngestRequest, Receipt
+from strata.ingest.models import IngestRequest, Receipt, ReceiptStatus
 
 router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
+
+# ?status=: receipt statuses, comma-separated or repeated. The schema states the pattern; the
+# route checks it itself, so an unknown status is named in the 422.
+_STATUS_PIECE = rf"[{SPACE_CLASS}]*({'|'.join(get_args(ReceiptStatus))})?[{SPACE_CLASS}]*"
+Statuses = Annotated[str, Field(json_schema_extra={"pattern": rf"^{_STATUS_PIECE}(,{_STATUS_PIECE})*$"})]
 
 
 @router.post("", status_code=202, response_model=Receipt, responses={
@@ -48,10 +56,38 @@ def ingest(body: IngestRequest, request: Request, caller: CallerDep) -> JSONResp
 
 
 @router.get("/{receipt_id}")
-def get(receipt_id: Annotated[uuid.UUID, Path(description="The receipt's id.")], request: Request, caller: CallerDep) -> Receipt:
+def get(receipt_id: Annotated[uuid.UUID, Path(description="The receipt's id.")],
+        request: Request, caller: CallerDep) -> Receipt:
     """Read an ingest receipt
 
     The receipt of one ingest request: its `status` (final once it is not `queued` or
     `running`), what became of each candidate memory, and counts and timings.
     """
     return service.receipt(request.app.state.runtime.ingest, caller, receipt_id)
+
+
+@router.get("")
+def list_(
+    request: Request, caller: CallerDep,
+    path: Annotated[MemoryPath | None, Query(description=(
+        "Only receipts of conversations sent under this path."))] = None,
+    status: Annotated[list[Statuses] | None, Query(description=(
+        "Only receipts in these statuses."))] = None,
+    cursor: Cursor = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="The most receipts on a page.")] = 50,
+) -> Page[Receipt]:
+    """List ingest receipts
+
+    Receipts of conversations sent to paths the key can read, newest first; `path` keeps
+    those under it, `status` those of the given statuses (comma-separated or repeated).
+    """
+    statuses = None
+    if status:
+        statuses = [s.strip() for raw in status for s in raw.split(",") if s.strip()]
+        for s in statuses:
+            if s not in get_args(ReceiptStatus):
+                raise InvalidInput(f"unknown status {s!r}; one of: "
+                                   f"{', '.join(get_args(ReceiptStatus))}", field="status")
+    items, next_cursor = service.receipts(request.app.state.runtime.ingest, caller, path=path,
+                                          statuses=statuses or None, cursor=cursor, limit=limit)
+    return {"items": items, "next_cursor": next_cursor}

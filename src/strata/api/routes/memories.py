@@ -136,20 +136,18 @@ def delete_path(
     db: DB,
     caller: CallerDep,
     path: Annotated[MemoryPath, Query(description="The path whose subtree is emptied.")],
-    dry_run: Annotated[bool, Query(description="Count only; remove nothing.")] = False,
     expected_count: Annotated[int | None, Query(ge=0, description=(
-        "The count a dry run answered: required to delete."))] = None,
+        "The count a dry run answered: the delete removes that many or nothing."))] = None,
 ) -> PathDeletion:
     """Delete every memory under a path
 
     Delete every memory at `path` or below it, in any status. Owner access on the path only
-    (403). Count first: `dry_run=true` answers the count and removes nothing; then the delete
-    names that count as `expected_count` (422 without it) and removes exactly those rows, or
-    nothing when the count has changed since (409). Each memory's last state stays in its
-    history, so `POST /v1/memories/{id}/restore` brings it back; the audit entry names every
-    removed id.
+    (403). Without `expected_count` nothing is removed: the answer is the count (a dry run).
+    With it, exactly those memories are removed, or nothing when the count has changed since
+    (409). Each memory's last state stays in its history, so
+    `POST /v1/memories/{id}/restore` brings it back; one audit entry names every removed id.
     """
-    return core.delete_path(db, caller, path, dry_run=dry_run, expected_count=expected_count)
+    return core.delete_path(db, caller, path, expected_count=expected_count)
 
 
 @router.get("/{memory_id}")

@@ -1,8 +1,9 @@
 """/v1/search: hybrid retrieval over what the caller may read.
 
 Body (``strata.search.SearchRequest``): ``query``, ``paths``, ``kinds``, ``tags``, ``meta``
-(jsonb containment), ``limit``, ``valid_at``, ``include`` (``candidates`` / ``history``
-opt-ins), ``mode`` (``hybrid`` | ``vector`` | ``keyword``), ``expand``, ``explain``. The
+(equality and operators: strata.meta_filter), ``limit``, ``valid_at``, ``include``
+(``candidates`` / ``history`` opt-ins), ``mode`` (``hybrid`` | ``vector`` | ``keyword``),
+``expand``, ``explain``, ``min_score``, ``why_not`` (the answer then carries ``why_not``). The
 core's keyword-only knobs (``now``, ``ignore_status``, the access log) are deliberately not
 request fields. Access bookkeeping is queued by the core and written after the response by
 its own thread, so this route adds no write to the request. With a replica configured the
@@ -15,19 +16,19 @@ from fastapi import APIRouter
 
 from strata import search as core
 from strata.api.deps import DB, CallerDep, EmbedderDep, ReadsDep
-from strata.api.openapi import Results
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 
 
 @router.post("")
 def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
-           reads: ReadsDep) -> Results[core.SearchResult]:
+           reads: ReadsDep) -> core.SearchResponse:
     """Search memories
 
     Hybrid retrieval over the memories the key can read: by meaning (vector) and by words
     (full text), fused into one score, best first. Only `active` memories unless `include`
     asks for more, true at `valid_at` when it is given; every filter applies before the
-    limit, never after.
+    limit, never after. `why_not` asks, for memories that did not come back, which check
+    each one failed.
     """
-    return {"results": core.search(db, caller, body, embedder, reads=reads)}
+    return core.run(db, caller, body, embedder, reads=reads)

@@ -1,0 +1,434 @@
+"""The console in a real browser (headless Debian chromium through Playwright) against the
+real app under uvicorn (the ``server`` fixture) on a real database.
+
+What a reviewer does, end to end: sign in with a key, find a candidate in the review queue,
+open its evidence and the memory it contradicts, promote it, and see the memory it
+supersedes change on that memory's timeline. Beside it: a key reading one path sees only
+that path's tree (the owner, the control, sees both); memory content that is markup is
+shown as text and never runs; the key is in no URL the browser loads; the receipts page
+tells a kept item from a not-kept one and says why.
+
+Chromium is Debian's (/usr/bin/chromium), never downloaded. Without it these tests skip
+locally and fail under CI (env CI set), where .ci/run installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from support import bearer
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+SCRIPT = "<script>window.__pwned = 'script'</script> Alice's note"
+IMAGE = "<img src=x onerror=\"window.__pwned = 'img'\"> Alice's other note"
+
+
+def chromium() -> str | None:
+    """Debian's chromium; CONSOLE_TEST_CHROMIUM names another binary (or, naming none that
+    exists, shows what happens on a machine without one)."""
+    chosen = os.environ.get("CONSOLE_TEST_CHROMIUM")
+    if chosen is not None:
+        return chosen if os.access(chosen, os.X_OK) else None
+    return CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    executable = chromium()
+    if executable is None:
+        message = f"no chromium at {CHROMIUM} (Debian: apt-get install chromium; .ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Session:
+    """One browser context (its own sessionStorage) on the console, recording every URL it
+    requests and every dialog a page opens."""
+
+    def __init__(self, browser, base: str) -> None:
+        self.base = base
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(15_000)
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append((r.url, r.headers)))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def sign_in(self, key: str) -> None:
+        page = self.page
+        page.goto(f"{self.base}/console")
+        page.locator("#key").fill(key)
+        page.locator("#signin button[type=submit]").click()
+        page.locator("#nav").wait_for(state="visible")
+
+    def open(self, hash_: str) -> None:
+        self.page.evaluate("h => { location.hash = h; }", hash_)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def api(server, tenant) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server, headers=tenant.headers, timeout=30) as client:
+        yield client
+
+
+def ingest(api: httpx.Client, path: str, *texts: str, weeks: int = 0) -> dict:
+    at = T0 + timedelta(weeks=weeks)
+    r = api.post("/v1/ingest", json={"path": path, "wait": True, "messages": [
+        {"role": "user", "content": t, "at": (at + timedelta(minutes=i)).isoformat()}
+        for i, t in enumerate(texts)]})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.fixture
+def store(api, tenant) -> dict:
+    """users.alice: MongoDB, then PostgreSQL (which supersedes it), then "gone back to
+    MongoDB", held as a candidate contradicting PostgreSQL; two memories whose content is
+    markup; users.bob: one memory. And a key that reads users.alice only."""
+    ingest(api, "users.alice", "I prefer MongoDB")
+    switched = ingest(api, "users.alice", "I've switched to PostgreSQL", weeks=3)
+    back = ingest(api, "users.alice", "I've gone back to MongoDB", weeks=6)
+    assert [i["outcome"] for i in back["items"]] == ["candidate"], back
+    r = api.post("/v1/memories", json={"memories": [
+        {"content": SCRIPT, "path": "users.alice"}, {"content": IMAGE, "path": "users.alice"},
+        {"content": "Bob keeps falcons", "path": "users.bob"}]})
+    assert r.status_code == 200 and [x["status"] for x in r.json()["results"]] == ["inserted"] * 3
+    r = api.post("/v1/keys", json={"principal_id": str(tenant.principal_id), "name": "alice reader",
+                                   "ceiling": [{"path": "users.alice", "level": "read"}]})
+    assert r.status_code == 201, r.text
+    return {"postgres": switched["items"][0]["memory_id"],
+            "candidate": back["items"][0]["memory_id"], "candidate_receipt": back["id"],
+            "alice_key": r.json()["key"]}
+
+
+def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timeline(
+        browser, server, tenant, store):
+    """Given a candidate "gone back to MongoDB" contradicting the active PostgreSQL
+    preference
+    When a reviewer signs in with the owner key, opens the PostgreSQL memory (active, valid
+    until now), finds the candidate in the review queue, opens its evidence and sees the
+    memory it contradicts, and promotes it
+    Then the queue is empty and the PostgreSQL memory's page shows it superseded: its valid
+    time closed, and a timeline entry naming the memory that superseded it, the reason and
+    the principal who decided; the key was sent only as a header, never in a URL."""
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    assert tenant.key not in page.url
+    assert page.evaluate("() => sessionStorage.getItem('strata.console.key')") == tenant.key
+
+    s.open(f"#/memory/{store['postgres']}")
+    page.locator("#timeline").wait_for()
+    assert "PostgreSQL" in page.locator("#memory-content").inner_text()
+    assert page.locator("#memory .badge").first.inner_text() == "active"
+    assert "now (still true)" in page.locator(".validity").inner_text()
+    assert "superseded by" not in page.locator("#timeline").inner_text()
+    # What it superseded itself (MongoDB, by the rule that matched the slot) is there already.
+    assert "reason:" in page.locator("#timeline li.supersedes").inner_text()
+
+    s.open("#/review")
+    card = page.locator(f"article.candidate[data-id='{store['candidate']}']")
+    card.wait_for()
+    assert "gone back to MongoDB" in card.locator("p.content").inner_text()
+    card.locator("details.evidence summary").click()
+    evidence = card.locator("details.evidence ol.evidence")
+    evidence.wait_for(state="visible")
+    assert "ingest" in evidence.inner_text()  # where the candidate came from
+    receipt_link = evidence.locator(f"a[href='#/receipt/{store['candidate_receipt']}']")
+    assert receipt_link.count() == 1  # the evidence leads to the receipt that held it back
+    contradicted = card.locator(f".contradicts li[data-target='{store['postgres']}']")
+    assert "PostgreSQL" in contradicted.inner_text()
+
+    card.locator("button.promote").click()
+    page.locator("#flash.ok").wait_for()
+    assert "promote: done" in page.locator("#flash").inner_text()
+    page.get_by_text("No candidates waiting.").wait_for()
+
+    s.open(f"#/memory/{store['postgres']}")
+    page.locator("#timeline li.superseded-by").wait_for()
+    assert page.locator("#memory .badge").first.inner_text() == "superseded"
+    assert "now (still true)" not in page.locator(".validity").inner_text()
+    event = page.locator("#timeline li.superseded-by").inner_text()
+    assert "superseded by" in event
+    assert "promoted on review" in event
+    assert f"admin (principal:{tenant.principal_id})" in event  # the owner may name principals
+    link = page.locator("#timeline li.superseded-by a.memory-link")
+    assert link.get_attribute("href") == f"#/memory/{store['candidate']}"
+    assert "stopped being valid" in page.locator("#timeline").inner_text()
+
+    api_calls = [(u, h) for u, h in s.requests if "/v1/" in u]
+    assert any(h.get("authorization") == f"Bearer {tenant.key}" for _, h in api_calls)  # control
+    assert not [u for u, _ in s.requests if tenant.key in u]
+    assert not s.errors, s.errors
+    s.close()
+
+
+def test_a_key_reading_one_path_sees_only_that_paths_tree(browser, server, tenant, store):
+    """Given memories in users.alice and users.bob
+    When the owner and then a key reading only users.alice open the memories view
+    Then the owner's tree holds both paths (the control), the clamped key's holds
+    users.alice only, and nothing of users.bob's memory shows anywhere on its page, also
+    when it asks for that path directly."""
+    owner = Session(browser, server)
+    owner.sign_in(tenant.key)
+    owner.page.locator("#path-tree a[data-path='users.alice']").wait_for()
+    assert owner.page.locator("#path-tree a[data-path='users.bob']").count() == 1
+    owner.open("#/memories?path=users.bob")
+    owner.page.get_by_text("Bob keeps falcons").wait_for()
+    owner.close()
+
+    alice = Session(browser, server)
+    page = alice.page
+    alice.sign_in(store["alice_key"])
+    page.locator("#path-tree a[data-path='users.alice']").wait_for()
+    page.locator("#memory-list article.memory").first.wait_for()
+    assert page.locator("#path-tree a[data-path='users.bob']").count() == 0
+    assert "bob" not in page.locator("#path-tree").inner_text()
+    assert "falcons" not in page.content()
+    alice.open("#/memories?path=users.bob&status=all")
+    page.get_by_text("No memories match.").wait_for()
+    assert "falcons" not in page.content()
+    assert page.locator("#nav-admin").is_hidden()  # a read key holds no owner pages
+    alice.close()
+
+
+def test_memory_content_that_is_markup_is_shown_as_text_and_never_runs(browser, server, tenant, store):
+    """Given memories whose content is a <script> element and an <img onerror> handler
+    When they are listed and opened in the console
+    Then both are shown as the text they are, no element of theirs exists in the page, and
+    neither script ran (no global set, no dialog, no page error)."""
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/memories?path=users.alice&status=all")
+    page.locator("#memory-list article.memory").first.wait_for()
+    listing = page.locator("#memory-list").inner_text()
+    assert SCRIPT in listing and IMAGE in listing
+    assert page.locator("#memory-list script, #memory-list img").count() == 0
+    card = page.locator("#memory-list article.memory", has_text="Alice's other note")
+    card.locator("a.memory-link").click()
+    page.locator("#memory-content").wait_for()
+    assert page.locator("#memory-content").inner_text() == IMAGE
+    assert page.locator("#memory img").count() == 0
+    page.wait_for_timeout(300)  # an onerror would have fired by now
+    assert page.evaluate("() => window.__pwned") is None
+    assert not s.dialogs and not s.errors, (s.dialogs, s.errors)
+    s.close()
+
+
+def test_the_receipts_page_tells_kept_from_not_kept_and_a_quiet_run_from_a_broken_one(
+        browser, server, tenant, api, db):
+    """Given a receipt with a kept statement and a question not kept, a receipt of a
+    question alone (a quiet run), and one whose pipeline failed (a broken run)
+    When the receipts page is opened
+    Then the first shows its kept item with the memory's content and its not-kept clause
+    with the reason; the quiet run and the broken run are told apart, the broken one with
+    its error."""
+    mixed = ingest(api, "users.alice", "I drive a Volvo", "What time is it?")
+    assert [i["outcome"] for i in mixed["items"]] == ["created"], mixed
+    quiet = ingest(api, "users.alice", "Is it raining?")
+    assert quiet["status"] == "meaningful_no_write"
+    # A broken run as the pipeline records one (strata.ingest.pipeline: status and error).
+    broken = ingest(api, "users.alice", "Is it snowing?")
+    with db.transaction() as cur:
+        cur.execute("UPDATE ingest_receipts SET status = 'llm_failed', error = %s WHERE id = %s",
+                    ("extractor unavailable: timeout", broken["id"]))
+
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/receipts")
+    card = page.locator(f"article.receipt[data-id='{mixed['id']}']")
+    card.wait_for()
+    kept = card.locator("li.item.kept")
+    assert kept.count() == 1 and "drives a Volvo" in kept.inner_text()  # the memory as kept
+    not_kept = card.locator("li.item.not-kept")
+    assert not_kept.count() == 1
+    assert "What time is it?" in not_kept.inner_text() and "reason: question" in not_kept.inner_text()
+
+    quiet_card = page.locator(f"article.receipt[data-id='{quiet['id']}']")
+    broken_card = page.locator(f"article.receipt[data-id='{broken['id']}']")
+    assert "quiet" in quiet_card.get_attribute("class")
+    assert "nothing worth keeping" in quiet_card.inner_text()
+    assert "broken" in broken_card.get_attribute("class")
+    assert "FAILED" in broken_card.inner_text()
+    assert "extractor unavailable: timeout" in broken_card.inner_text()
+    assert "FAILED" not in quiet_card.inner_text()
+    assert not s.errors, s.errors
+    s.close()
+
+
+def test_an_owner_sees_keys_and_audit_status_and_revokes_a_key(browser, server, tenant, store, api):
+    """Given the owner key and the key reading users.alice
+    When the owner opens keys and audit, verifies the chain, mints a key clamped to read
+    users.alice and revokes the other key
+    Then the audit status shows the head, a verification walks the chain and says it
+    verifies, the minted key is shown once and holds the clamp, and the revoked key is
+    refused by the API from then on (control: it worked before)."""
+    other = bearer(store["alice_key"])
+    assert api.get("/v1/me", headers=other).status_code == 200
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/admin")
+    page.locator("#audit-status").wait_for()
+    assert "seq" in page.locator("#audit-status").inner_text()
+    page.locator("#verify-now").click()
+    page.get_by_text("Verified:").wait_for()
+    form = page.locator("#mint-form")
+    form.locator("input[name=name]").fill("console minted")
+    form.locator("input[name=ceiling]").fill("users.alice:read")
+    form.locator("button[type=submit]").click()
+    minted = page.locator("#new-key")
+    minted.wait_for()
+    new_key = minted.input_value()
+    assert new_key.startswith("sk_")
+    access = api.get("/v1/me", headers=bearer(new_key)).json()["access"]
+    assert access == [{"path": "users.alice", "level": "read"}]
+    assert page.locator("table.keys tr", has_text="console minted").count() == 1
+    assert not [u for u, _ in s.requests if new_key in u]
+    row = page.locator("table.keys tr", has_text="alice reader")
+    row.get_by_role("button", name="Revoke").click()
+    page.locator("#flash.ok", has_text="revoked").wait_for()
+    assert api.get("/v1/me", headers=other).status_code == 401
+    assert not s.errors, s.errors
+    s.close()
+
+
+def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
+        browser, server, tenant, api):
+    """Given a memory edited once (version 1 said "Tuesdays", version 2 "Wednesdays")
+    When the console searches for it and then opens it and restores version 1
+    Then the hit carries its score breakdown (the vector and the text arm's ranks and
+    scores), and after the restore the memory reads as version 1 did again, with the
+    rollback in its history; deleted, its page says so and brings it back."""
+    made = api.post("/v1/memories", json={"memories": [
+        {"content": "The team ships releases on Tuesdays", "path": "agents.release"}]}).json()
+    memory_id = made["results"][0]["id"]
+    r = api.patch(f"/v1/memories/{memory_id}", json={
+        "expected_version": 1, "content": "The team ships releases on Wednesdays"})
+    assert r.status_code == 200, r.text
+
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/search")
+    page.locator("#search-form input[name=query]").fill("when does the team ship releases")
+    page.locator("#search-form button[type=submit]").click()
+    hit = page.locator(f"#search-results article.hit[data-id='{memory_id}']")
+    hit.wait_for()
+    table = hit.locator("table.explain").inner_text()
+    assert "vector" in table and "text (BM25)" in table
+    assert "score" in hit.locator("p.meta").inner_text()
+    assert "Wednesdays" in hit.locator("p.content").inner_text()
+
+    hit.locator("a.memory-link").click()
+    page.locator("#memory-content").wait_for()
+    assert "Wednesdays" in page.locator("#memory-content").inner_text()
+    page.get_by_role("button", name="Restore version 1").click()
+    page.locator("#flash.ok").wait_for()
+    assert "Tuesdays" in page.locator("#memory-content").inner_text()
+    assert "memory.restore" in page.locator("table.history").inner_text()
+    assert api.get(f"/v1/memories/{memory_id}").json()["content"].endswith("Tuesdays")
+
+    # Deleted, it is still there through its history, and comes back from there.
+    assert api.delete(f"/v1/memories/{memory_id}").status_code == 200
+    s.open("#/search")
+    s.open(f"#/memory/{memory_id}")
+    page.get_by_text("This memory was deleted.").wait_for()
+    assert "Tuesdays" in page.locator("#memory-content").inner_text()
+    page.get_by_role("button", name="Restore it").click()
+    page.locator("#flash.ok", has_text="Restored").wait_for()
+    assert api.get(f"/v1/memories/{memory_id}").json()["status"] == "active"
+    assert not s.errors, s.errors
+    s.close()
+
+
+def test_a_refused_key_does_not_sign_in_and_filters_narrow_the_list(browser, server, tenant, store):
+    """Given a key that does not exist and the owner key
+    When the first is used to sign in, then the owner filters users.alice by kind and status
+    Then the first is refused and nothing is kept in the session; the owner sees the
+    superseded preference (MongoDB) under status superseded and kind preference, and not
+    the active facts, which status active and kind fact list instead (the control)."""
+    s = Session(browser, server)
+    page = s.page
+    page.goto(f"{server}/console")
+    page.locator("#key").fill("sk_nothere_" + "x" * 40)
+    page.locator("#signin button[type=submit]").click()
+    page.get_by_text("That key was refused.").wait_for()
+    assert page.locator("#nav").is_hidden()
+    assert page.evaluate("() => sessionStorage.getItem('strata.console.key')") is None
+
+    s.sign_in(tenant.key)
+    s.open("#/memories?path=users.alice")
+    page.locator("#memory-list article.memory").first.wait_for()
+    form = page.locator("#memory-filters")
+    form.locator("select[name=status]").select_option("superseded")
+    form.locator("select[name=kind]").select_option("preference")
+    form.locator("button[type=submit]").click()
+    page.wait_for_function("() => location.hash.includes('kind=preference')")
+    page.locator("#memory-list article.memory").first.wait_for()
+    listing = page.locator("#memory-list").inner_text()
+    assert "MongoDB" in listing and "Alice's note" not in listing
+    s.open("#/memories?path=users.alice&status=active&kind=fact")
+    page.get_by_text("Alice's note").first.wait_for()
+    assert "MongoDB" not in page.locator("#memory-list").inner_text()
+    s.close()
+
+
+def test_a_reviewer_suppresses_one_candidate_and_merges_another(browser, server, tenant, api):
+    """Given two candidates (a change back in users.carol and one in users.dave)
+    When the reviewer rejects the first with suppression and merges the second into the
+    memory it contradicts
+    Then the queue is empty, the first is rejected and its value blocked from then on (the
+    same change back ingested again is blocked), and the second is rejected with a
+    DUPLICATE_OF edge to the memory it was merged into."""
+    held = {}
+    for path in ("users.carol", "users.dave"):
+        ingest(api, path, "I prefer MongoDB")
+        switched = ingest(api, path, "I've switched to PostgreSQL", weeks=3)
+        back = ingest(api, path, "I've gone back to MongoDB", weeks=6)
+        held[path] = (back["items"][0]["memory_id"], switched["items"][0]["memory_id"])
+    carol, dave = held["users.carol"], held["users.dave"]
+
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/review")
+    page.locator(f"article.candidate[data-id='{carol[0]}'] button.suppress").click()
+    page.locator("#flash.ok", has_text="suppress").wait_for()
+    card = page.locator(f"article.candidate[data-id='{dave[0]}']")
+    assert card.locator("select[name=into]").input_value() == dave[1]
+    card.locator("button.merge").click()
+    page.locator("#flash.ok", has_text="merge").wait_for()
+    page.get_by_text("No candidates waiting.").wait_for()
+
+    assert api.get(f"/v1/memories/{carol[0]}").json()["status"] == "rejected"
+    again = ingest(api, "users.carol", "I've gone back to MongoDB", weeks=8)
+    assert [i["outcome"] for i in again["items"]] == ["blocked"], again
+    assert api.get(f"/v1/memories/{dave[0]}").json()["status"] == "rejected"
+    edges = api.get(f"/v1/memories/{dave[0]}/related").json()["items"]
+    assert {(e["type"], e["other_id"]) for e in edges} >= {("DUPLICATE_OF", dave[1])}
+    assert not s.errors, s.errors
+    s.close()
