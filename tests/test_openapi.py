@@ -36,7 +36,7 @@ def operations(document: dict):
 
 
 def properties(schema: dict, where: str):
-    """(where, name, property) of a schema and of the schemas nested in it."""
+    """(where, property) for each property of a schema and of the schemas nested in it."""
     for name, prop in schema.get("properties", {}).items():
         yield f"{where}.{name}", prop
         yield from properties(prop, f"{where}.{name}")
