@@ -474,7 +474,8 @@ def cmd_review_promote(client, args: argparse.Namespace) -> int:
 
 @_over_http
 def cmd_review_reject(client, args: argparse.Namespace) -> int:
-    return _decided(args, client.review.reject(args.id, suppress=args.suppress), "rejected")
+    return _decided(args, client.review.reject(args.id, suppress=args.suppress,
+                                               until=args.until), "rejected")
 
 
 @_over_http
@@ -710,6 +711,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("id", type=_memory_id)
     p.add_argument("--suppress", action="store_true",
                    help="also tombstone its value, so it is blocked wherever it comes back")
+    p.add_argument("--until", type=_instant, metavar="INSTANT",
+                   help="with --suppress: only until this instant (ISO 8601); after it the "
+                        "value may come back, as a candidate for review")
     p = command(review, "merge", cmd_review_merge,
                 "the candidate says what an active memory says: merge it into that one")
     p.add_argument("id", type=_memory_id)

@@ -8,6 +8,7 @@ as an edge decided by that principal.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from strata.audit import audited
 from strata.auth.access import Caller
 from strata.db import Database
+from strata.errors import InvalidInput
 from strata.memories.models import Memory
 from strata.memories.store import decode_cursor, encode_cursor
 from strata.write import changes, locks
@@ -94,13 +96,18 @@ def promote(db: Database, caller: Caller, memory_id: uuid.UUID) -> Memory:
         return Memory.from_row(row)
 
 
-def reject(db: Database, caller: Caller, memory_id: uuid.UUID, *, suppress: bool = False) -> Memory:
+def reject(db: Database, caller: Caller, memory_id: uuid.UUID, *, suppress: bool = False,
+           until: datetime | None = None) -> Memory:
     """Not true: the candidate is rejected. With ``suppress`` its value is tombstoned, so it
-    is blocked wherever it comes back in this scope."""
+    is blocked wherever it comes back in this scope; with ``until`` too, only until then
+    (after it the value may come back, as a candidate for review)."""
+    if until is not None and not suppress:
+        raise InvalidInput("until applies to a suppression: send suppress true with it",
+                           field="until")
     with audited(db, caller, "write", "review.reject") as event:
         event.memory_ids = [memory_id]
         with db.transaction(cause="review.reject", actor=caller.actor) as cur:
-            row = changes.reject(cur, caller, memory_id, suppress=suppress)
+            row = changes.reject(cur, caller, memory_id, suppress=suppress, until=until)
         event.count = 1
         return Memory.from_row(row)
 

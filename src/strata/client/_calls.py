@@ -305,8 +305,11 @@ def promote(memory_id: Any) -> Call:
                 idempotent=False)
 
 
-def reject(memory_id: Any, suppress: bool) -> Call:
-    return Call("POST", f"/v1/review/{as_id(memory_id)}/reject", json={"suppress": bool(suppress)},
+def reject(memory_id: Any, suppress: bool, until: datetime | None = None) -> Call:
+    body: dict[str, Any] = {"suppress": bool(suppress)}
+    if until is not None:
+        body["until"] = until.isoformat()
+    return Call("POST", f"/v1/review/{as_id(memory_id)}/reject", json=body,
                 parse=_one(_models().Memory), idempotent=False)
 
 

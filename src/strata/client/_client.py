@@ -287,8 +287,9 @@ class Review:
     def promote(self, memory_id: Id) -> "Memory":
         return self._c._send(_calls.promote(memory_id))
 
-    def reject(self, memory_id: Id, *, suppress: bool = False) -> "Memory":
-        return self._c._send(_calls.reject(memory_id, suppress))
+    def reject(self, memory_id: Id, *, suppress: bool = False,
+               until: datetime | None = None) -> "Memory":
+        return self._c._send(_calls.reject(memory_id, suppress, until))
 
     def merge(self, memory_id: Id, into: Id) -> "Memory":
         return self._c._send(_calls.merge(memory_id, into))
@@ -465,8 +466,9 @@ class AsyncReview:
     async def promote(self, memory_id: Id) -> "Memory":
         return await self._c._send(_calls.promote(memory_id))
 
-    async def reject(self, memory_id: Id, *, suppress: bool = False) -> "Memory":
-        return await self._c._send(_calls.reject(memory_id, suppress))
+    async def reject(self, memory_id: Id, *, suppress: bool = False,
+                     until: datetime | None = None) -> "Memory":
+        return await self._c._send(_calls.reject(memory_id, suppress, until))
 
     async def merge(self, memory_id: Id, into: Id) -> "Memory":
         return await self._c._send(_calls.merge(memory_id, into))

@@ -26,7 +26,7 @@ from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
 from strata.ingest import service
 from strata.ingest.models import IngestRequest, Receipt, Role
-from strata.memories.models import Kind
+from strata.memories.models import Instant, Kind
 from strata.paths import validate_path
 from strata.providers.clients import ModelCallFailed
 from strata.serving import error_body, error_body_for, field_name
@@ -222,6 +222,9 @@ REVIEW_DECISION_SCHEMA = _object({
                        "memory (give into).",
     },
     "into": _id("merge only: the id of the existing memory the candidate duplicates."),
+    "until": {**TIMESTAMP, "description": "suppress only: block the value until this instant "
+                                          "(ISO 8601); after it, it may come back as a "
+                                          "candidate for review. Without it: for good."},
 }, required=("id", "decision"))
 
 
@@ -258,6 +261,7 @@ class _ReviewDecisionArgs(BaseModel):
     id: uuid.UUID
     decision: Decision
     into: uuid.UUID | None = None
+    until: Instant | None = None
 
 
 def _not_with(args: dict[str, Any], names: tuple[str, ...], what: str) -> None:
@@ -413,7 +417,9 @@ def review_decision(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
         return review.promote(rt.db, caller, a.id)
     if a.decision == "merge":
         return review.merge(rt.db, caller, a.id, a.into)
-    return review.reject(rt.db, caller, a.id, suppress=a.decision == "suppress")
+    if a.until is not None and a.decision != "suppress":
+        raise InvalidInput("until applies to suppress only", field="until")
+    return review.reject(rt.db, caller, a.id, suppress=a.decision == "suppress", until=a.until)
 
 
 @dataclass(frozen=True)

@@ -282,9 +282,10 @@ def promote(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
 
 
 def reject(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, *,
-           suppress: bool) -> dict[str, Any]:
+           suppress: bool, until: datetime | None = None) -> dict[str, Any]:
     """Not true: rejected, its validity closed. With ``suppress`` its value is tombstoned, so
-    it is blocked wherever it comes back in this scope."""
+    it is blocked wherever it comes back in this scope -- until ``until`` when given; after
+    it the value is held for review again (strata.write.gate)."""
     cand = lock_candidate(cur, caller, memory_id)
     row = cur.execute(
         "UPDATE memories SET status = 'rejected', version = version + 1, updated_at = now(),"
@@ -295,7 +296,8 @@ def reject(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID, *,
     if suppress:
         insert_tombstone(cur, caller.tenant_id, path=cand["path"], slot=cand["slot"],
                          value=cand["value"], value_hash=bytes(cand["value_hash"]),
-                         reason="rejected", memory_id=memory_id, embedding=cand["embedding"])
+                         reason="rejected", memory_id=memory_id, embedding=cand["embedding"],
+                         until=until)
         # What else holds the suppressed value in its scope is not true either.
         for other in live_holders(cur, caller.tenant_id, cand["path"], [cand], exclude={memory_id}):
             if not caller.can(other["path"], Level.write):

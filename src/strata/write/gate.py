@@ -5,7 +5,8 @@ superseded/rejected values the retired memory's embedding), an exact active dupl
 active holders of its slot key, a lexical twin (the same statement in other words: one
 ``lexical.normal_form``, found by its key in ``memory_lexical_keys`` whatever the embedder
 scores it), and the nearest active neighbours with their similarity band. The gate decides
-``blocked``, ``candidate`` (an explicit change back to a retired value, held for review),
+``blocked``, ``candidate`` (an explicit change back to a retired value, or a value whose
+time-boxed suppression has ended, held for review),
 ``reinforce``, ``judge`` (the conflict step decides) or ``new``.
 
 Slot holders (:mod:`.slots`): the memory holding the same key; for a negation, every key it
@@ -200,7 +201,7 @@ def decide(
     if not items:
         return []
     exact = find_tombstones(
-        cur, tenant_id, [(i.path, i.canonical, i.slot, i.value) for i in items]
+        cur, tenant_id, [(i.path, i.canonical, i.slot, i.value) for i in items], ended=True
     )
     # A value retired from a family's general key stays retired in its contexts: "likes
     # Mongo for backends", re-extracted after MongoDB gave way to PostgreSQL, is that value
@@ -264,6 +265,14 @@ def _decide_one(
     reinforce_at, judge_at = thresholds
     if tomb is None and similar is not None and similar["similarity"] >= reinforce_at:
         tomb = similar
+    if tomb is not None and tomb.get("ended"):
+        # A reviewer suppressed this value until a time that has passed: it may be proposed
+        # again, and a person decides again.
+        return GateDecision(
+            "candidate", f"a value suppressed until a time now past (tombstone {tomb['id']}): "
+                         "held for review",
+            target_id=holders[0]["id"] if holders else None, tombstone_id=tomb["id"],
+        )
     if tomb is not None:
         # Only a superseded value can be asserted back (held for review); a value a person
         # rejected or forgot stays blocked.

@@ -10,24 +10,30 @@ import psycopg
 
 from strata.write.canonical import slot_value_hash, value_hash
 
+# A tombstone in force retires its value; with ``ended`` also a suppression whose ``until`` has
+# passed (a rejection suppressed for a while: strata.write.gate holds its value for review
+# again). One in force always comes first.
 _TOMBSTONES_SQL = """
-SELECT DISTINCT ON (i.ord) i.ord, t.id, t.reason::text AS reason
+SELECT DISTINCT ON (i.ord) i.ord, t.id, t.reason::text AS reason,
+       NOT (t.until IS NULL OR t.until > now()) AS ended
 FROM unnest(%(paths)s::ltree[], %(hashes)s::bytea[], %(slots)s::text[], %(slot_hashes)s::bytea[])
      WITH ORDINALITY AS i(path, hash, slot, slot_hash, ord)
 JOIN tombstones t ON t.tenant_id = %(tenant)s AND i.path <@ t.path
- AND (t.until IS NULL OR t.until > now())
+ AND (t.until IS NULL OR t.until > now() OR (%(ended)s AND t.reason = 'rejected'))
  AND (t.value_hash = i.hash
       OR (i.slot IS NOT NULL AND t.slot = i.slot AND t.slot_value_hash = i.slot_hash))
-ORDER BY i.ord, t.reason DESC, t.created_at DESC  -- forgotten, rejected, superseded
+ORDER BY i.ord, (t.until IS NULL OR t.until > now()) DESC,
+         t.reason DESC, t.created_at DESC  -- forgotten, rejected, superseded
 """
 
 
 def find_tombstones(
     cur: psycopg.Cursor, tenant_id: uuid.UUID,
-    values: Sequence[tuple[str, str, str | None, str | None]],
+    values: Sequence[tuple[str, str, str | None, str | None]], *, ended: bool = False,
 ) -> dict[int, dict[str, Any]]:
     """Tombstones retiring each (path, canonical, slot, value), keyed by input index; one
-    statement for a whole batch."""
+    statement for a whole batch. ``ended``: where none is in force, a suppression that has
+    ended (``ended`` true in the row) counts too."""
     if not values:
         return {}
     rows = cur.execute(
@@ -38,6 +44,7 @@ def find_tombstones(
             "hashes": [value_hash(v[1]) for v in values],
             "slots": [v[2] for v in values],
             "slot_hashes": [slot_value_hash(v[3]) for v in values],
+            "ended": ended,
         },
     ).fetchall()
     return {r["ord"] - 1: r for r in rows}
@@ -53,9 +60,9 @@ def find_tombstone(
 
 _INSERT = """
 INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash, reason, memory_id,
-                        replaced_by, embedding)
+                        replaced_by, embedding, until)
 VALUES (%(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, %(reason)s, %(memory)s,
-        %(replaced_by)s, %(embedding)s)
+        %(replaced_by)s, %(embedding)s, %(until)s)
 RETURNING id
 """
 
@@ -63,14 +70,15 @@ RETURNING id
 def insert_tombstone(
     cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, slot: str | None,
     value: str | None, value_hash: bytes, reason: str, memory_id: uuid.UUID | None,
-    replaced_by: uuid.UUID | None = None, embedding: Any = None,
+    replaced_by: uuid.UUID | None = None, embedding: Any = None, until: Any = None,
 ) -> uuid.UUID:
-    """Retire a value in ``path``'s subtree. A forgotten value keeps no embedding."""
+    """Retire a value in ``path``'s subtree (until ``until``, when given). A forgotten value
+    keeps no embedding."""
     return cur.execute(_INSERT, {
         "tenant": tenant_id, "path": path, "slot": slot,
         "slot_hash": slot_value_hash(value) if slot else None, "hash": bytes(value_hash),
         "reason": reason, "memory": memory_id, "replaced_by": replaced_by,
-        "embedding": None if reason == "forgotten" else embedding,
+        "embedding": None if reason == "forgotten" else embedding, "until": until,
     }).fetchone()["id"]
 
 

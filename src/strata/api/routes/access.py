@@ -26,7 +26,7 @@ class KeyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
         "principal_id": _PRINCIPAL, "name": "support-agent",
         "ceiling": [{"path": "shared.support", "level": "write"}],
-        "default_path": "shared.support", "expires_at": "2030-01-01T00:00:00Z"}]})
+        "default_path": "shared.support", "expires_at": "2099-01-01T00:00:00Z"}]})
     principal_id: uuid.UUID = Field(description="Who the key acts for.")
     ceiling: list[CeilingEntry] | None = Field(default=None, max_length=64, description=(
         "The most the key may do, per path; all its principal may when absent. Never above "

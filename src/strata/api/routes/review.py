@@ -12,15 +12,20 @@ from strata import review
 from strata.api.deps import DB, CallerDep, Cursor, MemoryId
 from strata.api.openapi import Page, answers
 from strata.fields import Flag, MemoryPath
-from strata.memories.models import Memory
+from strata.memories.models import Instant, Memory
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
 
 
 class RejectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"suppress": True}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"suppress": True}, {"suppress": True, "until": "2099-01-01T00:00:00Z"}]})
     suppress: Flag = Field(default=False, description=(  # JSON's boolean: strata.fields
-        "Also tombstone the value, so it is never stored again by any route."))
+        "Also tombstone the value, so it is not stored again by any route (until `until`, "
+        "when given)."))
+    until: Instant | None = Field(default=None, description=(
+        "With suppress: the value is blocked until this instant only; after it, it may be "
+        "proposed again, as a candidate for review. 422 without suppress."))
 
 
 class MergeRequest(BaseModel):
@@ -70,9 +75,10 @@ def reject(
     """Reject a candidate
 
     The candidate becomes `rejected`; with `suppress`, its value is tombstoned so that no
-    route stores it again. The body is optional.
+    route stores it again, for good or until `until`. The body is optional.
     """
-    return review.reject(db, caller, memory_id, suppress=bool(body and body.suppress))
+    return review.reject(db, caller, memory_id, suppress=bool(body and body.suppress),
+                         until=body.until if body else None)
 
 
 @router.post("/{memory_id}/merge", responses=answers(409))
