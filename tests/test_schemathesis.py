@@ -149,6 +149,10 @@ def _hooks(schema) -> None:
             # expires_at must lie in the future.
             case.body = {**case.body,
                          "expires_at": (datetime.now(UTC) + timedelta(days=365)).isoformat()}
+        elif (label == "POST /v1/review/{memory_id}/reject"
+              and case.body.get("until") is not None and case.body.get("suppress") is not True):
+            # until bounds a suppression: it comes with suppress true.
+            case.body = {**case.body, "suppress": True}
         elif label == "PATCH /v1/memories/{memory_id}":
             if (case.body.get("expected_version") is None
                     and not {k.lower() for k in (case.headers or {})} & {"if-match"}):
