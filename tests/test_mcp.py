@@ -506,11 +506,15 @@ def test_schemas_offer_what_the_core_models_accept():
 
     assert props("recall") == set(SearchRequest.model_fields)
     assert props("update_memory") == set(MemoryPatch.model_fields) | {"id"}
-    statement = props("remember") - {"messages", "path", "as_is", *tools.MESSAGES_ONLY}
+    statement = props("remember") - {"messages", "path", "as_is", *tools.MESSAGES_ONLY,
+                                     *tools.BOTH}
     # name (a unique handle with on_conflict rules) is left to the HTTP API
-    assert statement == set(MemoryIn.model_fields) - {"path", "name", "content"} | {"statement"}
+    assert statement == set(MemoryIn.model_fields) - {"path", "name", "content",
+                                                      *tools.BOTH} | {"statement"}
     assert statement == set(tools.STATEMENT_ONLY) | {"statement"}
-    assert set(tools.MESSAGES_ONLY) | {"messages", "path"} == set(IngestRequest.model_fields)
+    assert set(tools.BOTH) <= set(MemoryIn.model_fields) & set(IngestRequest.model_fields)
+    assert set(tools.MESSAGES_ONLY) | {"messages", "path", *tools.BOTH} == set(
+        IngestRequest.model_fields)
     message = tools.TOOLS["remember"].input_schema["properties"]["messages"]["items"]
     assert set(message["properties"]) == set(Message.model_fields) - {"id"}
     assert message["properties"]["role"]["enum"] == list(get_args(Message.model_fields["role"]

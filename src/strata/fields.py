@@ -17,6 +17,18 @@ Kind = Literal[
 ]
 Status = Literal["candidate", "active", "superseded", "archived", "rejected"]
 OnConflict = Literal["error", "replace", "ignore"]
+# Where a new memory lands: long-term, or short-term for ``ttl`` seconds (the lifecycle job
+# expires it then, or promotes it to long-term, same id, once it is used often enough).
+Tier = Literal["short_term", "long_term"]
+TTL_MAX_S = 366 * 24 * 3600
+
+
+def tier_ttl(tier: str, ttl: int | None) -> None:
+    """A short-term write names its time to live; a long-term one has none."""
+    if tier == "short_term" and ttl is None:
+        raise ValueError("ttl (seconds) is required with tier short_term")
+    if tier == "long_term" and ttl is not None:
+        raise ValueError("ttl applies to tier short_term only")
 
 MAX_CONTENT_BYTES = 32 * 1024
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import Content, Flag, MemoryPath
+from strata.fields import TTL_MAX_S, Content, Flag, Integer, MemoryPath, Tier, tier_ttl
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -65,6 +65,21 @@ class IngestRequest(BaseModel):
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200, description=(
         "Sent again with the same key, the request answers the first one's receipt and "
         "writes nothing."))
+    # Where the memories this ingest creates land; short_term for ``ttl`` seconds.
+    tier: Tier = Field(default="long_term", description=(
+        "Where the memories this ingest creates land: `long_term`, or `short_term`, which expires after "
+        "`ttl` seconds."))
+    # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True,
+                                description=(
+        "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
+        "refused (422) with `long_term`."))
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl(cls, value: int | None, info) -> int | None:
+        tier_ttl(info.data.get("tier", "long_term"), value)
+        return value
 
 
 

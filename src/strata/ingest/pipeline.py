@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
@@ -369,6 +369,8 @@ def _persist(rt: IngestRuntime, p: StepPayload, cur, started: float):
             confidence=c["confidence"], evidence=c["evidence"], embedding=c["embedding"],
             gate=c["gate"], asserts_change=c["asserts_change"],
             asserted_at=_said_at(c["evidence"]) or row["created_at"],
+            tier=row["tier"], expires_at=(datetime.now(UTC) + timedelta(seconds=row["ttl_s"])
+                                          if row["ttl_s"] is not None else None),
             verdicts=[Verdict.model_validate(v) for v in c["verdicts"]]
             if c["verdicts"] is not None else None,
         )

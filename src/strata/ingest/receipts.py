@@ -21,6 +21,8 @@ COLUMNS = """id, path::text AS path, status, extractor, items, not_kept, counts,
 
 def request_hash(path: str, req: IngestRequest) -> bytes:
     body = {"path": path, "messages": [m.model_dump(mode="json") for m in req.messages]}
+    if req.tier != "long_term":  # the digest of a long-term request is what it always was
+        body.update(tier=req.tier, ttl=req.ttl)
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
 
 
@@ -32,14 +34,15 @@ def open_receipt(db: Database, caller: Caller, path: str, req: IngestRequest) ->
         "tenant": caller.tenant_id, "path": path, "principal": caller.principal_id,
         "key": caller.key_id, "idem": req.idempotency_key, "hash": digest,
         "messages": Jsonb([m.model_dump(mode="json") for m in req.messages]),
+        "tier": req.tier, "ttl": req.ttl,
     }
     with db.transaction(cause="ingest.receive", actor=caller.actor) as cur:
         row = cur.execute(
             f"""
             INSERT INTO ingest_receipts (tenant_id, path, principal_id, key_id, idempotency_key,
-                                         request_hash, messages)
+                                         request_hash, messages, tier, ttl_s)
             VALUES (%(tenant)s, %(path)s::ltree, %(principal)s, %(key)s, %(idem)s, %(hash)s,
-                    %(messages)s)
+                    %(messages)s, %(tier)s::memory_tier, %(ttl)s)
             ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING {COLUMNS}
             """,
@@ -74,7 +77,8 @@ def get_receipt(db: Database, caller: Caller, receipt_id: uuid.UUID) -> Receipt:
 def lock(cur: psycopg.Cursor, receipt_id: uuid.UUID) -> dict[str, Any]:
     row = cur.execute(
         "SELECT id, tenant_id, path::text AS path, principal_id, key_id, status, steps, notes,"
-        " messages, created_at FROM ingest_receipts WHERE id = %s FOR UPDATE",
+        " messages, created_at, tier::text AS tier, ttl_s FROM ingest_receipts"
+        " WHERE id = %s FOR UPDATE",
         (receipt_id,),
     ).fetchone()
     if row is None:

@@ -86,6 +86,8 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 STATEMENT_ONLY = ("kind", "slot", "value", "tags", "meta", "importance", "valid_from")
 MESSAGES_ONLY = ("wait", "idempotency_key")
+# Either way: where the new memories land.
+BOTH = ("tier", "ttl")
 
 REMEMBER_SCHEMA = _object({
     "statement": {
@@ -137,6 +139,12 @@ REMEMBER_SCHEMA = _object({
     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200,
                         "description": "messages only: a retry with the same key writes nothing "
                                        "twice and returns the first receipt."},
+    "tier": {"type": "string", "enum": ["long_term", "short_term"], "default": "long_term",
+             "description": "short_term: kept for ttl seconds, then expired, unless it is used "
+                            "often enough to be promoted to long_term (same id). For context "
+                            "that matters now, e.g. what the user is doing this week."},
+    "ttl": {"type": "integer", "minimum": 60, "maximum": 366 * 24 * 3600,
+            "description": "short_term only (and required there): seconds to keep it."},
 })
 
 RECALL_SCHEMA = _object({
@@ -331,7 +339,7 @@ def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> dict[str, Any
             pass  # gone or moved since it was written: the id says enough
     items = [{"outcome": i.outcome, "memory_id": i.memory_id,
               "content": contents.get(i.memory_id), "reason": i.reason,
-              "related_ids": i.related_ids or None, "version": i.version}
+              "related_ids": i.related_ids or None, "version": i.version, "tier": i.tier}
              for i in receipt.items]
     answer = {
         "id": receipt.id, "status": receipt.status, "path": receipt.path,

@@ -9,8 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, Flag, Fraction, Instant, Kind, MemoryContent, MemoryPath, Meta, OnConflict,
-    Status, Tag, Text, Version, _content_ok, storable,
+    MAX_CONTENT_BYTES, TTL_MAX_S, Flag, Fraction, Instant, Integer, Kind, MemoryContent,
+    MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Version, _content_ok, storable,
+    tier_ttl,
 )
 from strata.write import secrets
 
@@ -66,8 +67,22 @@ class MemoryIn(BaseModel):
     name: Text | None = Field(default=None, min_length=1, max_length=200, description=(
         "A name unique within its path: creating a memory under a name that exists is "
         "resolved by `on_conflict`."))
+    tier: Tier = Field(default="long_term", description=(
+        "Where it lands: `long_term`, or `short_term`, which expires after "
+        "`ttl` seconds."))
+    # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True,
+                                description=(
+        "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
+        "refused (422) with `long_term`."))
 
     _content = field_validator("content")(_memory_content)
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl(cls, value: int | None, info: ValidationInfo) -> int | None:
+        tier_ttl(info.data.get("tier", "long_term"), value)
+        return value
 
     @field_validator("value")
     @classmethod
@@ -208,6 +223,8 @@ class WriteResult(BaseModel):
     tombstone_id: uuid.UUID | None = Field(default=None, description=(
         "The tombstone of the retired value that blocked it."))
     version: int | None = Field(default=None, description="The memory's version after this write.")
+    tier: Tier | None = Field(default=None, description=(
+        "Where the memory landed: `short_term` or `long_term`."))
 
 
 class HistoryEntry(BaseModel):

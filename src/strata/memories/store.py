@@ -10,7 +10,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -159,6 +159,8 @@ def _write_batch(
             valid_from=item.valid_from or now, confidence=1.0, evidence=evidence,
             embedding=p.embedding, gate=None, verdicts=None, name=item.name,
             importance=item.importance, tags=list(dict.fromkeys(item.tags)), meta=item.meta,
+            tier=item.tier,
+            expires_at=now + timedelta(seconds=item.ttl) if item.ttl is not None else None,
         ))
         if item.name is not None:
             named[(p.path, item.name)] = {"staged": True}  # a later twin is skipped
@@ -169,7 +171,7 @@ def _write_batch(
         results[s.idx] = WriteResult(
             id=o.memory_id, status=_STATUS[o.outcome], reason=o.reason,
             tombstone_id=(s.gate or {}).get("tombstone_id") if o.outcome == "blocked" else None,
-            version=o.version,
+            version=o.version, tier=o.tier,
         )
     for i, p, existing in replaces:
         results[i] = _replace(cur, caller, p, existing, embedder, evidence, thresholds)
@@ -196,7 +198,7 @@ def _replace(cur, caller: Caller, p: _Prepared, existing: dict[str, Any], embedd
         if exc.__cause__ is not None:  # a database refusal: the transaction is gone, retry it
             raise
         return WriteResult(id=existing["id"], status="skipped", reason=str(exc))
-    return WriteResult(id=row["id"], status="updated", version=row["version"])
+    return WriteResult(id=row["id"], status="updated", version=row["version"], tier=row["tier"])
 
 
 # --------------------------------------------------------------------------------------

@@ -50,11 +50,11 @@ _INSERT = """
 WITH m AS (
     INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
                           value, status, origin, confidence, importance, valid, embedding,
-                          embedding_model, evidence, meta, tags, asserted_at)
+                          embedding_model, evidence, meta, tags, asserted_at, tier, expires_at)
     VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
             %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
             COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
-            %(meta)s, %(tags)s, %(asserted_at)s)
+            %(meta)s, %(tags)s, %(asserted_at)s, %(tier)s::memory_tier, %(expires_at)s)
     RETURNING id, tenant_id
 )
 INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash)
@@ -118,6 +118,9 @@ class Staged:
     meta: dict[str, Any] = field(default_factory=dict)
     origin: str = "user_stated"
     lexical_hash: bytes | None = None  # lexical.lexical_key(canonical) when not given
+    # A new memory's tier (a write that reinforces or edits one keeps that one's).
+    tier: str = "long_term"
+    expires_at: datetime | None = None  # short_term only (memories_short_term_check)
 
     def __post_init__(self) -> None:
         # Whatever the entry point (a direct create, an ingest candidate), the slot is
@@ -169,7 +172,22 @@ def write(
     for item in items:
         if item.merged_into is not None:  # after their twins, so the twin's memory exists
             writer.merge(item)
-    return [writer.outcomes[i.idx] for i in items]
+    outcomes = [writer.outcomes[i.idx] for i in items]
+    _landed(cur, tenant_id, outcomes)
+    return outcomes
+
+
+def _landed(cur: psycopg.Cursor, tenant_id: uuid.UUID, outcomes: list[ItemOutcome]) -> None:
+    """Each outcome's tier: where its memory is now (a new one's own, or the tier of the
+    memory a write reinforced or replaced), read back in one statement."""
+    ids = [o.memory_id for o in outcomes if o.memory_id is not None]
+    if not ids:
+        return
+    tiers = {r["id"]: r["tier"] for r in cur.execute(
+        "SELECT id, tier::text AS tier FROM memories WHERE tenant_id = %s AND id = ANY(%s)",
+        (tenant_id, ids)).fetchall()}
+    for o in outcomes:
+        o.tier = tiers.get(o.memory_id)
 
 
 def _fold_twins(items: list[Staged]) -> None:
@@ -293,7 +311,7 @@ class _Writer:
             "valid": _closed(item.valid_from, valid_until or item.valid_to),
             "embedding": item.embedding, "model": self.model, "evidence": Jsonb(item.evidence),
             "meta": Jsonb(item.meta), "tags": item.tags, "asserted_at": item.asserted_at,
-            "lexical": item.lexical_hash,
+            "lexical": item.lexical_hash, "tier": item.tier, "expires_at": item.expires_at,
         })
         self.memory_of[item.idx] = new_id
         return new_id

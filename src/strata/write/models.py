@@ -68,6 +68,8 @@ class ItemOutcome(BaseModel):
         "The memories it superseded, refined or contradicts."))
     version: int | None = Field(default=None, description=(  # of memory_id, after this write
         "The version of `memory_id` after this write."))
+    tier: Literal["short_term", "long_term"] | None = Field(default=None, description=(
+        "Where `memory_id` is now: `short_term` or `long_term`."))
 
 
 class Neighbour(BaseModel):
