@@ -256,3 +256,40 @@ def test_swagger_ui_keeps_the_key_and_asks_no_validator(client):
     missing = client.get("/docs/assets/..%2Fcore.py")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
     assert client.get("/docs/assets/swagger-ui.css").status_code == 200
+
+
+# Pydantic's names for bounds it could not place in a schema (a constraint on a field whose
+# type it cannot push it into): JSON Schema knows none of them, so a client never sees them.
+PYDANTIC_ONLY = {"ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length"}
+
+
+def untranslated(node: object, where: str = "") -> list[str]:
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in PYDANTIC_ONLY and not where.endswith("/properties"):
+                found.append(f"{where}/{key}")
+            found += untranslated(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += untranslated(value, f"{where}/{i}")
+    return found
+
+
+def test_every_bound_is_stated_in_json_schema_words(document):
+    """Given the document
+    Then no schema carries a bound under pydantic's name (`ge`, `le`, ...) instead of JSON
+         Schema's (`minimum`, `maximum`, ...), which validators and generators ignore
+         (control: a field typed `Integer | None` with `Field(ge=60)`, how `ttl` was first
+         written, is caught; a property named `ge` is not)."""
+    assert untranslated(document) == []
+
+    from pydantic import BaseModel, Field
+
+    from strata.fields import Integer
+
+    class Loose(BaseModel):
+        ttl: Integer | None = Field(default=None, ge=60)
+        ge: int = 0
+
+    assert untranslated(Loose.model_json_schema()) == ["/properties/ttl/anyOf/0/ge"]

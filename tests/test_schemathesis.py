@@ -163,7 +163,22 @@ def _hooks(schema) -> None:
                 # valid_to must come after valid_from: the patch's, or else the stored one,
                 # which the patch then names.
                 case.body = {**case.body, "valid_from": before}
+        elif label == "POST /v1/ingest":
+            case.body = _ttl_as_tier_says(case.body)
+        elif label == "POST /v1/memories" and isinstance(case.body.get("memories"), list):
+            case.body = {**case.body, "memories": [
+                _ttl_as_tier_says(m) if isinstance(m, dict) else m
+                for m in case.body["memories"]]}
         return case
+
+
+def _ttl_as_tier_says(item: dict) -> dict:
+    """A short-term write names its ttl; a long-term one (the default) has none."""
+    if item.get("tier") == "short_term" and item.get("ttl") is None:
+        return {**item, "ttl": 3600}
+    if item.get("tier", "long_term") == "long_term" and item.get("ttl") is not None:
+        return {k: v for k, v in item.items() if k != "ttl"}
+    return item
 
 
 # The document the app serves (test_the_document_declares_the_error_contract checks that the

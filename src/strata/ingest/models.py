@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import TTL_MAX_S, Content, Flag, Integer, MemoryPath, Tier, tier_ttl
+from strata.fields import Content, Flag, MemoryPath, Tier, Ttl, tier_ttl
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -69,9 +69,8 @@ class IngestRequest(BaseModel):
     tier: Tier = Field(default="long_term", description=(
         "Where the memories this ingest creates land: `long_term`, or `short_term`, which expires after "
         "`ttl` seconds."))
-    # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
-    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True,
-                                description=(
+    # Ttl: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    ttl: Ttl | None = Field(default=None, validate_default=True, description=(
         "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
         "refused (422) with `long_term`."))
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, TTL_MAX_S, Flag, Fraction, Instant, Integer, Kind, MemoryContent,
+    MAX_CONTENT_BYTES, TTL_MAX_S, Flag, Fraction, Instant, Integer, Kind, MemoryContent, Ttl,
     MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Version, _content_ok, storable,
     tier_ttl,
 )
@@ -70,9 +70,8 @@ class MemoryIn(BaseModel):
     tier: Tier = Field(default="long_term", description=(
         "Where it lands: `long_term`, or `short_term`, which expires after "
         "`ttl` seconds."))
-    # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
-    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True,
-                                description=(
+    # Ttl: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    ttl: Ttl | None = Field(default=None, validate_default=True, description=(
         "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
         "refused (422) with `long_term`."))
 
