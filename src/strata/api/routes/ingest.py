@@ -10,10 +10,9 @@ from fastapi.responses import JSONResponse
 from fastapi.encoders import jsonable_encoder
 from pydantic import Field
 
-from strata.api.deps import CallerDep, Cursor
+from strata.api.deps import CallerDep, Cursor, csv_pattern, csv_values
 from strata.api.openapi import Page, answers
-from strata.errors import InvalidInput
-from strata.fields import SPACE_CLASS, MemoryPath
+from strata.fields import MemoryPath
 from strata.ingest import service
 from strata.ingest.models import IngestRequest, Receipt, ReceiptStatus
 
@@ -21,8 +20,7 @@ router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
 # ?status=: receipt statuses, comma-separated or repeated. The schema states the pattern; the
 # route checks it itself, so an unknown status is named in the 422.
-_STATUS_PIECE = rf"[{SPACE_CLASS}]*({'|'.join(get_args(ReceiptStatus))})?[{SPACE_CLASS}]*"
-Statuses = Annotated[str, Field(json_schema_extra={"pattern": rf"^{_STATUS_PIECE}(,{_STATUS_PIECE})*$"})]
+Statuses = Annotated[str, Field(json_schema_extra={"pattern": csv_pattern(get_args(ReceiptStatus))})]
 
 
 @router.post("", status_code=202, response_model=Receipt, responses={
@@ -81,13 +79,7 @@ def list_(
     Receipts of conversations sent to paths the key can read, newest first; `path` keeps
     those under it, `status` those of the given statuses (comma-separated or repeated).
     """
-    statuses = None
-    if status:
-        statuses = [s.strip() for raw in status for s in raw.split(",") if s.strip()]
-        for s in statuses:
-            if s not in get_args(ReceiptStatus):
-                raise InvalidInput(f"unknown status {s!r}; one of: "
-                                   f"{', '.join(get_args(ReceiptStatus))}", field="status")
+    statuses = csv_values(status, get_args(ReceiptStatus), "status")
     items, next_cursor = service.receipts(request.app.state.runtime.ingest, caller, path=path,
-                                          statuses=statuses or None, cursor=cursor, limit=limit)
+                                          statuses=statuses, cursor=cursor, limit=limit)
     return {"items": items, "next_cursor": next_cursor}

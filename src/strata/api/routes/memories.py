@@ -9,10 +9,10 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
-from strata.api.deps import DB, CallerDep, Cursor, MemoryId, EmbedderDep
+from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep, MemoryId, csv_pattern, csv_values
 from strata.api.openapi import Items, Page, Results, answers
 from strata.errors import InvalidInput
-from strata.fields import NO_NUL, SPACE_CLASS, MemoryPath, Version
+from strata.fields import MemoryPath, Version
 from strata.memories.models import (
     Deleted, Forgotten, HistoryEntry, Instant, Kind, Relationship, Status, WriteResult,
 )
@@ -20,31 +20,14 @@ from strata.memories.models import (
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
-def _csv(values: list[str] | None, allowed: tuple[str, ...], field: str) -> list[str] | None:
-    """Accept ?kind=a,b and ?kind=a&kind=b; name the field on an unknown value."""
-    if not values:
-        return None
-    out = [v.strip() for raw in values for v in raw.split(",") if v.strip()]
-    for v in out:
-        if v not in allowed:
-            raise InvalidInput(f"unknown {field} {v!r}; one of: {', '.join(allowed)}", field=field)
-    return out
-
-
-def _csv_pattern(allowed: tuple[str, ...]) -> str:
-    """A ``_csv`` parameter's value as the schema states it: comma-separated pieces, each
-    (less the whitespace strip() removes) empty or one of ``allowed``."""
-    piece = rf"[{SPACE_CLASS}]*({'|'.join(allowed)})?[{SPACE_CLASS}]*"
-    return rf"^{piece}(,{piece})*$"
-
-
-Kinds = Annotated[str, Field(json_schema_extra={"pattern": _csv_pattern(get_args(Kind))})]
+Kinds = Annotated[str, Field(json_schema_extra={"pattern": csv_pattern(get_args(Kind))})]
 # Statuses, or "all" alone.
 Statuses = Annotated[list[str], WithJsonSchema({"anyOf": [
-    {"type": "array", "items": {"type": "string", "pattern": _csv_pattern(get_args(Status))}},
+    {"type": "array", "items": {"type": "string", "pattern": csv_pattern(get_args(Status))}},
     {"type": "array", "items": {"const": "all"}, "minItems": 1, "maxItems": 1},
 ]})]
-Tags = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+# Tags, comma-separated or repeated; each value names one at least (`?tags=,` names none).
+Tags = Annotated[str, Field(json_schema_extra={"pattern": r"^[^\x00]*[^\x00,][^\x00]*$"})]
 
 
 # The memory's version as an entity tag ("3", W/"3") or bare (3); the schema states it too.
@@ -111,11 +94,13 @@ def list_(
     comma-separated or repeated.
     """
     statuses = ["active"] if not status else (
-        None if status == ["all"] else _csv(status, get_args(Status), "status"))
+        None if status == ["all"] else csv_values(status, get_args(Status), "status"))
     if tags and any("\x00" in t for t in tags):
         raise InvalidInput("tags must not contain NUL characters", field="tags")
+    if tags and any(not raw.replace(",", "") for raw in tags):
+        raise InvalidInput("tags names no tag", field="tags")
     items, next_cursor = core.list_memories(
-        db, caller, path=path, kind=_csv(kind, get_args(Kind), "kind"), status=statuses,
+        db, caller, path=path, kind=csv_values(kind, get_args(Kind), "kind"), status=statuses,
         tags=[t for raw in tags for t in raw.split(",") if t] if tags else None,
         valid_at=valid_at, cursor=cursor, limit=limit,
     )
