@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import Content, Flag, MemoryPath, Tier, Ttl, tier_ttl
+from strata.fields import TIER_TTL_SCHEMA, Content, Flag, MemoryPath, Tier, Ttl, tier_ttl
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -45,7 +45,7 @@ class Message(BaseModel):
 
 
 class IngestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**TIER_TTL_SCHEMA, "examples": [{
         "path": "users.alice",
         "messages": [
             {"role": "user", "content": "I moved to Lisbon last month, and I prefer tea now.",
@@ -67,8 +67,8 @@ class IngestRequest(BaseModel):
         "writes nothing."))
     # Where the memories this ingest creates land; short_term for ``ttl`` seconds.
     tier: Tier = Field(default="long_term", description=(
-        "Where the memories this ingest creates land: `long_term`, or `short_term`, which expires after "
-        "`ttl` seconds."))
+        "Where the memories this ingest creates land: `long_term`, or `short_term`, which "
+        "expires after `ttl` seconds."))
     # Ttl: JSON's number (strata.fields). Seconds; short_term only, and then required.
     ttl: Ttl | None = Field(default=None, validate_default=True, description=(
         "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
+from strata.memories.history import history as history_of
 from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep, MemoryId, csv_pattern, csv_values
 from strata.api.openapi import Items, Page, Results, answers
 from strata.errors import InvalidInput
@@ -185,7 +186,7 @@ def history(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[HistoryEntr
     Every prior state of the memory, oldest first: what it was before each change and before
     its deletion. A forgotten memory's entries keep no content.
     """
-    return {"items": core.history(db, caller, memory_id)}
+    return {"items": history_of(db, caller, memory_id)}
 
 
 class RestoreRequest(BaseModel):

@@ -18,8 +18,11 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 
 
 class RejectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"suppress": True}, {"suppress": True, "until": "2099-01-01T00:00:00Z"}]})
+    # until only with suppress true, as JSON Schema states it (review.reject enforces it)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"required": ["until"], "properties": {"until": {"type": "string"}}},
+        "then": {"required": ["suppress"], "properties": {"suppress": {"const": True}}},
+        "examples": [{"suppress": True}, {"suppress": True, "until": "2099-01-01T00:00:00Z"}]})
     suppress: Flag = Field(default=False, description=(  # JSON's boolean: strata.fields
         "Also tombstone the value, so it is not stored again by any route (until `until`, "
         "when given)."))
