@@ -301,7 +301,7 @@ def test_sequences_of_calls_keep_the_contract(server, identity):
     When schemathesis chains operations along the links it infers (a memory created, then
          read, patched, deleted, restored, forgotten; a key or grant created, then revoked)
     Then every answer keeps the contract, what was created can be read back, and what was
-         deleted is gone (control: memories created in the scenarios were read back by their
+         deleted is gone (control: memories created in the scenarios were reached by their
          ids, so the links carried real ids, over the whole budget of scenarios)."""
     live = schemathesis.openapi.from_url(f"{server}/openapi.json",
                                          config=_config(**{"base-url": server}))
@@ -392,7 +392,10 @@ def test_sequences_of_calls_keep_the_contract(server, identity):
         f"{f}\n{chr(10).join(f.__notes__)}" for f in failures))
     assert scenarios >= BUDGET["scenarios"]
     assert seen["POST /v1/memories"][200] > 0, dict(seen)
-    assert seen["GET /v1/memories/{memory_id}"][200] > 0, dict(seen)
+    # Control: a memory a scenario created was reached by its id (read, changed, deleted,
+    # forgotten, restored...): the links carried real ids, not only ids drawn at random.
+    by_id = {label: statuses for label, statuses in seen.items() if "{memory_id}" in label}
+    assert any(200 <= s < 300 for statuses in by_id.values() for s in statuses), by_id
     reached = {label for label, statuses in seen.items() if any(200 <= s < 300 for s in statuses)}
     assert len(reached) >= 15, sorted(reached)
 
