@@ -215,6 +215,7 @@ def _remember_as_is(client, args: argparse.Namespace) -> int:
     print({"inserted": f"stored as written{where}",
            "reinforced": f"already held{where}: reinforced, now version {result.version}",
            "superseded_existing": f"stored as written{where}, superseding what held its slot",
+           "held": f"held for review{where}: {result.reason}",
            }.get(result.status, f"{result.status}{where}"))
     _kept_table([(result.status, result.id, memory.content if memory else "", result.reason)])
     return code

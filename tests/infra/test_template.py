@@ -45,6 +45,7 @@ ROUTER_FOR_PREFIX = {
     "/v1/search": "search",
     "/v1/me": "browse",
     "/v1/paths": "browse",
+    "/v1/rules": "rules",
     "/console": "console",
     "/mcp": "mcp",
 }
@@ -73,6 +74,8 @@ REQUIRED_ROUTES = {
     ("POST", "/v1/search"),
     ("GET", "/v1/me"),
     ("GET", "/v1/paths"),
+    ("ANY", "/v1/rules"),
+    ("ANY", "/v1/rules/{proxy+}"),
     ("GET", "/console"),
     ("GET", "/console/{proxy+}"),
     ("ANY", "/mcp"),

@@ -58,7 +58,7 @@ def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
 _ask_about_pydantic_v1_only_once_it_is_loaded()
 
 ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search", "browse",
-           "console", "mcp")
+           "rules", "console", "mcp")
 
 
 def create_app(

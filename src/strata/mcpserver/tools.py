@@ -314,6 +314,7 @@ def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     summary = {
         "inserted": "kept as written", "reinforced": "already held: reinforced",
         "superseded_existing": "kept as written; it supersedes what held its slot",
+        "held": f"held for review as a candidate ({result.reason})",
     }.get(result.status, f"nothing stored: {result.status} ({result.reason})")
     return {**result.model_dump(exclude_none=True), "path": path, "summary": summary}
 

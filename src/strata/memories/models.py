@@ -159,11 +159,17 @@ class Memory(BaseModel):
 
 class WriteResult(BaseModel):
     id: uuid.UUID | None
-    status: Literal["inserted", "updated", "skipped", "reinforced", "superseded_existing", "blocked"]
+    status: Literal["inserted", "updated", "skipped", "reinforced", "superseded_existing",
+                    "held", "blocked"] = Field(description=(
+        "`held`: stored as a candidate for review, not active (a memory rule's review_only "
+        "capture, or a change back to a retired value); `blocked`: nothing stored (a "
+        "tombstone, or a memory rule: `rule_id` names it)."))
     reason: str | None = None
     tombstone_id: uuid.UUID | None = None
     version: int | None = None
     tier: Tier | None = None  # where the memory landed (short_term or long_term)
+    rule_id: uuid.UUID | None = Field(default=None, description=(
+        "The memory rule that decided this result (blocked, held, or kept by an include)."))
 
 
 class HistoryEntry(BaseModel):

@@ -60,6 +60,7 @@ class ItemOutcome(BaseModel):
     related_ids: list[uuid.UUID] = Field(default_factory=list)
     version: int | None = None  # of memory_id, after this write
     tier: Literal["short_term", "long_term"] | None = None  # where memory_id is now
+    rule_id: uuid.UUID | None = None  # the memory rule that decided this item, if one did
 
 
 class Neighbour(BaseModel):

@@ -1,0 +1,266 @@
+"""Memory rules: set through the API (versioned, audited, owner-managed), resolved by the most
+specific path, and obeyed by the write path on every entry point: direct create, ingest (rule
+extractor and scripted model), MCP remember; retention through lifecycle. Every exclusion test
+asserts its control: the statement the rule does not touch is kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata.rules.categories import classify
+
+
+def put_rule(client, h, **body):
+    r = client.put("/v1/rules", headers=h, json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def create(client, h, path, *contents):
+    r = client.post("/v1/memories", headers=h, json={"memories": [
+        {"path": path, "content": c} for c in contents]})
+    assert r.status_code == 200, r.text
+    return r.json()["results"]
+
+
+def ingest(client, h, path, *said):
+    r = client.post("/v1/ingest", headers=h, json={
+        "path": path, "wait": True, "messages": [{"role": "user", "content": s} for s in said]})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+# --------------------------------------------------------------------------------------
+# The classifier
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,category", [
+    ("I was told last week that I have type 2 diabetes", "health"),
+    ("My doctor put me on antidepressants", "health"),
+    ("I'm recovering from knee surgery", "health"),
+    ("She said my blood pressure is high", "health"),
+    ("I have a therapy session every Thursday", "health"),
+    ("My salary went up to 95k this year", "finances"),
+    ("I still owe 20,000 on my student loan", "finances"),
+    ("I keep most of my savings in index funds", "finances"),
+    ("My login for the intranet is jdoe42", "credentials"),
+    ("The wifi password is hunter2", "credentials"),
+    ("My sister lives with her husband in Leeds", "other_people"),
+    ("My manager wants the report by Friday", "other_people"),
+    ("I live in Rotterdam, near the harbour", "location"),
+    ("We relocated to Austin in March", "location"),
+    ("My home address is 12 Elm Street", "location"),
+])
+def test_the_classifier_names_the_category_of_statements_in_many_phrasings(text, category):
+    assert category in classify(text)
+
+
+@pytest.mark.parametrize("text", [
+    "I prefer tea", "I use vim for editing", "I like dark mode", "Python is my favourite "
+    "language", "I enjoy reading science fiction", "I write tests before code",
+])
+def test_the_classifier_leaves_plain_preferences_alone(text):
+    assert classify(text) == []
+
+
+# --------------------------------------------------------------------------------------
+# Storage and API
+# --------------------------------------------------------------------------------------
+
+def test_a_rule_is_set_versioned_listed_read_deleted_and_audited_without_its_text(
+        client, tenant, db):
+    """Given an owner
+    When it sets a rule at users, sets it again, reads, lists, deletes it
+    Then each set is the next version, the history holds every version and the delete, the
+    list shows it while it exists, and the audit entries carry the rule id and no
+    instructions or pattern text."""
+    h = tenant.headers
+    first = put_rule(client, h, path="users", exclude_categories=["health"],
+                     exclude_patterns=["project zephyr", "/\\bcodename\\s+\\w+/"],
+                     instructions="Remember dietary choices carefully")
+    assert first["version"] == 1 and first["capture"] == "on"
+    second = put_rule(client, h, path="users", capture="review_only", expected_version=1)
+    assert (second["id"], second["version"]) == (first["id"], 2)
+    assert second["exclude_categories"] == [] and second["instructions"] is None
+    stale = client.put("/v1/rules", headers=h, json={"path": "users", "expected_version": 1})
+    assert stale.status_code == 409 and stale.json()["error"]["field"] == "expected_version"
+
+    assert client.get(f"/v1/rules/{first['id']}", headers=h).json()["version"] == 2
+    assert [r["id"] for r in client.get("/v1/rules", headers=h).json()["items"]] == [first["id"]]
+    assert client.delete(f"/v1/rules/{first['id']}", headers=h).json()["deleted"] is True
+    assert client.get(f"/v1/rules/{first['id']}", headers=h).status_code == 404
+    assert client.get("/v1/rules", headers=h).json()["items"] == []
+    history = client.get(f"/v1/rules/{first['id']}/history", headers=h).json()["items"]
+    assert [(v["version"], v["operation"]) for v in history] == [(1, "set"), (2, "set"),
+                                                                 (2, "delete")]
+    assert history[0]["snapshot"]["instructions"] == "Remember dietary choices carefully"
+
+    with db.connection() as conn:
+        rows = conn.execute("SELECT * FROM audit_log WHERE tenant_id = %s AND operation LIKE"
+                            " 'rule.%%' ORDER BY seq", (tenant.tenant_id,)).fetchall()
+    assert [r["operation"] for r in rows][:3] == ["rule.set", "rule.set", "rule.set"]
+    assert {str(m) for r in rows for m in r["memory_ids"]} == {first["id"]}
+    flat = repr(rows)
+    assert "dietary" not in flat and "zephyr" not in flat and "codename" not in flat
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"path": "users", "exclude_patterns": ["ok", "/(unclosed/"]}, "exclude_patterns[1]"),
+    ({"path": "users", "exclude_patterns": ["/(a+)+$/"]}, "exclude_patterns[0]"),
+    ({"path": "users", "exclude_patterns": ["x" * 201]}, "exclude_patterns[0]"),
+    ({"path": "users", "exclude_patterns": [f"p{i}" for i in range(33)]}, "exclude_patterns"),
+    ({"path": "users", "exclude_categories": ["religion"]}, "exclude_categories[0]"),
+    ({"path": "users", "capture": "sometimes"}, "capture"),
+    ({"path": "users", "retention_days": 0}, "retention_days"),
+    ({"path": "users..x"}, "path"),
+    ({"path": "users", "exclude_categories": ["health"], "include_categories": ["health"]},
+     "include_categories"),
+])
+def test_a_bad_rule_is_a_422_naming_the_field(client, tenant, body, field):
+    r = client.put("/v1/rules", headers=tenant.headers, json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == field
+    # control: the same rule without the fault is accepted
+    assert client.put("/v1/rules", headers=tenant.headers,
+                      json={"path": "users"}).status_code == 200
+
+
+def test_only_an_owner_of_the_path_sets_or_deletes_a_rule(client, tenant, make_tenant):
+    """Given a key clamped to write on users.alice, and another tenant's owner
+    When they set or delete rules
+    Then the clamped key gets 403 (it reads the rule, but does not own the path) and the
+    other tenant 404 for A's rule; the owner's own request is the control."""
+    h = tenant.headers
+    key = client.post("/v1/keys", headers=h, json={
+        "principal_id": str(tenant.principal_id),
+        "ceiling": [{"path": "users.alice", "level": "write"}]}).json()["key"]
+    clamped = {"Authorization": f"Bearer {key}"}
+    assert client.put("/v1/rules", headers=clamped,
+                      json={"path": "users.alice"}).status_code == 403
+    rule = put_rule(client, h, path="users.alice", capture="off")
+    assert client.get(f"/v1/rules/{rule['id']}", headers=clamped).status_code == 200
+    assert client.delete(f"/v1/rules/{rule['id']}", headers=clamped).status_code == 403
+    other = make_tenant("other").headers
+    assert client.get(f"/v1/rules/{rule['id']}", headers=other).status_code == 404
+    assert client.delete(f"/v1/rules/{rule['id']}", headers=other).status_code == 404
+    assert client.delete(f"/v1/rules/{rule['id']}", headers=h).status_code == 200
+
+
+# --------------------------------------------------------------------------------------
+# Enforcement: direct create
+# --------------------------------------------------------------------------------------
+
+def test_a_health_exclude_on_users_blocks_health_statements_on_create_naming_the_rule(
+        client, tenant):
+    """Given a rule at users excluding health
+    When health statements and a preference are created under users.alice (and the same health
+    statement under shared, outside the rule)
+    Then each health statement is blocked with the rule named (id and reason); the preference
+    and the statement outside the rule are inserted."""
+    h = tenant.headers
+    rule = put_rule(client, h, path="users", exclude_categories=["health"])
+    results = create(client, h, "users.alice", "I was diagnosed with asthma",
+                     "I take metformin for my diabetes", "I prefer tea")
+    for blocked in results[:2]:
+        assert blocked["status"] == "blocked" and blocked["id"] is None, blocked
+        assert blocked["rule_id"] == rule["id"]
+        assert blocked["reason"] == f"rule {rule['id']} at users: excluded (health)"
+    assert results[2]["status"] == "inserted" and results[2]["rule_id"] is None
+    [outside] = create(client, h, "shared", "I was diagnosed with asthma")
+    assert outside["status"] == "inserted"
+    listed = client.get("/v1/memories?path=users", headers=h).json()["items"]
+    assert [m["content"] for m in listed] == ["I prefer tea"]
+
+
+def test_the_most_specific_rule_wins_without_merging(client, tenant):
+    """Given users excluding health and users.alice with capture on and no exclusions
+    When the same health statement is created under users.alice and users.bob
+    Then users.bob's is blocked by the users rule and users.alice's is kept: the deeper rule
+    replaced the one above it."""
+    h = tenant.headers
+    top = put_rule(client, h, path="users", exclude_categories=["health"])
+    put_rule(client, h, path="users.alice")
+    [alice] = create(client, h, "users.alice", "I was diagnosed with asthma")
+    [bob] = create(client, h, "users.bob", "I was diagnosed with asthma")
+    assert alice["status"] == "inserted"
+    assert bob["status"] == "blocked" and bob["rule_id"] == top["id"]
+
+
+def test_patterns_exclude_literals_and_regexes(client, tenant):
+    h = tenant.headers
+    rule = put_rule(client, h, path="users", exclude_patterns=["Project Zephyr", r"/\bAX-\d{3}\b/"])
+    results = create(client, h, "users.alice", "I lead project zephyr at work",
+                     "My ticket AX-123 is about the login page", "I lead the design team")
+    assert [r["status"] for r in results] == ["blocked", "blocked", "inserted"]
+    assert results[0]["reason"].endswith("excluded (exclude_patterns[0])")
+    assert results[1]["reason"].endswith("excluded (exclude_patterns[1])")
+    assert "zephyr" not in results[0]["reason"].lower()
+    assert results[0]["rule_id"] == rule["id"]
+
+
+def test_capture_off_stores_nothing_and_review_only_holds_candidates_on_create(client, tenant):
+    """Given capture off at users.off and review_only at users.review
+    When statements are created there (and under users.open, governed by no rule)
+    Then nothing is stored under users.off (blocked, naming the rule); users.review's are
+    held as candidates naming the rule; users.open's are inserted active."""
+    h = tenant.headers
+    off = put_rule(client, h, path="users.off", capture="off")
+    review = put_rule(client, h, path="users.review", capture="review_only")
+    blocked = create(client, h, "users.off", "I prefer tea", "I use vim")
+    assert [(r["status"], r["rule_id"]) for r in blocked] == [("blocked", off["id"])] * 2
+    assert blocked[0]["reason"] == f"rule {off['id']} at users.off: capture off"
+    held = create(client, h, "users.review", "I prefer tea", "I use vim")
+    assert [(r["status"], r["rule_id"]) for r in held] == [("held", review["id"])] * 2
+    for r in held:
+        m = client.get(f"/v1/memories/{r['id']}", headers=h).json()
+        assert m["status"] == "candidate"
+    queue = client.get("/v1/review?path=users.review", headers=h).json()["items"]
+    assert {c["id"] for c in queue} == {r["id"] for r in held}
+    assert [r["status"] for r in create(client, h, "users.open", "I prefer tea")] == ["inserted"]
+
+
+def test_include_keeps_a_category_where_capture_is_off(client, tenant):
+    h = tenant.headers
+    rule = put_rule(client, h, path="users", capture="off", include_categories=["location"])
+    moved, tea = create(client, h, "users.alice", "I moved to Lisbon in May", "I prefer tea")
+    assert moved["status"] == "inserted" and moved["rule_id"] == rule["id"]
+    assert "included (location)" in moved["reason"]
+    assert tea["status"] == "blocked" and tea["rule_id"] == rule["id"]
+
+
+# --------------------------------------------------------------------------------------
+# Enforcement: ingest (rule extractor)
+# --------------------------------------------------------------------------------------
+
+def test_a_health_exclude_keeps_a_diagnosis_out_of_ingest_and_the_receipt_names_the_rule(
+        client, tenant):
+    """Given a rule at users excluding health
+    When 'I was diagnosed with asthma' and 'I prefer tea' are ingested at users.alice
+    Then the receipt's item for the diagnosis is blocked, naming the rule, and no memory
+    holds it; the tea preference is created (the control)."""
+    h = tenant.headers
+    rule = put_rule(client, h, path="users", exclude_categories=["health"])
+    receipt = ingest(client, h, "users.alice", "I was diagnosed with asthma", "I prefer tea")
+    by_outcome = {i["outcome"]: i for i in receipt["items"]}
+    assert set(by_outcome) == {"blocked", "created"}, receipt["items"]
+    assert by_outcome["blocked"]["rule_id"] == rule["id"]
+    assert by_outcome["blocked"]["reason"] == f"rule {rule['id']} at users: excluded (health)"
+    kept = client.get(f"/v1/memories/{by_outcome['created']['memory_id']}", headers=h).json()
+    assert "tea" in kept["content"].lower()
+    listed = client.get("/v1/memories?path=users&status=all", headers=h).json()["items"]
+    assert [m["id"] for m in listed] == [kept["id"]]
+
+
+def test_capture_review_only_makes_every_new_ingested_memory_a_candidate(client, tenant):
+    h = tenant.headers
+    rule = put_rule(client, h, path="users.alice", capture="review_only")
+    receipt = ingest(client, h, "users.alice", "I prefer tea", "I work at Acme",
+                     "I live in Porto")
+    assert len(receipt["items"]) == 3
+    assert {(i["outcome"], i["rule_id"]) for i in receipt["items"]} == {("candidate", rule["id"])}
+    statuses = {client.get(f"/v1/memories/{i['memory_id']}", headers=h).json()["status"]
+                for i in receipt["items"]}
+    assert statuses == {"candidate"}
+    # control: the same conversation under a path no rule governs is stored active
+    control = ingest(client, h, "users.bob", "I prefer tea", "I work at Acme", "I live in Porto")
+    assert {i["outcome"] for i in control["items"]} == {"created"}
