@@ -264,3 +264,74 @@ def test_capture_review_only_makes_every_new_ingested_memory_a_candidate(client,
     # control: the same conversation under a path no rule governs is stored active
     control = ingest(client, h, "users.bob", "I prefer tea", "I work at Acme", "I live in Porto")
     assert {i["outcome"] for i in control["items"]} == {"created"}
+
+
+# --------------------------------------------------------------------------------------
+# Enforcement: ingest with the scripted model over the real openai client
+# --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def model_client(db, embedder, settings, fake_llm):
+    from fastapi.testclient import TestClient
+
+    from strata.api.app import create_app
+
+    app = create_app(db=db, embedder=embedder, settings=fake_llm.settings(
+        settings, llm_fallback="fail", llm_max_retries=0))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def scripted(fake_llm, *memories: dict) -> None:
+    answer = {"memories": [{"confidence": 0.9, "asserts_change": False, "valid_from": None,
+                            "slot": None, "value": None, "kind": "fact", **m}
+                           for m in memories], "not_kept": []}
+    fake_llm.fallback = lambda rec: ({"verdicts": []} if rec.schema_name == "JudgeAnswer"
+                                     else answer)
+
+
+def test_a_health_exclude_keeps_a_model_extracted_diagnosis_out_and_passes_instructions(
+        model_client, fake_llm, tenant):
+    """Given a rule at users excluding health, with instructions for the extractor
+    When a conversation is ingested at users.alice and the model extracts the diagnosis and
+    the tea preference
+    Then the model's request carried the rule's instructions, the diagnosis is blocked naming
+    the rule (no memory holds it) and the preference is created (the control)."""
+    h = tenant.headers
+    rule = put_rule(model_client, h, path="users", exclude_categories=["health"],
+                    instructions="Keep only what helps plan meals; ignore travel plans.")
+    scripted(fake_llm, {"content": "The user was diagnosed with asthma", "evidence": [0]},
+             {"content": "The user prefers tea", "kind": "preference", "evidence": [1]})
+    receipt = ingest(model_client, h, "users.alice", "I was diagnosed with asthma",
+                     "I prefer tea")
+    assert receipt["extractor"] == "llm:fake-model"
+    [request] = [r for r in fake_llm.completions if r.schema_name == "Extraction"]
+    assert "Keep only what helps plan meals; ignore travel plans." in request.prompt
+    items = sorted(receipt["items"], key=lambda i: i["outcome"])
+    assert [i["outcome"] for i in items] == ["blocked", "created"]
+    assert items[0]["rule_id"] == rule["id"] and "excluded (health)" in items[0]["reason"]
+    kept = model_client.get(f"/v1/memories/{items[1]['memory_id']}", headers=h).json()
+    assert kept["content"] == "The user prefers tea"
+
+
+def test_without_a_rule_the_model_gets_no_owner_instructions(model_client, fake_llm, tenant):
+    h = tenant.headers
+    put_rule(model_client, h, path="shared", instructions="Only project decisions.")
+    scripted(fake_llm, {"content": "The user prefers tea", "kind": "preference",
+                        "evidence": [0]})
+    receipt = ingest(model_client, h, "users.alice", "I prefer tea")
+    assert [i["outcome"] for i in receipt["items"]] == ["created"]
+    [request] = [r for r in fake_llm.completions if r.schema_name == "Extraction"]
+    assert "Only project decisions." not in request.prompt
+    assert "owner of this memory store" not in request.prompt
+
+
+def test_review_only_holds_model_extractions_as_candidates(model_client, fake_llm, tenant):
+    h = tenant.headers
+    rule = put_rule(model_client, h, path="users.alice", capture="review_only")
+    scripted(fake_llm, {"content": "The user prefers tea", "kind": "preference",
+                        "evidence": [0]},
+             {"content": "The user works at Acme", "evidence": [0]})
+    receipt = ingest(model_client, h, "users.alice", "I prefer tea and I work at Acme")
+    assert [(i["outcome"], i["rule_id"]) for i in receipt["items"]] == [
+        ("candidate", rule["id"])] * 2

@@ -124,7 +124,9 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
         from strata.providers.llm import ExtractorFailed
 
         try:
-            extraction, name = model.extract(_withheld(messages), now), model.name
+            extraction = model.extract(_withheld(messages), now,
+                                       instructions=_instructions(rt, p, row["path"]))
+            name = model.name
         except ExtractorFailed as exc:
             cause = getattr(exc, "reason", None) or type(exc).__name__
             if rt.settings.llm_fallback == "fail":
@@ -158,6 +160,14 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
                              extractor=name, timing_ms=(time.perf_counter() - started) * 1000,
                              not_kept=[n.model_dump(mode="json") for n in not_kept])
     return _payload(p, "running")
+
+
+def _instructions(rt: IngestRuntime, p: StepPayload, path: str) -> str | None:
+    """The instructions of the memory rule governing the receipt's path, for the model."""
+    from strata.rules.store import effective_for
+
+    rule = effective_for(rt.db, p.tenant_id, path)
+    return rule.instructions if rule else None
 
 
 def _withheld(messages: list[Message]) -> list[Message]:
