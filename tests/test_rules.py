@@ -335,3 +335,52 @@ def test_review_only_holds_model_extractions_as_candidates(model_client, fake_ll
     receipt = ingest(model_client, h, "users.alice", "I prefer tea and I work at Acme")
     assert [(i["outcome"], i["rule_id"]) for i in receipt["items"]] == [
         ("candidate", rule["id"])] * 2
+
+
+# --------------------------------------------------------------------------------------
+# Retention through lifecycle
+# --------------------------------------------------------------------------------------
+
+def test_a_retention_rule_expires_memories_through_lifecycle_with_history(
+        client, tenant, db, settings):
+    """Given retention_days 30 at users.alice, a deeper rule without retention at
+    users.alice.keep, and memories under users.alice, users.alice.keep, users.bob (no rule)
+    and a pinned one under users.alice
+    When lifecycle runs 10 days on (nothing is old enough), then 31 days on
+    Then the second run archives only the users.alice memory: the others stay active (the
+    deeper rule decides for its subtree; no rule, no retention; a pin keeps its memory); the
+    archived memory's history keeps its active state with the cause lifecycle.retention, and
+    restore brings it back."""
+    from datetime import UTC, datetime, timedelta
+
+    from strata.lifecycle.run import run_lifecycle
+
+    h = tenant.headers
+    put_rule(client, h, path="users.alice", retention_days=30)
+    put_rule(client, h, path="users.alice.keep")
+    ids = {path: create(client, h, path, f"I keep a notebook for {path}")[0]["id"]
+           for path in ("users.alice", "users.alice.keep", "users.bob")}
+    pinned = create(client, h, "users.alice", "I prefer tea")[0]["id"]
+    assert client.patch(f"/v1/memories/{pinned}", headers=h,
+                        json={"expected_version": 1, "pinned": True}).status_code == 200
+    now = datetime.now(UTC)
+
+    early = run_lifecycle(db, tenant_id=tenant.tenant_id, settings=settings,
+                          now=now + timedelta(days=10))
+    assert early["totals"]["retention_expired"] == 0
+    report = run_lifecycle(db, tenant_id=tenant.tenant_id, settings=settings,
+                           now=now + timedelta(days=31))
+    assert report["totals"]["retention_expired"] == 1, report
+
+    def status(memory_id):
+        return client.get(f"/v1/memories/{memory_id}", headers=h).json()["status"]
+
+    assert status(ids["users.alice"]) == "archived"
+    assert [status(ids["users.alice.keep"]), status(ids["users.bob"]), status(pinned)] == [
+        "active"] * 3
+    history = client.get(f"/v1/memories/{ids['users.alice']}/history", headers=h).json()["items"]
+    assert history[-1]["cause"] == "lifecycle.retention"
+    assert history[-1]["snapshot"]["status"] == "active"
+    back = client.post(f"/v1/memories/{ids['users.alice']}/restore", headers=h,
+                       json={"version": history[-1]["version"]})
+    assert back.status_code == 200 and back.json()["status"] == "active"
