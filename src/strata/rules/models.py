@@ -17,9 +17,11 @@ MAX_PATTERNS = 32
 MAX_PATTERN_LEN = 200
 MAX_INSTRUCTIONS = 2000
 
-# A group holding a quantifier, itself quantified ("(a+)+", "(\w*x)*", "(a|b+){2,}"): the
-# shape of catastrophic backtracking. Refused, cheaply, rather than run on every write.
-_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,?\d*\})(?:[^()\\]|\\.)*\)"
+# A quantified group holding a quantifier or an alternation ("(a+)+", "(\w*x)*",
+# "(a|aa)*"): the shapes of catastrophic backtracking, which Python's re cannot bound in
+# time. Refused, cheaply and conservatively ("(a|b)*" is refused too: write "[ab]*"),
+# rather than run on every write.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*|]|\{\d*,?\d*\})(?:[^()\\]|\\.)*\)"
                                 r"\s*(?:[+*]|\{\d*,?\d*\})")
 
 
@@ -36,9 +38,11 @@ def _pattern_ok(value: str) -> str:
             re.compile(body, re.IGNORECASE)
         except re.error as exc:
             raise ValueError(f"not a regular expression: {exc.msg}") from None
+        except (OverflowError, RecursionError):
+            raise ValueError("not a regular expression this server can run") from None
         if _NESTED_QUANTIFIER.search(body):
-            raise ValueError("a quantified group holding a quantifier can backtrack "
-                             "catastrophically; write it without nesting")
+            raise ValueError("a quantified group holding a quantifier or an alternation can "
+                             "backtrack catastrophically; write it without nesting")
     return value
 
 
