@@ -386,3 +386,33 @@ def test_a_retention_rule_expires_memories_through_lifecycle_with_history(
     back = client.post(f"/v1/memories/{ids['users.alice']}/restore", headers=h,
                        json={"version": history[-1]["version"]})
     assert back.status_code == 200 and back.json()["status"] == "active"
+
+
+# --------------------------------------------------------------------------------------
+# Enforcement: import
+# --------------------------------------------------------------------------------------
+
+def test_import_obeys_the_destinations_rules(client, db, make_tenant, embedder):
+    """Given a source holding a diagnosis and a preference under users.alice, and a
+    destination whose rule at users excludes health with review-only capture
+    When the source's export is imported into the destination
+    Then the diagnosis is blocked (the report names the rule, no tombstone) and the
+    preference comes in held as a candidate (the control that the import ran)."""
+    import io
+
+    from strata import transfer
+
+    src, dest = make_tenant("source"), make_tenant("dest")
+    create(client, src.headers, "users.alice", "I was diagnosed with asthma", "I prefer tea")
+    rule = put_rule(client, dest.headers, path="users", exclude_categories=["health"],
+                    capture="review_only")
+    out = io.StringIO()
+    transfer.export(db, src.tenant_id, out)
+    report = transfer.import_lines(db, dest.tenant_id, out.getvalue().splitlines(), embedder)
+
+    assert report["memories"]["blocked"] == 1 and report["memories"]["held_for_review"] == 1
+    [blocked] = report["blocked"]
+    assert blocked["rule_id"] == rule["id"] and blocked["tombstone_id"] is None
+    assert blocked["reason"] == f"rule {rule['id']} at users: excluded (health)"
+    items = client.get("/v1/memories?status=all", headers=dest.headers).json()["items"]
+    assert [(m["content"], m["status"]) for m in items] == [("I prefer tea", "candidate")]

@@ -185,7 +185,8 @@ def _ruled_out(cur: psycopg.Cursor, tenant_id: uuid.UUID,
                items: list[Staged]) -> dict[int, ItemOutcome]:
     """Each item's rule decision (kept on the item); the outcomes of the items it blocks."""
     out = {}
-    for item, decision in zip(items, policy.decide(cur, tenant_id, items), strict=True):
+    decisions = policy.decide(cur, tenant_id, [(i.path, i.content) for i in items])
+    for item, decision in zip(items, decisions, strict=True):
         item.rule = decision
         if decision is not None and decision.action == "block":
             out[item.idx] = ItemOutcome(content_hash=item.value_hash.hex(), outcome="blocked",

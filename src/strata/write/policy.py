@@ -24,18 +24,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Literal
 
 import psycopg
 
 from strata.rules import store
 from strata.rules.categories import classify
 from strata.rules.models import Rule, is_regex
-
-
-class Governed(Protocol):
-    path: str
-    content: str
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,8 @@ def judge(rule: Rule, content: str) -> RuleDecision | None:
 
 
 def decide(cur: psycopg.Cursor, tenant_id: uuid.UUID,
-           items: Sequence[Governed]) -> list[RuleDecision | None]:
-    """One decision per item, in order (one statement resolves every path's rule)."""
-    rules = store.effective(cur, tenant_id, [i.path for i in items])
-    return [judge(rules[i.path], i.content) if i.path in rules else None for i in items]
+           items: Sequence[tuple[str, str]]) -> list[RuleDecision | None]:
+    """One decision per (path, content), in order (one statement resolves every path's
+    rule)."""
+    rules = store.effective(cur, tenant_id, [path for path, _ in items])
+    return [judge(rules[path], content) if path in rules else None for path, content in items]
