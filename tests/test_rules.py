@@ -416,3 +416,37 @@ def test_import_obeys_the_destinations_rules(client, db, make_tenant, embedder):
     assert blocked["reason"] == f"rule {rule['id']} at users: excluded (health)"
     items = client.get("/v1/memories?status=all", headers=dest.headers).json()["items"]
     assert [(m["content"], m["status"]) for m in items] == [("I prefer tea", "candidate")]
+
+
+# --------------------------------------------------------------------------------------
+# Enforcement: MCP remember
+# --------------------------------------------------------------------------------------
+
+def test_mcp_remember_obeys_the_rules_on_both_of_its_ways_in(server, tenant):
+    """Given a rule at users excluding health
+    When an agent remembers a diagnosis over MCP, as a statement stored as is and in
+    messages, and a preference (the control)
+    Then the statement is blocked naming the rule, the extracted diagnosis is a blocked item
+    naming it, and the preference is kept."""
+    import httpx
+
+    from test_mcp import call, mcp_session, ok, run
+
+    r = httpx.put(f"{server}/v1/rules", headers=tenant.headers,
+                  json={"path": "users", "exclude_categories": ["health"]})
+    rule = r.json()
+
+    async def go():
+        async with mcp_session(f"{server}/mcp", tenant.key) as s:
+            statement = ok(await call(s, "remember", statement="I was diagnosed with asthma",
+                                      as_is=True, path="users.alice"))
+            said = ok(await call(s, "remember", path="users.alice", wait=True, messages=[
+                {"role": "user", "content": "I was diagnosed with asthma"},
+                {"role": "user", "content": "I prefer tea"}]))
+        return statement, said
+
+    statement, said = run(go)
+    assert statement["status"] == "blocked" and statement["rule_id"] == rule["id"]
+    assert f"rule {rule['id']} at users: excluded (health)" in statement["summary"]
+    outcomes = sorted((i["outcome"], i.get("rule_id")) for i in said["items"])
+    assert outcomes == [("blocked", rule["id"]), ("created", None)]

@@ -340,7 +340,8 @@ def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> dict[str, Any
             pass  # gone or moved since it was written: the id says enough
     items = [{"outcome": i.outcome, "memory_id": i.memory_id,
               "content": contents.get(i.memory_id), "reason": i.reason,
-              "related_ids": i.related_ids or None, "version": i.version, "tier": i.tier}
+              "related_ids": i.related_ids or None, "version": i.version, "tier": i.tier,
+              "rule_id": i.rule_id}
              for i in receipt.items]
     answer = {
         "id": receipt.id, "status": receipt.status, "path": receipt.path,
