@@ -79,6 +79,18 @@ schemathesis.openapi.format(
 )
 
 
+# A memory rule's exclude pattern: a literal, or a /regex/ that compiles and cannot
+# backtrack catastrophically -- what strata.rules.models accepts, which no JSON Schema states.
+schemathesis.openapi.format(
+    "strata-rule-pattern",
+    st.one_of(
+        st.text(alphabet=st.characters(whitelist_categories=("L", "N")), min_size=1,
+                max_size=40),
+        st.sampled_from([r"/\bproject\s+x\b/", r"/ab+c/", r"/[0-9]{3}-[0-9]{4}/", r"/^I /"]),
+    ),
+)
+
+
 def _config(**extra) -> schemathesis.Config:
     return schemathesis.Config.from_dict({
         "seed": SEED,
@@ -144,6 +156,12 @@ def _hooks(schema) -> None:
         if mode is None or not mode.is_positive or not isinstance(case.body, dict):
             return case
         label = case.operation.label
+        if label == "PUT /v1/rules":
+            # A category is excluded or included, never both.
+            excluded = set(case.body.get("exclude_categories") or [])
+            if isinstance(case.body.get("include_categories"), list):
+                case.body = {**case.body, "include_categories": [
+                    c for c in case.body["include_categories"] if c not in excluded]}
         if label == "POST /v1/keys" and _past(case.body.get("expires_at")):
             # expires_at must lie in the future.
             case.body = {**case.body,

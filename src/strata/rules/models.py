@@ -7,9 +7,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator,
+)
 
-from strata.fields import Integer, ScopePath, Text, Version
+from strata.fields import ScopePath, Text, Version, _json_number
 from strata.rules.categories import Category
 
 Capture = Literal["on", "off", "review_only"]
@@ -50,7 +52,14 @@ def is_regex(pattern: str) -> bool:
     return len(pattern) >= 3 and pattern.startswith("/") and pattern.endswith("/")
 
 
-Pattern = Annotated[Text, AfterValidator(_pattern_ok)]
+# Whether a regex compiles is more than a JSON Schema can say: the schema names the format
+# (tests/test_schemathesis.py draws valid patterns for it), the validator decides.
+Pattern = Annotated[Text, AfterValidator(_pattern_ok), WithJsonSchema({
+    "type": "string", "format": "strata-rule-pattern", "minLength": 1,
+    "maxLength": MAX_PATTERN_LEN})]
+# Bounds inside the types, so the schema states them (on an optional field they would not).
+RetentionDays = Annotated[int, Field(ge=1, le=36500), BeforeValidator(lambda v: _json_number(v))]
+Instructions = Annotated[Text, Field(min_length=1, max_length=MAX_INSTRUCTIONS)]
 
 
 class RuleIn(BaseModel):
@@ -70,14 +79,16 @@ class RuleIn(BaseModel):
         default_factory=list, max_length=MAX_PATTERNS, description=(
             "Statements matching any of these are not kept: a literal (case-insensitive "
             "substring) or `/regex/` (Python syntax, case-insensitive; a quantified group "
-            "holding a quantifier is refused)."))
+            "holding a quantifier or an alternation is refused, as is one that does not "
+            "compile: 422 naming `exclude_patterns[i]`)."))
     include_categories: list[Category] = Field(default_factory=list, max_length=5, description=(
         "Statements touching these categories are always captured as active memories, even "
-        "where `capture` is `off` or `review_only` (exclusions still win)."))
-    instructions: Text | None = Field(default=None, max_length=MAX_INSTRUCTIONS, description=(
+        "where `capture` is `off` or `review_only` (exclusions still win). A category both "
+        "excluded and included is a 422."))
+    instructions: Instructions | None = Field(default=None, description=(
         "Free text handed to the model extractor with every conversation ingested under the "
         "path (the rule extractor does not read it)."))
-    retention_days: Integer | None = Field(default=None, ge=1, le=36500, description=(
+    retention_days: RetentionDays | None = Field(default=None, description=(
         "Memories under the path older than this are archived by lifecycle (history kept)."))
     expected_version: Version | None = Field(default=None, description=(
         "Compare-and-set: the version of the rule at this path being replaced (409 when it "
