@@ -450,3 +450,66 @@ def test_mcp_remember_obeys_the_rules_on_both_of_its_ways_in(server, tenant):
     assert f"rule {rule['id']} at users: excluded (health)" in statement["summary"]
     outcomes = sorted((i["outcome"], i.get("rule_id")) for i in said["items"])
     assert outcomes == [("blocked", rule["id"]), ("created", None)]
+
+
+# --------------------------------------------------------------------------------------
+# CLI and client
+# --------------------------------------------------------------------------------------
+
+def test_cli_sets_lists_and_deletes_rules_and_remember_obeys_them(server, tenant, monkeypatch,
+                                                                  tmp_path, capsys):
+    """Given a user's shell against a live server
+    When `strata rules set users --exclude health --exclude-pattern /zephyr/` runs, then
+    `remember` of a diagnosis and a preference, `rules list`, `rules delete`
+    Then the rule is set (version 1) and listed, remember keeps the diagnosis out naming the
+    rule while the preference is kept, a bad pattern is a message naming the field, and the
+    delete leaves no rule."""
+    import json
+
+    from strata.cli import main
+
+    monkeypatch.setenv("STRATA_URL", server)
+    monkeypatch.setenv("STRATA_KEY", tenant.key)
+    monkeypatch.setenv("STRATA_PROFILES", str(tmp_path / "profiles.toml"))
+
+    def run(*argv):
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        return code, out, err
+
+    code, out, _ = run("rules", "set", "users", "--exclude", "health", "--exclude-pattern",
+                       "/zephyr/", "--json")
+    assert code == 0, out
+    rule = json.loads(out)
+    assert (rule["path"], rule["version"], rule["exclude_categories"]) == ("users", 1, ["health"])
+    code, out, _ = run("rules", "list")
+    assert code == 0 and rule["id"] in out and "excludes health" in out
+    code, _, err = run("rules", "set", "users", "--exclude-pattern", "/(a+)+/")
+    assert code != 0 and "exclude_patterns[0]" in err
+
+    code, out, _ = run("remember", "I was diagnosed with asthma. I prefer tea.", "--path",
+                       "users.alice", "--json")
+    assert code == 0, out
+    items = json.loads(out)["items"]
+    assert sorted((i["outcome"], i.get("rule_id")) for i in items) == [
+        ("blocked", rule["id"]), ("created", None)]
+
+    code, out, _ = run("rules", "delete", rule["id"])
+    assert code == 0 and "deleted" in out
+    code, out, _ = run("rules", "list")
+    assert out.strip() == "no rules"
+
+
+def test_the_client_manages_rules(server, tenant):
+    from strata.client import Client
+
+    with Client(server, tenant.key) as c:
+        rule = c.rules.set("users", capture="review_only", retention_days=30)
+        assert (rule.capture, rule.retention_days, rule.version) == ("review_only", 30, 1)
+        assert [r.id for r in c.rules.list()] == [rule.id]
+        assert c.rules.get(rule.id).path == "users"
+        assert c.rules.set("users", expected_version=1).version == 2
+        assert [v.version for v in c.rules.history(rule.id)] == [1, 2]
+        assert c.rules.delete(rule.id).deleted
+        assert c.rules.list() == []
