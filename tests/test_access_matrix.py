@@ -502,6 +502,9 @@ OPS: dict[str, Op] = {
         lambda w, s, d: Http("GET", f"/v1/rules/{s.rule}/history"), shows=lambda w, s: [s.rule]),
     "DELETE /v1/rules/{rule_id}": Op(lambda w, s, d: Http("DELETE", f"/v1/rules/{s.rule}"),
                                      "rule"),
+    "mcp tool set_rule": Op(lambda w, s, d: tool("set_rule", path=f"{s.path}.r{w.unique()}")),
+    "mcp tool list_rules": Op(lambda w, s, d: tool("list_rules", path=s.path),
+                              shows=lambda w, s: [s.rule]),
     "mcp tools/list": Op(lambda w, s, d: Rpc("tools/list")),
     "mcp tool remember": Op(lambda w, s, d: tool(
         "remember", statement=_write(w), path=s.path)),

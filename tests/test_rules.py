@@ -513,3 +513,24 @@ def test_the_client_manages_rules(server, tenant):
         assert [v.version for v in c.rules.history(rule.id)] == [1, 2]
         assert c.rules.delete(rule.id).deleted
         assert c.rules.list() == []
+
+
+def test_mcp_set_rule_and_list_rules(server, tenant):
+    """Given an agent over MCP
+    When it sets a rule (and a bad one) and lists rules
+    Then the rule is set and listed, and the bad pattern is an invalid_input tool error
+    naming exclude_patterns[0]."""
+    from test_mcp import assert_tool_error, call, mcp_session, ok, run
+
+    async def go():
+        async with mcp_session(f"{server}/mcp", tenant.key) as s:
+            made = ok(await call(s, "set_rule", path="users", capture="review_only",
+                                 exclude_categories=["finances"]))
+            bad = await call(s, "set_rule", path="users", exclude_patterns=["/(x+)*/"])
+            listed = ok(await call(s, "list_rules"))
+        return made, bad, listed
+
+    made, bad, listed = run(go)
+    assert (made["path"], made["capture"], made["version"]) == ("users", "review_only", 1)
+    assert_tool_error(bad, "invalid_input", "exclude_patterns[0]")
+    assert [r["id"] for r in listed["items"]] == [made["id"]]
