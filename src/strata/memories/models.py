@@ -141,8 +141,9 @@ class WriteResult(BaseModel):
     tombstone_id: uuid.UUID | None = None
     version: int | None = None
     tier: Tier | None = None  # where the memory landed (short_term or long_term)
-    rule_id: uuid.UUID | None = Field(default=None, description=(
-        "The memory rule that decided this result (blocked, held, or kept by an include)."))
+    rule_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "The memory rule that decided this result (blocked, held, or kept by an include); "
+        "absent when no rule did."))
 
 
 class HistoryEntry(BaseModel):

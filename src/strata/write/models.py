@@ -60,7 +60,9 @@ class ItemOutcome(BaseModel):
     related_ids: list[uuid.UUID] = Field(default_factory=list)
     version: int | None = None  # of memory_id, after this write
     tier: Literal["short_term", "long_term"] | None = None  # where memory_id is now
-    rule_id: uuid.UUID | None = None  # the memory rule that decided this item, if one did
+    # The memory rule that decided this item, if one did; absent otherwise (not null: a
+    # client, or a link-following fuzzer, never reads a null as a rule to fetch).
+    rule_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Neighbour(BaseModel):
