@@ -534,3 +534,23 @@ def test_mcp_set_rule_and_list_rules(server, tenant):
     assert (made["path"], made["capture"], made["version"]) == ("users", "review_only", 1)
     assert_tool_error(bad, "invalid_input", "exclude_patterns[0]")
     assert [r["id"] for r in listed["items"]] == [made["id"]]
+
+
+def test_capture_off_sends_nothing_to_the_model_and_blocks_every_item(model_client, fake_llm,
+                                                                       tenant):
+    """Given capture off at users.alice and a scripted model
+    When a conversation is ingested there, and the same one at users.bob (no rule)
+    Then for users.alice the model receives no request, every item is blocked naming the rule
+    and nothing is stored; for users.bob the model is asked and its memory is created."""
+    h = tenant.headers
+    rule = put_rule(model_client, h, path="users.alice", capture="off")
+    scripted(fake_llm, {"content": "The user prefers tea", "kind": "preference",
+                        "evidence": [0]})
+    receipt = ingest(model_client, h, "users.alice", "I prefer tea")
+    assert [r for r in fake_llm.completions if r.schema_name == "Extraction"] == []
+    assert receipt["items"] and {(i["outcome"], i["rule_id"]) for i in receipt["items"]} == {
+        ("blocked", rule["id"])}
+    assert receipt["status"] == "meaningful_no_write"
+    control = ingest(model_client, h, "users.bob", "I prefer tea")
+    assert len([r for r in fake_llm.completions if r.schema_name == "Extraction"]) == 1
+    assert [i["outcome"] for i in control["items"]] == ["created"]
