@@ -104,7 +104,7 @@ def recalled(outcome: tuple[dict, bool]) -> list[str]:
 def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
     """Given the local app
     When the official client initializes and lists tools
-    Then the server is strata with instructions, and the eight tools each have a title, a
+    Then the server is strata with instructions, and the ten tools each have a title, a
     description, an object schema that forbids unknown arguments, a description on every
     argument, and the arguments the tool cannot work without marked required."""
     async def go():
@@ -123,6 +123,7 @@ def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
         "remember": set(), "recall": {"query"}, "get_memory": {"id"},
         "update_memory": {"id", "expected_version"}, "forget": {"id"},
         "memory_history": {"id"}, "list_review": set(), "review_decision": {"id", "decision"},
+        "set_rule": {"path"}, "list_rules": set(),
     }
     for tool in listed:
         schema = tool.input_schema
