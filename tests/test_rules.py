@@ -267,6 +267,15 @@ def test_capture_review_only_makes_every_new_ingested_memory_a_candidate(client,
     control = ingest(client, h, "users.bob", "I prefer tea", "I work at Acme", "I live in Porto")
     assert {i["outcome"] for i in control["items"]} == {"created"}
 
+    # said again, nothing is queued twice; promoted, a held memory is active like any other
+    again = ingest(client, h, "users.alice", "I prefer tea")
+    [item] = again["items"]
+    assert item["outcome"] == "skipped" and item["rule_id"] == rule["id"]
+    assert item["memory_id"] in {i["memory_id"] for i in receipt["items"]}
+    assert len(client.get("/v1/review?path=users.alice", headers=h).json()["items"]) == 3
+    promoted = client.post(f"/v1/review/{item['memory_id']}/promote", headers=h)
+    assert promoted.status_code == 200 and promoted.json()["status"] == "active"
+
 
 # --------------------------------------------------------------------------------------
 # Enforcement: ingest with the scripted model over the real openai client

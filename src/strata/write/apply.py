@@ -78,6 +78,13 @@ WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
 RETURNING id, path::text AS path, slot, value, value_hash, embedding
 """
 
+_WAITING = """
+SELECT id, version FROM memories
+WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND value_hash = %(hash)s
+  AND status = 'candidate'
+LIMIT 1
+"""
+
 _EDGE = """
 INSERT INTO memory_relationships (tenant_id, source_id, target_id, type, confidence, reason,
                                   decided_by)
@@ -363,8 +370,16 @@ class _Writer:
             self.outcome(item, "blocked", decision.reason)
         elif item.rule is not None and item.rule.action == "hold":
             # capture review_only: whatever the gate would have done, a candidate (no
-            # supersession, no reinforcement); a tombstone above still blocks first.
-            self.outcome(item, "candidate", None, self.insert(item, "candidate"))
+            # supersession, no reinforcement); a tombstone above still blocks first. The
+            # same statement already waiting for review is not queued twice (the value's
+            # lock is held, so no concurrent writer queues it either).
+            waiting = self.cur.execute(_WAITING, {**self.base, "path": item.path,
+                                                  "hash": item.value_hash}).fetchone()
+            if waiting is not None:
+                self.outcome(item, "skipped", "already held for review", waiting["id"],
+                             [waiting["id"]], version=waiting["version"])
+            else:
+                self.outcome(item, "candidate", None, self.insert(item, "candidate"))
         elif decision.action == "candidate":
             memory = self.insert(item, "candidate")
             if decision.target_id:
