@@ -184,18 +184,22 @@ class WriteResult(BaseModel):
     id: uuid.UUID | None = Field(description=(
         "The memory written, matched or named; null when there is none."))
     status: Literal["inserted", "updated", "skipped", "reinforced", "superseded_existing",
-                    "blocked"] = Field(description=(
-        "`inserted` (new; held as a candidate or kept as history when the write path says "
-        "so), `updated` (a named one edited, on_conflict `replace`), "
-        "`skipped` (on_conflict `ignore`), `reinforced` (a paraphrase of a stored memory), "
-        "`superseded_existing` (it replaced a memory it contradicts) or `blocked` (a retired "
-        "value, see `tombstone_id`)."))
+                    "held", "blocked"] = Field(description=(
+        "`inserted` (new; kept as history when the write path says so), `updated` (a named "
+        "one edited, on_conflict `replace`), `skipped` (on_conflict `ignore`), `reinforced` "
+        "(a paraphrase of a stored memory), `superseded_existing` (it replaced a memory it "
+        "contradicts), `held` (stored as a candidate for review, not active: a memory rule's "
+        "review_only capture, or a change back to a retired value) or `blocked` (nothing "
+        "stored: a retired value, see `tombstone_id`, or a memory rule, see `rule_id`)."))
     reason: str | None = Field(default=None, description="Why, when the status needs a reason.")
     tombstone_id: uuid.UUID | None = Field(default=None, description=(
         "The tombstone of the retired value that blocked it."))
     version: int | None = Field(default=None, description="The memory's version after this write.")
     tier: Tier | None = Field(default=None, description=(
         "Where the memory landed: `short_term` or `long_term`."))
+    rule_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "The memory rule that decided this result (blocked, held, or kept by an include); "
+        "absent when no rule did."))
 
 
 class HistoryEntry(BaseModel):

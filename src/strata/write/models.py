@@ -59,8 +59,8 @@ class ItemOutcome(BaseModel):
     outcome: Outcome = Field(description=(
         "`created`, `reinforced` (a paraphrase of a stored memory), `merged`, "
         "`superseded_existing` (it replaced what it contradicts), `stored_as_superseded` (an "
-        "older statement kept as history), `blocked` (a retired value), `candidate` (held for "
-        "review) or `skipped`."))
+        "older statement kept as history), `blocked` (a retired value, or a memory rule: see "
+        "`rule_id`), `candidate` (held for review) or `skipped`."))
     reason: str | None = Field(default=None, description="Why, when the outcome needs a reason.")
     memory_id: uuid.UUID | None = Field(default=None, description=(
         "The memory written or matched."))
@@ -70,6 +70,10 @@ class ItemOutcome(BaseModel):
         "The version of `memory_id` after this write."))
     tier: Literal["short_term", "long_term"] | None = Field(default=None, description=(
         "Where `memory_id` is now: `short_term` or `long_term`."))
+    # Absent rather than null: a client, or a link-following fuzzer, never reads a null as a
+    # rule to fetch.
+    rule_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "The memory rule that decided this item, if one did; absent otherwise."))
 
 
 class Neighbour(BaseModel):
