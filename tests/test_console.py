@@ -434,6 +434,30 @@ def test_a_reviewer_suppresses_one_candidate_and_merges_another(browser, server,
     s.close()
 
 
+def test_a_suppression_until_a_past_instant_lets_the_value_come_back_for_review(
+        browser, server, tenant, api):
+    """Given a change back held for review in users.erin
+    When the reviewer suppresses it until an instant already past (the until field filled)
+    Then the candidate is rejected, and the same change back said again comes back as a
+    candidate, not blocked (control: the for-good suppression in the test above blocks it)."""
+    ingest(api, "users.erin", "I prefer MongoDB")
+    ingest(api, "users.erin", "I've switched to PostgreSQL", weeks=3)
+    back = ingest(api, "users.erin", "I've gone back to MongoDB", weeks=6)["items"][0]["memory_id"]
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/review")
+    card = page.locator(f"article.candidate[data-id='{back}']")
+    card.locator("input[name=until]").fill("2020-01-01T00:00")
+    card.locator("button.suppress").click()
+    page.locator("#flash.ok", has_text="suppress").wait_for()
+    assert api.get(f"/v1/memories/{back}").json()["status"] == "rejected"
+    again = ingest(api, "users.erin", "I've gone back to MongoDB", weeks=8)
+    assert [i["outcome"] for i in again["items"]] == ["candidate"], again
+    assert not s.errors, s.errors
+    s.close()
+
+
 def test_an_owner_sets_and_removes_a_memory_rule_and_a_write_obeys_it(browser, server, tenant,
                                                                       api):
     """Given the owner key in the console

@@ -521,6 +521,12 @@ async function candidateCard(c) {
   const into = el("select", {name: "into"}, targets.filter((t) => t.target).map((t) =>
     el("option", {value: t.edge.target_id}, t.target.content.slice(0, 60))));
   const intoId = el("input", {name: "into-id", placeholder: "or a memory id", size: 36});
+  // Suppression until an instant (empty: for good); after it the value may come back, as a
+  // candidate for review.
+  const until = el("input", {type: "datetime-local", name: "until",
+    title: "suppress until (empty: for good)"});
+  const suppression = () => until.value
+    ? {suppress: true, until: new Date(until.value).toISOString()} : {suppress: true};
   const decide = (action, body) => async () => {
     try {
       const path = action === "suppress" ? "reject" : action;
@@ -546,7 +552,8 @@ async function candidateCard(c) {
     el("div", {class: "actions"},
       el("button", {type: "button", class: "promote", onclick: decide("promote")}, "Promote"),
       el("button", {type: "button", class: "reject", onclick: decide("reject", () => ({suppress: false}))}, "Reject"),
-      el("button", {type: "button", class: "suppress", onclick: decide("suppress", () => ({suppress: true}))},
+      el("label", {class: "until"}, "until ", until),
+      el("button", {type: "button", class: "suppress", onclick: decide("suppress", suppression)},
         "Reject and suppress"),
       el("span", {class: "merge"}, into, intoId,
         el("button", {type: "button", class: "merge", onclick: decide("merge", () => ({into: intoId.value.trim() || into.value}))},
