@@ -95,6 +95,13 @@ def test_a_derived_memory_is_never_evidence(model_client, tenant, fake_llm):
     assert r.status_code == 200, r.text
     shown = set(fake_llm.completions[-1].shown_ids())
     assert set(ids) <= shown and derived not in shown
+    # Nor is it an original of a consolidation (control: the preferences are).
+    r = model_client.post("/v1/memories/consolidate", headers=auth(tenant.key), json={
+        "ids": [derived, ids[0]], "content": "Tea, always"})
+    assert r.status_code == 409 and r.json()["error"]["field"] == "ids[0]", r.text
+    r = model_client.post("/v1/memories/consolidate", headers=auth(tenant.key), json={
+        "ids": [ids[0], ids[1]], "content": "Tea in the morning and green tea after lunch"})
+    assert r.status_code == 200, r.text
 
 
 def test_forgetting_evidence_erases_the_reflection(model_client, tenant, fake_llm, db):

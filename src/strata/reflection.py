@@ -31,7 +31,7 @@ from strata.memories.models import Memory
 from strata.paths import validate_path
 from strata.providers import Embedder
 from strata.write import locks
-from strata.write.derive import Derived, lock_sources, write_derived
+from strata.write.derive import NOT_DERIVED, Derived, lock_sources, refuse_derived, write_derived
 from strata.write.rows import scope
 
 MAX_EVIDENCE = 50
@@ -101,6 +101,7 @@ SELECT id, path::text AS path, kind::text AS kind, content
 FROM memories
 WHERE tenant_id = %(tenant)s AND path <@ %(path)s::ltree AND path <@ %(readable)s::ltree[]
   AND status = 'active' AND origin = 'user_stated' AND id IS DISTINCT FROM %(seed)s
+  AND {not_derived}
 ORDER BY {order}
 LIMIT %(limit)s
 """
@@ -124,18 +125,21 @@ def _gather(db: Database, caller: Caller, req: ReflectRequest) -> tuple[str, lis
             if seed["origin"] != "user_stated":
                 raise Conflict(f"the seed is {seed['origin']}: only user_stated memories are "
                                "evidence for a reflection", field="seed_id")
+            with conn.cursor() as cur:
+                refuse_derived(cur, caller.tenant_id, [seed["id"]], field="seed_id")
             if seed["status"] != "active":
                 raise Conflict(f"the seed is {seed['status']}, not active", field="seed_id")
             path = seed["path"]
             caller.require(path, Level.write, field="seed_id")
             order = "embedding <=> %(vec)s, id" if seed["embedding"] is not None else "id"
-            rows = conn.execute(_EVIDENCE.format(order=order), scope(
+            rows = conn.execute(_EVIDENCE.format(order=order, not_derived=NOT_DERIVED), scope(
                 caller, path=path, seed=seed["id"], vec=seed["embedding"],
                 limit=req.limit - 1)).fetchall()
             return path, [seed, *rows]
         path = validate_path(req.path, field="path") or req.path
         caller.require(path, Level.write, field="path")
-        rows = conn.execute(_EVIDENCE.format(order="importance DESC, recorded_at DESC, id"),
+        rows = conn.execute(_EVIDENCE.format(order="importance DESC, recorded_at DESC, id",
+                                              not_derived=NOT_DERIVED),
                             scope(caller, path=path, seed=None, limit=req.limit)).fetchall()
         return path, rows
 
@@ -157,7 +161,9 @@ def reflect(db: Database, caller: Caller, req: ReflectRequest, embedder: Embedde
 
         def body(cur):
             sources = lock_sources(cur, caller, cited, field="evidence_ids", level=Level.read)
-            for s in sources:  # the same rule, under the lock: it may have changed since
+            # The same rules, under the lock: a source may have changed since it was shown.
+            refuse_derived(cur, caller.tenant_id, cited, field=field)
+            for s in sources:
                 if s["origin"] != "user_stated":
                     raise Conflict(f"memory {s['id']} is {s['origin']}: not evidence",
                                    field=field)
@@ -207,6 +213,7 @@ def consolidate(db: Database, caller: Caller, req: ConsolidateRequest, embedder:
 
         def body(cur):
             lock_sources(cur, caller, list(req.ids), field="ids", level=Level.write)
+            refuse_derived(cur, caller.tenant_id, list(req.ids), field="ids")
             return write_derived(cur, caller, Derived(
                 path=path, content=content, kind="summary", origin=origin,
                 sources=list(req.ids), relation="CONSOLIDATES", embedding=vector,

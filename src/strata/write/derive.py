@@ -49,6 +49,37 @@ def derived_from(cur: psycopg.Cursor, tenant_id: uuid.UUID,
     return cur.execute(_DERIVED_FROM, {"tenant": tenant_id, "id": memory_id}).fetchall()
 
 
+# A memory made from others (an llm_derived one, or any with derivation edges of its own,
+# such as a consolidation the caller wrote) is never the source of another: derivations do
+# not chain, so the cascade of migration 0019 -- one step, from evidence to what was made
+# from it -- covers every memory that rests on a retired one.
+_DERIVED_SOURCES = """
+SELECT m.id FROM memories m
+WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(ids)s)
+  AND (m.origin = 'llm_derived' OR EXISTS (
+      SELECT 1 FROM memory_relationships r
+      WHERE r.tenant_id = m.tenant_id AND r.source_id = m.id
+        AND r.type IN ('DERIVED_FROM', 'CONSOLIDATES')))
+"""
+
+NOT_DERIVED = """NOT EXISTS (
+      SELECT 1 FROM memory_relationships d
+      WHERE d.tenant_id = memories.tenant_id AND d.source_id = memories.id
+        AND d.type IN ('DERIVED_FROM', 'CONSOLIDATES'))"""
+
+
+def refuse_derived(cur: psycopg.Cursor, tenant_id: uuid.UUID, ids: list[uuid.UUID], *,
+                   field: str) -> None:
+    """``Conflict`` naming the first of ``ids`` that was made from other memories."""
+    derived = {r["id"] for r in cur.execute(
+        _DERIVED_SOURCES, {"tenant": tenant_id, "ids": ids}).fetchall()}
+    for i, one in enumerate(ids):
+        if one in derived:
+            raise Conflict(f"memory {one} was derived from other memories: a derived memory "
+                           "is never the source of another", field=f"{field}[{i}]"
+                           if field.endswith("ids") else field)
+
+
 @dataclass
 class Derived:
     """A memory to make from others."""
@@ -121,4 +152,4 @@ def write_derived(cur: psycopg.Cursor, caller: Caller, d: Derived, *,
     return cur.execute(f"SELECT {COLUMNS} FROM memories WHERE id = %s", (new_id,)).fetchone()
 
 
-__all__ = ["DERIVED_EDGES", "Derived", "derived_from", "lock_sources", "write_derived"]
+__all__ = ["DERIVED_EDGES", "NOT_DERIVED", "Derived", "refuse_derived", "derived_from", "lock_sources", "write_derived"]
