@@ -250,3 +250,30 @@ def test_model_failure_writes_nothing(model_client, tenant, fake_llm):
                               params={"path": PATH}).json()
     assert len(listed["items"]) == 3
     assert json.dumps(listed).count("llm_derived") == 0
+
+
+def test_search_marks_derived_memories_and_can_exclude_them(model_client, tenant, fake_llm):
+    """Given a reflection over three preferences
+    When searching, the reflection comes back with origin llm_derived (the preferences with
+    user_stated); with exclude_derived it does not, while the preferences still do (control),
+    and why_not names the origin filter."""
+    ids, body = reflect_over_prefs(model_client, tenant.key, fake_llm)
+    derived = body["memory"]["id"]
+    r = model_client.post("/v1/search", headers=auth(tenant.key), json={
+        "query": "user drinks tea throughout the day", "limit": 10})
+    origins = {x["id"]: x["origin"] for x in r.json()["results"]}
+    assert origins[derived] == "llm_derived" and origins[ids[0]] == "user_stated"
+    r = model_client.post("/v1/search", headers=auth(tenant.key), json={
+        "query": "user drinks tea throughout the day", "exclude_derived": True,
+        "why_not": [derived]})
+    found = [x["id"] for x in r.json()["results"]]
+    assert derived not in found and ids[0] in found
+    (why,) = r.json()["why_not"]
+    assert why["reasons"] == ["origin"]
+    # Graph expansion from a preference does not bring the reflection back either.
+    r = model_client.post("/v1/search", headers=auth(tenant.key), json={
+        "query": "green tea after lunch", "expand": True, "exclude_derived": True})
+    assert derived not in [x["id"] for x in r.json()["results"]]
+    r = model_client.post("/v1/search", headers=auth(tenant.key), json={
+        "query": "green tea after lunch", "expand": True, "limit": 1})
+    assert derived in [x["id"] for x in r.json()["results"]]  # control: expansion finds it
