@@ -20,14 +20,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import Conflict, InvalidInput, ModelUnavailable, NotFound
-from strata.fields import MemoryPath
-from strata.memories.models import Memory
+from strata.fields import Integer, MemoryContent, MemoryPath, Text
+from strata.memories.models import Memory, _memory_content
 from strata.paths import validate_path
 from strata.providers import Embedder
 from strata.write import locks
@@ -39,7 +39,10 @@ _MODEL_SETTING = "STRATA_LLM_MODEL"
 
 
 class ReflectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Exactly one of seed_id and path, as the schema says too.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "oneOf": [{"required": [name], "properties": {name: {"type": "string"}}}
+                  for name in ("seed_id", "path")]})
 
     seed_id: uuid.UUID | None = Field(None, description=(
         "Reflect around this memory: it and its nearest active user_stated neighbours in its "
@@ -47,7 +50,7 @@ class ReflectRequest(BaseModel):
     path: MemoryPath | None = Field(None, description=(
         "Reflect over the active user_stated memories at this path and below. The reflection "
         "is stored here (or, with seed_id, at the seed's path)."))
-    limit: int = Field(20, ge=2, le=MAX_EVIDENCE,
+    limit: Integer = Field(20, ge=2, le=MAX_EVIDENCE,
                        description="At most this many memories are shown to the model.")
 
     @model_validator(mode="after")
@@ -60,16 +63,22 @@ class ReflectRequest(BaseModel):
 class ConsolidateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[uuid.UUID] = Field(min_length=2, max_length=MAX_EVIDENCE, description=(
+    ids: list[uuid.UUID] = Field(min_length=2, max_length=MAX_EVIDENCE, json_schema_extra={
+        "uniqueItems": True}, description=(
         "The active memories to merge; each is superseded by the new one."))
-    content: str | None = Field(None, min_length=1, max_length=8000, description=(
+    content: MemoryContent | None = Field(None, max_length=8000, description=(
         "What the merged memory says; without it the configured model writes it (503 when "
         "none is configured)."))
     path: MemoryPath | None = Field(None, description=(
         "Where the merged memory lives; by default the originals' path when they share one "
         "(422 when they do not)."))
-    reason: str | None = Field(None, min_length=1, max_length=500,
-                               description="Why, recorded on each SUPERSEDES edge.")
+    reason: Text | None = Field(None, min_length=1, max_length=500,
+                                description="Why, recorded on each SUPERSEDES edge.")
+
+    @field_validator("content")
+    @classmethod
+    def _content_ok(cls, value: str | None) -> str | None:
+        return None if value is None else _memory_content(value)
 
     @model_validator(mode="after")
     def _distinct(self) -> "ConsolidateRequest":
