@@ -414,10 +414,14 @@ def test_bad_config_is_a_config_error(tmp_path, content, profile, message):
 
 
 def test_importing_the_client_stays_light():
-    """`import strata.client` loads neither psycopg nor the store; the shared models load on
-    first use (control: importing one of them does load psycopg)."""
+    """`import strata.client` loads neither psycopg nor the shared models, which load on first
+    use; loading them (the server's own shape modules) loads neither psycopg nor the store
+    (control: importing the store does load psycopg). tests/test_client_install.py holds a
+    client-only install to the same."""
     code = ("import sys, strata.client; "
             "print('psycopg' in sys.modules, 'strata.memories' in sys.modules, 'fastapi' in sys.modules); "
-            "from strata.client import Memory; print('psycopg' in sys.modules)")
+            "from strata.client import Memory, Receipt, SearchResult; "
+            "print('psycopg' in sys.modules, 'strata.memories.store' in sys.modules); "
+            "import strata.memories.store; print('psycopg' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False", "False", "True"]
+    assert out.stdout.split() == ["False", "False", "False", "False", "False", "True"]

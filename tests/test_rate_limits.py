@@ -192,13 +192,20 @@ def test_bad_keys_are_slowed_long_before_good_ones(live, tenant, caller_for, cap
 def test_a_failed_authentication_over_mcp_counts(live, tenant):
     """Given a failed-authentication budget of 1
     When a wrong key is sent to /mcp
-    Then it is 401, and the next request from that address, a good key to /v1, is 429."""
+    Then it is refused with 403 (/mcp's answer to a bad key: tests/test_mcp_auth.py), and the
+    next request from that address, a good key to /v1, is 429; from another address a good
+    key's tool list, a 200 at /mcp, takes nothing from its budget (control)."""
     url = live(limiter(auth_failures=(NEVER, 1)))
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"Accept": "application/json, text/event-stream"}
     with httpx.Client(base_url=url) as http:
-        denied = http.post("/mcp", headers=support.bearer("sk_000000000000_nope"),
-                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-        assert denied.status_code == 401
+        denied = http.post("/mcp", headers=support.bearer("sk_000000000000_nope"), json=rpc)
+        assert denied.status_code == 403 and denied.json()["error"]["data"]["code"] == \
+            "unauthenticated", denied.text
         assert_limited(http.get(LIST, headers=support.bearer(tenant.key)))
+        other = {"X-Forwarded-For": "198.51.100.9", **accept, **support.bearer(tenant.key)}
+        assert [http.post("/mcp", headers=other, json=rpc).status_code
+                for _ in range(2)] == [200, 200]
 
 
 # ------------------------------------------------------------------------------ property

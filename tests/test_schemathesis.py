@@ -453,8 +453,8 @@ def test_the_document_declares_the_error_contract(server):
     Then it is valid OpenAPI 3.1 and the document the fuzz runs; every operation answers 429
          and 503 with the error body (429 with a required Retry-After), one that takes a key
          declares it (bearer) and answers 401, 403 and 422; path parameters are UUIDs; /mcp
-         is absent from the document but served (control: POST /mcp without a key is the
-         API's 401, not a 404)."""
+         is absent from the document but served (control: POST /mcp without a key is its
+         403 refusal, not a 404: tests/test_mcp_auth.py)."""
     doc = httpx.get(f"{server}/openapi.json").json()
     assert doc == DOCUMENT  # what the fuzz runs against is what the server serves
     schemathesis.openapi.from_dict(copy.deepcopy(doc)).validate()  # valid OpenAPI 3.1
@@ -479,7 +479,7 @@ def test_the_document_declares_the_error_contract(server):
     assert keyed >= 26
     assert "/mcp" not in doc["paths"]
     mcp = httpx.post(f"{server}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    assert mcp.status_code == 401 and mcp.json()["error"]["code"] == "unauthenticated"
+    assert mcp.status_code == 403 and mcp.json()["error"]["data"]["code"] == "unauthenticated"
 
 
 def test_the_schemas_patterns_say_what_the_validators_do():

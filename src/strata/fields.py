@@ -23,6 +23,17 @@ Tier = Literal["short_term", "long_term"]
 TTL_MAX_S = 366 * 24 * 3600
 
 
+# Seconds a short-term memory lives (bounds inside the type: see Integer below).
+Ttl = Annotated[int, Field(ge=60, le=TTL_MAX_S), BeforeValidator(lambda v: _json_number(v))]
+# The pairing tier_ttl enforces, as JSON Schema states it (a model's json_schema_extra), so a
+# client or a generator reading the document sends what is accepted.
+TIER_TTL_SCHEMA = {
+    "if": {"required": ["tier"], "properties": {"tier": {"const": "short_term"}}},
+    "then": {"required": ["ttl"], "properties": {"ttl": {"type": "integer"}}},
+    "else": {"properties": {"ttl": {"type": "null"}}},
+}
+
+
 def tier_ttl(tier: str, ttl: int | None) -> None:
     """A short-term write names its time to live; a long-term one has none."""
     if tier == "short_term" and ttl is None:

@@ -26,8 +26,9 @@ from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import Conflict, InvalidInput, ModelUnavailable, NotFound
-from strata.fields import Integer, MemoryContent, MemoryPath, Text
-from strata.memories.models import Memory, _memory_content
+from strata.fields import Integer, MemoryContent, MemoryPath, Text, _content_ok
+from strata.memories.models import Memory
+from strata.memories.store import refuse_secrets
 from strata.paths import validate_path
 from strata.providers import Embedder
 from strata.write import locks
@@ -78,7 +79,7 @@ class ConsolidateRequest(BaseModel):
     @field_validator("content")
     @classmethod
     def _content_ok(cls, value: str | None) -> str | None:
-        return None if value is None else _memory_content(value)
+        return None if value is None else _content_ok(value)
 
     @model_validator(mode="after")
     def _distinct(self) -> "ConsolidateRequest":
@@ -212,6 +213,7 @@ def consolidate(db: Database, caller: Caller, req: ConsolidateRequest, embedder:
                                    "the merged memory", field="path")
             path = paths.pop()
         caller.require(path, Level.write, field="path")
+        refuse_secrets(req.content, None, None)  # as every direct write
         content, origin, decided_by = req.content, "user_stated", caller.actor
         if content is None:
             model = _require_model(reflector, "a consolidation without content", field="content")

@@ -413,7 +413,9 @@ def test_layer_requirements_cover_the_package_dependencies(template):
     strata layer, or for those in OWN_LAYER their own layer and not the strata layer; numpy
     is in none (the runtime imports no numpy)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = project["dependencies"] + project.get("optional-dependencies", {}).get("aws", [])
+    extras = project.get("optional-dependencies", {})
+    # The base install is the client; the server's dependencies are the `server` extra.
+    declared = project["dependencies"] + extras.get("server", []) + extras.get("aws", [])
     needed = {
         canonicalize_name(r.name): r.extras
         for r in map(Requirement, declared)

@@ -3,7 +3,9 @@
 Every HTTP request is checked before routing, by its source address (the ASGI client:
 uvicorn takes it from ``X-Forwarded-For`` only when the peer is a trusted proxy, by default
 loopback) and its bearer token; a refusal is the API's error body with 429 and
-``Retry-After``. Each 401 the app answers, /v1 or /mcp, counts as a failed authentication.
+``Retry-After``. Each 401 the app answers counts as a failed authentication, and so does a
+403 from /mcp, which refuses a missing or wrong key with 403 rather than 401 (a 401 sends MCP
+clients looking for OAuth: strata.mcpserver.transport) and answers no other 403 itself.
 Not installed on AWS, where API Gateway throttles (template.yaml).
 """
 
@@ -39,11 +41,18 @@ class RateLimits:
             return
 
         async def counting_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 401:
+            if message["type"] == "http.response.start" and _refused_key(scope, message["status"]):
                 self.limiter.failed_authentication(address)
             await send(message)
 
         await self.app(scope, receive, counting_send)
+
+
+MCP_PATH = "/mcp"  # strata.mcpserver.transport.PATH, named here without importing mcp
+
+
+def _refused_key(scope: Scope, status: int) -> bool:
+    return status == 401 or (status == 403 and scope.get("path") == MCP_PATH)
 
 
 def install(app, limiter: RateLimiter) -> None:

@@ -16,8 +16,10 @@ come back as those models (``Memory``, ``SearchResult``, ``Receipt``, ...). Erro
 to repeat (reads, search, forget, and ingest, which always carries an idempotency key), with
 exponential backoff and jitter, honouring ``Retry-After``.
 
-Importing this package stays light (httpx + pydantic); the server's model modules, which
-import psycopg, load on first use. The models are importable from here too
+The client needs httpx and pydantic only: ``pip install .`` installs it without the server
+(README, "Python"). The models are the server's shape modules, which import nothing else;
+they load on first use (building their pydantic classes takes about 0.2 s, which a CLI
+command that fails early need not pay), and are importable from here too
 (``from strata.client import Memory``), which loads them.
 """
 

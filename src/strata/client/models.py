@@ -1,9 +1,9 @@
 """The shapes the client sends and returns: the server's own pydantic models, plus the few
 answers the server builds as plain dicts (pages, edges, delete/forget results).
 
-Importing this module imports the server's model modules, and with them psycopg (their
-packages' ``__init__`` pulls the store in): ``strata.client`` therefore imports it on first
-use, not at import time.
+The server's shape modules (``strata.memories.models``, ``strata.ingest.models``,
+``strata.search_models``) import pydantic and the standard library only, so these are the
+very classes the server validates with, in a client-only install too.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from strata.memories.models import (
     MemoryPatch,
     WriteResult,
 )
-from strata.search import SearchRequest, SearchResult
+from strata.search_models import SearchRequest, SearchResult
 
 T = TypeVar("T")
 

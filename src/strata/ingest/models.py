@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import TTL_MAX_S, Content, Flag, Integer, MemoryPath, Tier, tier_ttl
+from strata.fields import TIER_TTL_SCHEMA, Content, Flag, MemoryPath, Tier, Ttl, tier_ttl
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -39,7 +39,7 @@ class Message(BaseModel):
 
 
 class IngestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=TIER_TTL_SCHEMA)
 
     path: MemoryPath | None = None
     messages: list[Message] = Field(min_length=1, max_length=1000)
@@ -47,7 +47,7 @@ class IngestRequest(BaseModel):
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
     # Where the memories this ingest creates land; short_term for ``ttl`` seconds.
     tier: Tier = "long_term"
-    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True)
+    ttl: Ttl | None = Field(default=None, validate_default=True)
 
     @field_validator("ttl")
     @classmethod

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import to_jsonable_python
 
 from strata import memories as core
+from strata.memories.history import history as history_of
 from strata import review, search
 from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
@@ -408,7 +409,7 @@ def forget(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
 
 
 def memory_history(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
-    return {"items": core.history(rt.db, caller, _parse(_IdArgs, args).id)}
+    return {"items": history_of(rt.db, caller, _parse(_IdArgs, args).id)}
 
 
 def list_review(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:

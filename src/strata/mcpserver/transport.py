@@ -6,9 +6,17 @@ invocation, and ``StreamableHTTPSessionManager.run()`` can run only once per ins
 lifespan builds a manager of its own; ``/mcp`` is an exact route to a raw ASGI endpoint (a
 mount would answer ``POST /mcp`` with a redirect to ``/mcp/``).
 
-The bearer key is checked here, before the MCP layer: a missing or wrong key answers HTTP 401
-with the API's error body, as every ``/v1`` route does. The resolved caller (surface ``mcp``)
-rides the request scope to the tool call, which runs the core in a worker thread.
+The bearer key is checked here, before the MCP layer. A missing or wrong key answers HTTP 403
+with a JSON-RPC error, not the 401 every ``/v1`` route answers: to an MCP client a 401 means
+"authorize with OAuth" (the MCP authorization spec), and the MCP Inspector, mcp-remote and
+Claude Code then look for ``/.well-known/oauth-protected-resource`` and an authorization
+server, register a client at ``/register`` and report that failure ("Dynamic Client
+Registration rejected (HTTP 404)") instead of a wrong key. strata takes a static API key and
+no OAuth, so it refuses without a challenge: the TypeScript SDK stops at a 403 and shows the
+body, the Python SDK raises the body's JSON-RPC error. This is also what API Gateway answers a
+key its authorizer denies. ``/.well-known/oauth-*`` answer a 404 that says the same.
+The resolved caller (surface ``mcp``) rides the request scope to the tool call, which runs the
+core in a worker thread.
 
 This module imports nothing of :mod:`strata.api`: ``strata.api.app`` mounts it (:func:`mount`)
 on the app it builds, and what both need (the runtime, the caller's resolution, the error
@@ -34,9 +42,9 @@ from starlette.types import Receive, Scope, Send
 
 from strata import __version__
 from strata.auth import Caller
-from strata.errors import StrataError
+from strata.errors import StrataError, Unauthenticated
 from strata.mcpserver import tools
-from strata.serving import Runtime, error_answer, error_body, resolve_caller
+from strata.serving import Runtime, error_answer, error_body, error_body_for, resolve_caller
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -50,6 +58,11 @@ CALLER = "strata_caller"  # key in the request scope's state
 # API key anyway (a DNS-rebinding page cannot read or send it), so Host/Origin checks would
 # only refuse legitimate custom domains.
 SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+# JSON-RPC leaves -32000..-32099 to the server; the API's own code rides in ``data``.
+UNAUTHENTICATED = -32001
+NO_OAUTH = ("strata's MCP endpoint takes an API key, not OAuth: send "
+            "'Authorization: Bearer <key>'")
 
 TOOL_LIST = [
     types.Tool(
@@ -125,6 +138,9 @@ class McpEndpoint:
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         try:
             caller = await anyio.to_thread.run_sync(self._authenticate, scope, authorization)
+        except Unauthenticated as exc:
+            await refused(exc)(scope, receive, send)
+            return
         except StrataError as exc:
             status, body, headers = error_answer(exc)
             response = JSONResponse(body, status, headers=headers)
@@ -137,10 +153,27 @@ class McpEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
+def refused(exc: Unauthenticated) -> JSONResponse:
+    """A missing or wrong key: 403 with a JSON-RPC error and no ``WWW-Authenticate`` (the
+    module's docstring says why not 401). Its ``id`` is null: the body is refused unread."""
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+        "code": UNAUTHENTICATED, "message": f"{exc.message}: {NO_OAUTH}",
+        "data": error_body_for(exc)["error"]}}, 403)
+
+
+async def no_oauth(request: Any) -> JSONResponse:
+    """``/.well-known/oauth-*`` and ``openid-configuration``: nothing to discover."""
+    return JSONResponse(error_body("not_found", NO_OAUTH), 404)
+
+
 def mount(app: FastAPI, runtime: Runtime) -> None:
     """Serve ``/mcp`` on ``app``; the session manager runs inside the app's lifespan."""
     endpoint = McpEndpoint(runtime)
     app.router.routes.append(Route(PATH, endpoint=endpoint, include_in_schema=False))
+    for document in ("oauth-protected-resource", "oauth-authorization-server",
+                     "openid-configuration"):
+        for path in (f"/.well-known/{document}", f"/.well-known/{document}/{{rest:path}}"):
+            app.router.routes.append(Route(path, endpoint=no_oauth, include_in_schema=False))
     outer = app.router.lifespan_context
 
     @contextlib.asynccontextmanager

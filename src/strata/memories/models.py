@@ -1,4 +1,10 @@
-"""Memory shapes: what callers send and what they get back (shared by HTTP, MCP and the client)."""
+"""Memory shapes: what callers send and what they get back (shared by HTTP, MCP and the client).
+
+Wire shapes: this module imports pydantic and :mod:`strata.fields` only, because the Python
+client uses these very classes without the server's dependencies (tests/test_client_install.py
+holds it to that). Rules that need more than the JSON, such as refusing a secret
+(detect-secrets), are the write path's: :mod:`strata.memories.store` applies them.
+"""
 
 from __future__ import annotations
 
@@ -9,37 +15,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, TTL_MAX_S, Flag, Fraction, Instant, Integer, Kind, MemoryContent,
-    MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Version, _content_ok, storable,
+    MAX_CONTENT_BYTES, TIER_TTL_SCHEMA, Flag, Fraction, Instant, Kind, MemoryContent,
+    MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Ttl, Version, _content_ok, storable,
     tier_ttl,
 )
-from strata.write import secrets
-
-
-def _memory_content(value: str) -> str:
-    """Storable content that holds no secret. Only memories written directly are refused
-    here: an ingested message (``_content_ok`` alone) is accepted, and the rule extractor
-    reports its secret clauses as not kept (reason ``secret``). The message names the kind,
-    never the value."""
-    _content_ok(value)
-    if found := secrets.find(value):
-        kind = found[0].kind.replace("_", " ")
-        raise ValueError(f"content contains a secret ({kind}); strata does not store secrets")
-    return value
-
-
-def _slot_value_ok(slot: str | None, value: str | None) -> None:
-    """A slot's value read as the statement it makes ("wifi password is hunter2"): no secret
-    comes in through ``slot`` and ``value`` either."""
-    if slot and value and secrets.contains_secret(
-            f"the {slot.rsplit('.', 1)[-1].replace('_', ' ')} is {value}"):
-        raise ValueError("value is a secret; strata does not store secrets")
 
 
 class MemoryIn(BaseModel):
     """One memory to create."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=TIER_TTL_SCHEMA)
 
     content: MemoryContent
     path: MemoryPath | None = None
@@ -56,9 +41,7 @@ class MemoryIn(BaseModel):
     name: Text | None = Field(default=None, min_length=1, max_length=200)
     tier: Tier = "long_term"
     # Integer: JSON's number (strata.fields). Seconds; short_term only, and then required.
-    ttl: Integer | None = Field(default=None, ge=60, le=TTL_MAX_S, validate_default=True)
-
-    _content = field_validator("content")(_memory_content)
+    ttl: Ttl | None = Field(default=None, validate_default=True)
 
     @field_validator("ttl")
     @classmethod
@@ -66,11 +49,7 @@ class MemoryIn(BaseModel):
         tier_ttl(info.data.get("tier", "long_term"), value)
         return value
 
-    @field_validator("value")
-    @classmethod
-    def _value(cls, value: str | None, info: ValidationInfo) -> str | None:
-        _slot_value_ok(info.data.get("slot"), value)
-        return value
+    _content = field_validator("content")(_content_ok)
 
 
 class CreateRequest(BaseModel):
@@ -103,13 +82,7 @@ class MemoryPatch(BaseModel):
     @field_validator("content")
     @classmethod
     def _content(cls, value: str | None) -> str | None:
-        return None if value is None else _memory_content(value)
-
-    @field_validator("value")
-    @classmethod
-    def _value(cls, value: str | None, info: ValidationInfo) -> str | None:
-        _slot_value_ok(info.data.get("slot"), value)
-        return value
+        return None if value is None else _content_ok(value)
 
 
 class Memory(BaseModel):

@@ -20,7 +20,7 @@ from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import Conflict, InvalidInput, NotFound, Suppressed
 from strata.write import apply as persist
-from strata.write import changes, locks
+from strata.write import changes, locks, secrets
 from strata.write import gate as gating
 from strata.write.canonical import canonicalize, value_hash
 from strata.write.rows import COLUMNS, evidence_entry, scope
@@ -40,6 +40,23 @@ WHERE tenant_id = %(tenant)s AND id = %(id)s AND path <@ %(readable)s::ltree[]
 # --------------------------------------------------------------------------------------
 
 
+def refuse_secrets(content: str | None, slot: str | None, value: str | None,
+                   prefix: str = "") -> None:
+    """A memory written directly holds no secret, in its content or in what its slot's value
+    says ("wifi password is hunter2"): ``InvalidInput`` naming the field and the kind, never the
+    value. An ingested message is not refused: the extractor reports its secret clauses as
+    not kept (reason ``secret``). Here, not in the request shapes, which the Python client
+    shares without detect-secrets (strata.memories.models)."""
+    if content is not None and (found := secrets.find(content)):
+        kind = found[0].kind.replace("_", " ")
+        raise InvalidInput(f"content contains a secret ({kind}); strata does not store secrets",
+                           field=f"{prefix}content")
+    if slot and value and secrets.contains_secret(
+            f"the {slot.rsplit('.', 1)[-1].replace('_', ' ')} is {value}"):
+        raise InvalidInput("value is a secret; strata does not store secrets",
+                           field=f"{prefix}value")
+
+
 @dataclass
 class _Prepared:
     item: MemoryIn
@@ -53,6 +70,7 @@ def _prepare(caller: Caller, req: CreateRequest, embedder: Embedder) -> list[_Pr
     """Validate every item and embed the whole batch before anything is written."""
     prepared = []
     for i, item in enumerate(req.memories):
+        refuse_secrets(item.content, item.slot, item.value, prefix=f"memories[{i}].")
         field = f"memories[{i}].path"
         path = item.path if item.path is not None else caller.default_path
         if path is None:
@@ -309,6 +327,7 @@ def update_memory(
     expected = patch.expected_version if patch.expected_version is not None else expected_version
     with audited(db, caller, "write", "memory.update") as event:
         event.memory_ids = [memory_id]
+        refuse_secrets(patch.content, patch.slot, patch.value)
         if expected is None:
             raise InvalidInput(
                 "expected_version (or an If-Match header) is required", field="expected_version"

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
 from strata import reflection
+from strata.memories.history import history as history_of
 from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep
 from strata.api.openapi import Items, Page, Results, answers
 from strata.memories.models import HistoryEntry, WriteResult
@@ -158,7 +159,7 @@ def delete(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
 
 @router.get("/{memory_id}/history")
 def history(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
-    return {"items": core.history(db, caller, memory_id)}
+    return {"items": history_of(db, caller, memory_id)}
 
 
 class RestoreRequest(BaseModel):

@@ -18,7 +18,10 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 
 
 class RejectRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # until only with suppress true, as JSON Schema states it (review.reject enforces it)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "if": {"required": ["until"], "properties": {"until": {"type": "string"}}},
+        "then": {"required": ["suppress"], "properties": {"suppress": {"const": True}}}})
     suppress: Flag = False  # JSON's boolean: strata.fields
     until: Instant | None = Field(default=None, description=(
         "With suppress: the value is blocked until this instant only; after it, it may be "

@@ -1,0 +1,157 @@
+"""The client-only install: `pip install .` of this repository into a fresh virtualenv (no
+system site-packages, so a missing dependency cannot hide) gives ``strata.client`` with httpx
+and pydantic, and none of the server's packages; that install then talks to a live server.
+
+The wheel is built from a copy of the repository with this interpreter's setuptools (no build
+isolation, nothing fetched for the build); its dependencies come from the machine's pip
+configuration, as they would for a user.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Top-level import names of the `server` extra (and of what they pull in), none of which the
+# client may need.
+SERVER_PACKAGES = ("psycopg", "psycopg_pool", "fastapi", "starlette", "uvicorn", "mangum",
+                   "boto3", "botocore", "aws_lambda_powertools", "mcp", "openai",
+                   "detect_secrets", "simplemma", "tqdm", "yaml", "requests")
+
+
+def run(*args: str | Path, **kw) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300,
+                          **kw)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    """A virtualenv holding `pip install <wheel of this repository>` and nothing else."""
+    tmp = tmp_path_factory.mktemp("client-install")
+    source = tmp / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "src", source / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+        "--wheel-dir", tmp / "wheels", source)
+    [wheel] = (tmp / "wheels").glob("strata-*.whl")
+    env = tmp / "venv"
+    run(sys.executable, "-m", "venv", env)
+    run(env / "bin" / "python", "-m", "pip", "install", "--quiet", "--only-binary", ":all:",
+        wheel)
+    return env
+
+
+def in_venv(venv: Path, code: str, *args: str) -> str:
+    return run(venv / "bin" / "python", "-c", textwrap.dedent(code), *args, cwd=venv).stdout
+
+
+def test_the_base_install_is_the_client_without_the_server(venv):
+    """Given `pip install .` into a fresh virtualenv
+    When its interpreter looks for the server's packages and imports the client with every
+    model
+    Then none of the server's packages is installed, httpx and pydantic are (control), and
+    the client, its errors and all its models import; the distributions installed are
+    strata, httpx, pydantic, argcomplete (the CLI's completion) and theirs: 13 today."""
+    found = json.loads(in_venv(venv, """
+        import importlib.util, json, sys
+        import strata.client
+        from strata.client import models
+        names = sys.argv[1:]
+        print(json.dumps({
+            "present": [n for n in names if importlib.util.find_spec(n) is not None],
+            "models": sorted(models.__all__),
+            "loaded": sorted({m.split(".")[0] for m in sys.modules}),
+        }))
+    """, "httpx", "pydantic", *SERVER_PACKAGES))
+    assert found["present"] == ["httpx", "pydantic"]
+    assert {"Memory", "MemoryIn", "Receipt", "SearchRequest", "SearchResult"} <= set(found["models"])
+    assert not set(found["loaded"]) & set(SERVER_PACKAGES)
+
+    listed = json.loads(run(venv / "bin" / "python", "-m", "pip", "list", "--format", "json").stdout)
+    installed = {p["name"].lower() for p in listed} - {"pip", "setuptools"}
+    assert {"strata", "httpx", "pydantic"} <= installed and len(installed) <= 13, installed
+
+
+def test_the_installed_client_works_against_a_live_server(venv, server, tenant):
+    """Given the client-only install and a live server
+    When it remembers a statement as is, recalls it, reads it back, remembers a conversation
+    (ingest), asks for a memory that does not exist, and remembers a password as is
+    Then each answer is the typed model with the statement; the missing memory raises
+    NotFound; the password is refused by the server (the client has no secret scanner) as
+    InvalidInput naming content, without the password in the error."""
+    out = json.loads(in_venv(venv, """
+        import json, sys, uuid
+        from strata.client import Client, InvalidInput, Memory, NotFound, Receipt, SearchResult
+
+        with Client(sys.argv[1], sys.argv[2]) as strata:
+            made = strata.remember("I drive a Volvo", "users.alice", as_is=True)
+            hits = strata.recall("which car do I drive", paths=["users.alice"])
+            memory = strata.memories.get(made.id)
+            receipt = strata.remember("I live in Lisbon", "users.alice")
+            try:
+                strata.memories.get(uuid.uuid4())
+                missing = None
+            except NotFound as exc:
+                missing = exc.status
+            try:
+                strata.remember("the wifi password is hunter2", "users.alice", as_is=True)
+                refused = None
+            except InvalidInput as exc:
+                refused = [exc.status, exc.field, str(exc)]
+        print(json.dumps({
+            "made": [made.status, str(made.id)],
+            "hits": [[type(h).__name__, str(h.id), h.content] for h in hits],
+            "memory": [type(memory).__name__, memory.content, memory.version],
+            "receipt": [type(receipt).__name__, receipt.status,
+                        [i.outcome for i in receipt.items]],
+            "missing": missing, "refused": refused,
+        }))
+    """, server, tenant.key))
+    status, mid = out["made"]
+    assert status == "inserted"
+    assert out["hits"][0] == ["SearchResult", mid, "I drive a Volvo"]
+    assert out["memory"] == ["Memory", "I drive a Volvo", 1]
+    assert out["receipt"] == ["Receipt", "wrote", ["created"]]
+    assert out["missing"] == 404
+    status, field, message = out["refused"]
+    assert (status, field) == (422, "content") and "does not store secrets" in message
+    assert "hunter2" not in message
+
+
+def test_the_client_models_are_the_server_classes():
+    """Given the client's models and the modules the API routes and MCP tools validate with
+    Then every shared name is the very same class (not a copy that could drift), and the
+    routes' request bodies are those classes (control: the API's route for POST /v1/memories
+    takes CreateRequest)."""
+    from strata.client import models
+    from strata.ingest import models as ingest
+    from strata.memories import models as memories
+    from strata import search_models, search
+    from strata.api.routes import memories as memory_routes
+
+    shared = {
+        "CreateRequest": memories, "HistoryEntry": memories, "Memory": memories,
+        "MemoryIn": memories, "MemoryPatch": memories, "WriteResult": memories,
+        "IngestRequest": ingest, "ItemOutcome": ingest, "Message": ingest, "NotKept": ingest,
+        "Receipt": ingest, "SearchRequest": search_models, "SearchResult": search_models,
+    }
+    for name, module in shared.items():
+        assert getattr(models, name) is getattr(module, name), name
+    assert search.SearchRequest is models.SearchRequest
+    assert issubclass(models.ReviewItem, memories.Memory)
+    create = next(r for r in memory_routes.router.routes
+                  if getattr(r, "path", "") == "/v1/memories" and "POST" in r.methods)
+    assert typing.get_type_hints(create.endpoint)["body"] is models.CreateRequest
