@@ -441,11 +441,11 @@ OPS: dict[str, Op] = {
         else Http("POST", f"/v1/memories/{s.deleted}/restore"), "deleted", "moved"),
     # Around the object's memory, stored at its path (write needed there); a scripted model
     # (the real openai client) answers.
-    "POST /v1/memories/reflect": Op(
-        lambda w, s, d: Http("POST", "/v1/memories/reflect", {"seed_id": s.memory, "limit": 5})),
+    "POST /v1/reflect": Op(
+        lambda w, s, d: Http("POST", "/v1/reflect", {"seed_id": s.memory, "limit": 5})),
     # The object's target and a second memory beside it, made for the cell.
-    "POST /v1/memories/consolidate": Op(
-        lambda w, s, d: Http("POST", "/v1/memories/consolidate", {
+    "POST /v1/consolidate": Op(
+        lambda w, s, d: Http("POST", "/v1/consolidate", {
             "ids": [s.target, w.new_memory(s.tenant, s.path, s.scope, "consolidated")[0]],
             "content": _write(w)}), "target"),
     "POST /v1/memories/{memory_id}/forget": Op(

@@ -137,7 +137,7 @@ class CascadeMachine(RuleBasedStateMachine):
 
     @rule(path=st.sampled_from(PATHS))
     def reflect(self, path) -> None:
-        r = self.send("POST", "/v1/memories/reflect", json={"path": path})
+        r = self.send("POST", "/v1/reflect", json={"path": path})
         assert r.status_code in (200, 409), r.text
         if r.status_code == 200:
             self.saw("reflected")
@@ -148,7 +148,7 @@ class CascadeMachine(RuleBasedStateMachine):
         if a is None or a == b:
             return
         self.n += 1
-        r = self.send("POST", "/v1/memories/consolidate", json={
+        r = self.send("POST", "/v1/consolidate", json={
             "ids": [str(a), str(b)], "content": f"Summary number {self.n}", "path": ROOT})
         assert r.status_code in (200, 409), r.text
         if r.status_code == 200:
@@ -234,7 +234,7 @@ def _reflection(client, headers, fake_llm) -> tuple[list[str], str]:
         {"content": "My editor is vim", "path": ROOT, "slot": "user.editor", "value": "vim"},
         {"content": "I enjoy chess", "path": ROOT}]}).json()["results"]]
     fake_llm.script(lambda rec: {"content": "A pattern", "evidence_ids": rec.shown_ids()})
-    r = client.post("/v1/memories/reflect", headers=headers, json={"path": ROOT})
+    r = client.post("/v1/reflect", headers=headers, json={"path": ROOT})
     assert r.status_code == 200, r.text
     return ids, r.json()["memory"]["id"]
 

@@ -44,7 +44,7 @@ def cite_all(content: str = PATTERN):
 def reflect_over_prefs(c, key, fake_llm) -> tuple[list[str], dict]:
     ids = create(c, key, *PREFS)
     fake_llm.script(cite_all())
-    r = c.post("/v1/memories/reflect", headers=auth(key), json={"seed_id": ids[0]})
+    r = c.post("/v1/reflect", headers=auth(key), json={"seed_id": ids[0]})
     assert r.status_code == 200, r.text
     return ids, r.json()
 
@@ -86,20 +86,20 @@ def test_a_derived_memory_is_never_evidence(model_client, tenant, fake_llm):
     the three preferences (control) but never the derived memory."""
     ids, body = reflect_over_prefs(model_client, tenant.key, fake_llm)
     derived = body["memory"]["id"]
-    r = model_client.post("/v1/memories/reflect", headers=auth(tenant.key),
+    r = model_client.post("/v1/reflect", headers=auth(tenant.key),
                           json={"seed_id": derived})
     assert r.status_code == 409, r.text
     assert r.json()["error"]["field"] == "seed_id"
     fake_llm.script(cite_all("The user likes tea at every hour."))
-    r = model_client.post("/v1/memories/reflect", headers=auth(tenant.key), json={"path": PATH})
+    r = model_client.post("/v1/reflect", headers=auth(tenant.key), json={"path": PATH})
     assert r.status_code == 200, r.text
     shown = set(fake_llm.completions[-1].shown_ids())
     assert set(ids) <= shown and derived not in shown
     # Nor is it an original of a consolidation (control: the preferences are).
-    r = model_client.post("/v1/memories/consolidate", headers=auth(tenant.key), json={
+    r = model_client.post("/v1/consolidate", headers=auth(tenant.key), json={
         "ids": [derived, ids[0]], "content": "Tea, always"})
     assert r.status_code == 409 and r.json()["error"]["field"] == "ids[0]", r.text
-    r = model_client.post("/v1/memories/consolidate", headers=auth(tenant.key), json={
+    r = model_client.post("/v1/consolidate", headers=auth(tenant.key), json={
         "ids": [ids[0], ids[1]], "content": "Tea in the morning and green tea after lunch"})
     assert r.status_code == 200, r.text
 
@@ -139,7 +139,7 @@ def test_superseded_evidence_flags_the_reflection_then_retires_it(model_client, 
     a = create(model_client, key, "My editor is vim", slot="user.editor", value="vim")[0]
     b = create(model_client, key, "My shell is zsh", slot="user.shell", value="zsh")[0]
     fake_llm.script(cite_all("The user prefers terminal tools."))
-    r = model_client.post("/v1/memories/reflect", headers=auth(key), json={"path": PATH})
+    r = model_client.post("/v1/reflect", headers=auth(key), json={"path": PATH})
     assert r.status_code == 200, r.text
     derived = r.json()["memory"]["id"]
     assert set(r.json()["evidence_ids"]) == {a, b}
@@ -161,7 +161,7 @@ def test_reflection_without_a_model_names_the_setting(client, tenant):
     When a reflection is asked
     Then 503 model_unavailable naming STRATA_LLM_MODEL, and nothing is written."""
     ids = create(client, tenant.key, *PREFS)
-    r = client.post("/v1/memories/reflect", headers=auth(tenant.key), json={"seed_id": ids[0]})
+    r = client.post("/v1/reflect", headers=auth(tenant.key), json={"seed_id": ids[0]})
     assert r.status_code == 503, r.text
     err = r.json()["error"]
     assert err["code"] == "model_unavailable" and err["setting"] == "STRATA_LLM_MODEL"
@@ -174,7 +174,7 @@ def test_reflection_without_a_model_names_the_setting(client, tenant):
     ({"path": "bad path"}, "path"), ({"path": PATH, "limit": 1}, "limit"),
 ])
 def test_bad_reflect_requests_are_422(client, tenant, body, field):
-    r = client.post("/v1/memories/reflect", headers=auth(tenant.key), json=body)
+    r = client.post("/v1/reflect", headers=auth(tenant.key), json=body)
     assert r.status_code == 422, r.text
     if field:
         assert r.json()["error"]["field"] == field
@@ -187,7 +187,7 @@ def test_consolidation_supersedes_its_originals(client, tenant):
     it with the reason; search finds the new one and not the originals."""
     key = tenant.key
     ids = create(client, key, "I have a cat named Tom", "My cat Tom is grey")
-    r = client.post("/v1/memories/consolidate", headers=auth(key), json={
+    r = client.post("/v1/consolidate", headers=auth(key), json={
         "ids": ids, "content": "I have a grey cat named Tom", "reason": "same cat"})
     assert r.status_code == 200, r.text
     merged = r.json()["memory"]
@@ -204,7 +204,7 @@ def test_consolidation_supersedes_its_originals(client, tenant):
     found = search_ids(client, key, "grey cat named Tom")
     assert merged["id"] in found and not set(ids) & set(found)
     # Consolidating what is no longer active is refused, naming the id.
-    again = client.post("/v1/memories/consolidate", headers=auth(key), json={
+    again = client.post("/v1/consolidate", headers=auth(key), json={
         "ids": ids, "content": "A cat"})
     assert again.status_code == 409 and again.json()["error"]["field"] == "ids[0]"
 
@@ -217,7 +217,7 @@ def test_consolidation_by_the_model_and_forgetting_an_original(model_client, ten
     key = tenant.key
     ids = create(model_client, key, "I visited Rome in May", "I loved Rome's food")
     fake_llm.script({"content": "The user visited Rome in May and loved its food."})
-    r = model_client.post("/v1/memories/consolidate", headers=auth(key), json={"ids": ids})
+    r = model_client.post("/v1/consolidate", headers=auth(key), json={"ids": ids})
     assert r.status_code == 200, r.text
     merged = r.json()["memory"]
     assert merged["origin"] == "llm_derived"
@@ -232,10 +232,10 @@ def test_consolidation_by_the_model_and_forgetting_an_original(model_client, ten
 def test_consolidation_across_paths_names_the_path(client, tenant):
     ids = [create(client, tenant.key, "I like chess", path="users.alice")[0],
            create(client, tenant.key, "I like chess openings", path="users.bob")[0]]
-    r = client.post("/v1/memories/consolidate", headers=auth(tenant.key),
+    r = client.post("/v1/consolidate", headers=auth(tenant.key),
                     json={"ids": ids, "content": "Chess"})
     assert r.status_code == 422 and r.json()["error"]["field"] == "path"
-    r = client.post("/v1/memories/consolidate", headers=auth(tenant.key),
+    r = client.post("/v1/consolidate", headers=auth(tenant.key),
                     json={"ids": ids, "content": "Chess", "path": "users.alice"})
     assert r.status_code == 200, r.text  # control
 
@@ -243,7 +243,7 @@ def test_consolidation_across_paths_names_the_path(client, tenant):
 def test_model_failure_writes_nothing(model_client, tenant, fake_llm):
     ids = create(model_client, tenant.key, *PREFS)
     fake_llm.script({"content": "x", "evidence_ids": ["not-an-id"]})
-    r = model_client.post("/v1/memories/reflect", headers=auth(tenant.key),
+    r = model_client.post("/v1/reflect", headers=auth(tenant.key),
                           json={"seed_id": ids[0]})
     assert r.status_code == 503 and r.json()["error"]["code"] == "provider_unavailable", r.text
     listed = model_client.get("/v1/memories", headers=auth(tenant.key),

@@ -146,7 +146,7 @@ def _gather(db: Database, caller: Caller, req: ReflectRequest) -> tuple[str, lis
                 caller, path=path, seed=seed["id"], vec=seed["embedding"],
                 limit=req.limit - 1)).fetchall()
             return path, [seed, *rows]
-        path = validate_path(req.path, field="path") or req.path
+        path = req.path
         caller.require(path, Level.write, field="path")
         rows = conn.execute(_EVIDENCE.format(order="importance DESC, recorded_at DESC, id",
                                               not_derived=NOT_DERIVED),
@@ -158,12 +158,14 @@ def reflect(db: Database, caller: Caller, req: ReflectRequest, embedder: Embedde
             reflector) -> dict[str, Any]:
     """One pattern over the gathered evidence, stored (see the module docstring)."""
     with audited(db, caller, "write", "memory.reflect") as event:
+        if req.path is not None:
+            validate_path(req.path, field="path")
+        model = _require_model(reflector, "reflection")  # whatever the request: it needs one
         path, evidence = _gather(db, caller, req)
         field = "seed_id" if req.seed_id is not None else "path"
         if len(evidence) < 2:
             raise Conflict(f"{len(evidence)} active user_stated memories to reflect on: a "
                            "reflection needs at least two", field=field)
-        model = _require_model(reflector, "reflection")
         content, cited = model.reflect(evidence)  # a failure answers 503 provider_unavailable
         if req.seed_id is not None and req.seed_id not in cited:
             cited.insert(0, req.seed_id)  # the seed is what the reflection was asked about

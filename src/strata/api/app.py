@@ -57,8 +57,8 @@ def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
 
 _ask_about_pydantic_v1_only_once_it_is_loaded()
 
-ROUTERS = ("health", "memories", "access", "audit", "ingest", "review", "search", "browse",
-           "console", "mcp")
+ROUTERS = ("health", "memories", "reflect", "access", "audit", "ingest", "review", "search",
+           "browse", "console", "mcp")
 
 
 def create_app(

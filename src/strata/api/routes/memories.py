@@ -10,7 +10,6 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
-from strata import reflection
 from strata.memories.history import history as history_of
 from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep
 from strata.api.openapi import Items, Page, Results, answers
@@ -187,24 +186,3 @@ def forget(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
 def related(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
     return {"items": core.related(db, caller, memory_id)}
 
-
-# Memories made from memories (strata.reflection): registered before nothing that could take
-# their paths (no POST /{memory_id}), served by the memories function.
-@router.post("/reflect", responses=answers(404, 409), description=(
-    "Store one `llm_derived` reflection (kind `reflection`) over active `user_stated` "
-    "memories around `seed_id` or under `path`, with a DERIVED_FROM edge to each memory it "
-    "rests on. 409 for a derived seed or too little evidence; 503 `model_unavailable` (naming "
-    "the setting) when no model is configured."))
-def reflect(body: reflection.ReflectRequest, request: Request, db: DB, caller: CallerDep,
-            embedder: EmbedderDep) -> reflection.ReflectResult:
-    return reflection.reflect(db, caller, body, embedder, request.app.state.runtime.reflector)
-
-
-@router.post("/consolidate", responses=answers(404, 409), description=(
-    "Merge active memories into one (kind `summary`) with a CONSOLIDATES edge to each; the "
-    "originals are superseded with the reason. Without `content` the model writes it (503 "
-    "`model_unavailable` when none is configured)."))
-def consolidate(body: reflection.ConsolidateRequest, request: Request, db: DB,
-                caller: CallerDep, embedder: EmbedderDep) -> reflection.ConsolidateResult:
-    return reflection.consolidate(db, caller, body, embedder,
-                                  request.app.state.runtime.reflector)
