@@ -49,6 +49,7 @@ ROUTER_FOR_PREFIX = {
     "/v1/paths": "browse",
     "/console": "console",
     "/mcp": "mcp",
+    "/.well-known": "mcp",
 }
 
 # Routers that start the ingest pipeline (`remember` with messages, over MCP).
@@ -655,8 +656,8 @@ def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
     """Given the HttpApi
     Then its default authorizer is the authorizer function (payload 2.0, simple responses,
     keyed and cached on the Authorization header), only GET /healthz, GET /readyz and the
-    console's static files (GET /console, /console/{proxy+}) opt out,
-    routes are throttled, CORS origins come from a parameter, and access logs are JSON that
+    console's static files (GET /console, /console/{proxy+}) and OAuth discovery (GET
+    /.well-known/{proxy+}: a 404 for MCP clients) opt out, routes are throttled, CORS origins come from a parameter, and access logs are JSON that
     names no header (the key travels in one)."""
     [(api_name, api)] = resources_of(template, "AWS::Serverless::HttpApi").items()
     props = api["Properties"]
@@ -677,9 +678,11 @@ def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
                    and any(e["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
                            and (e["Properties"]["Method"].upper(), e["Properties"]["Path"]) == (m, p)
                            for e in template["Resources"][f]["Properties"]["Events"].values())]
-    # The console's static files: no data, and a browser's navigation sends no key.
-    assert sorted(open_routes) == [("GET", "/console"), ("GET", "/console/{proxy+}"),
-                                   ("GET", "/healthz"), ("GET", "/readyz")]
+    # The console's static files: no data, and a browser's navigation sends no key. OAuth
+    # discovery (/.well-known): MCP clients probe it without a key; it answers only a 404.
+    assert sorted(open_routes) == [("GET", "/.well-known/{proxy+}"), ("GET", "/console"),
+                                   ("GET", "/console/{proxy+}"), ("GET", "/healthz"),
+                                   ("GET", "/readyz")]
 
     throttle = props["DefaultRouteSettings"]
     assert {"ThrottlingRateLimit", "ThrottlingBurstLimit"} <= set(throttle)
