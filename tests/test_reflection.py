@@ -159,10 +159,10 @@ def test_superseded_evidence_flags_the_reflection_then_retires_it(model_client, 
 def test_reflection_without_a_model_names_the_setting(client, tenant):
     """Given no model configured
     When a reflection is asked
-    Then 503 model_unavailable naming STRATA_LLM_MODEL, and nothing is written."""
+    Then 409 model_unavailable naming STRATA_LLM_MODEL, and nothing is written."""
     ids = create(client, tenant.key, *PREFS)
     r = client.post("/v1/reflect", headers=auth(tenant.key), json={"seed_id": ids[0]})
-    assert r.status_code == 503, r.text
+    assert r.status_code == 409, r.text
     err = r.json()["error"]
     assert err["code"] == "model_unavailable" and err["setting"] == "STRATA_LLM_MODEL"
     listed = client.get("/v1/memories", headers=auth(tenant.key), params={"path": PATH}).json()

@@ -68,7 +68,7 @@ class ConsolidateRequest(BaseModel):
         "uniqueItems": True}, description=(
         "The active memories to merge; each is superseded by the new one."))
     content: MemoryContent | None = Field(None, max_length=8000, description=(
-        "What the merged memory says; without it the configured model writes it (503 when "
+        "What the merged memory says; without it the configured model writes it (409 when "
         "none is configured)."))
     path: MemoryPath | None = Field(None, description=(
         "Where the merged memory lives; by default the originals' path when they share one "

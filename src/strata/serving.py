@@ -151,7 +151,7 @@ STATUS: dict[type[StrataError], int] = {
     Gone: 410,
     VersionConflict: 412,
     Unavailable: 503,
-    ModelUnavailable: 503,
+    ModelUnavailable: 409,
 }
 
 

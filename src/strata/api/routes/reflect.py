@@ -15,8 +15,8 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 @router.post("/reflect", responses=answers(404, 409), description=(
     "Store one `llm_derived` reflection (kind `reflection`) over active `user_stated` "
     "memories around `seed_id` or under `path`, with a DERIVED_FROM edge to each memory it "
-    "rests on. 503 `model_unavailable` (naming the setting) when no model is configured; "
-    "409 for a derived seed or too little evidence."))
+    "rests on. 409 `model_unavailable` (naming the setting) when no model is configured, "
+    "409 `conflict` for a derived seed or too little evidence."))
 def reflect(body: reflection.ReflectRequest, request: Request, db: DB, caller: CallerDep,
             embedder: EmbedderDep) -> reflection.ReflectResult:
     return reflection.reflect(db, caller, body, embedder, request.app.state.runtime.reflector)
@@ -24,7 +24,7 @@ def reflect(body: reflection.ReflectRequest, request: Request, db: DB, caller: C
 
 @router.post("/consolidate", responses=answers(404, 409), description=(
     "Merge active memories into one (kind `summary`) with a CONSOLIDATES edge to each; the "
-    "originals are superseded with the reason. Without `content` the model writes it (503 "
+    "originals are superseded with the reason. Without `content` the model writes it (409 "
     "`model_unavailable` when none is configured)."))
 def consolidate(body: reflection.ConsolidateRequest, request: Request, db: DB,
                 caller: CallerDep, embedder: EmbedderDep) -> reflection.ConsolidateResult:
