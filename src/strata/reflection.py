@@ -206,6 +206,13 @@ def consolidate(db: Database, caller: Caller, req: ConsolidateRequest, embedder:
             if one not in found:
                 raise NotFound("memory", one, field=f"ids[{i}]")
         originals = [found[i] for i in req.ids]
+        # Refused before a model sees them (and again under the lock, where it counts).
+        for i, o in enumerate(originals):
+            if o["status"] != "active":
+                raise Conflict(f"memory {o['id']} is {o['status']}, not active",
+                               field=f"ids[{i}]")
+        with db.connection() as conn, conn.cursor() as cur:
+            refuse_derived(cur, caller.tenant_id, list(req.ids), field="ids")
         if req.path is not None:
             path = validate_path(req.path, field="path") or req.path
         else:
