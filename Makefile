@@ -13,7 +13,7 @@ ASL_VALIDATOR := asl-validator@4.0.0
 export SAM_CLI_TELEMETRY := 0
 
 .PHONY: run test install install-local bench lint clean tools validate build \
-	build-StrataLayer build-McpLayer
+	build-StrataLayer build-McpLayer build-DocsLayer
 
 $(BIN)/strata: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,7 @@ validate: tools $(BIN)/strata
 build: $(SAM_STAMP)
 	AWS_DEFAULT_REGION=us-east-1 $(SAM) build
 
-# sam build calls these for the two layers (BuildMethod makefile, ContextPath .), from a copy
+# sam build calls these for the layers (BuildMethod makefile, ContextPath .), from a copy
 # of the layer's folder with ARTIFACTS_DIR set. layers/build_layer.py says what goes in; each
 # layer folder holds a link to it, so sam's build cache sees a change to it and rebuilds.
 LAYER_BUILD := $(PYTHON) $(ROOT)/layers/build_layer.py
@@ -71,6 +71,9 @@ build-StrataLayer:
 	$(LAYER_BUILD) "$(ARTIFACTS_DIR)/python" -r requirements.txt --copy strata
 
 build-McpLayer:
+	$(LAYER_BUILD) "$(ARTIFACTS_DIR)/python" -r requirements.txt --beside core-requirements.txt
+
+build-DocsLayer:
 	$(LAYER_BUILD) "$(ARTIFACTS_DIR)/python" -r requirements.txt --beside core-requirements.txt
 
 clean:

@@ -134,6 +134,7 @@ class Bundle:
     principal: str = ""
     grant: str = ""
     key: str = ""             # a key id (revoked, listed)
+    rule: str = ""            # a memory rule (neutral: capture on, nothing excluded) below path
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,12 @@ class World:
                            "level": "read"}, status=201)
         return self.mark(made["id"], b.scope, "admin", f"{b.scope} grant")
 
+    def new_rule(self, b: Bundle) -> str:
+        # Below the scope's path and neutral, so no other cell's write is governed by it.
+        made = self.setup(self.owner_key[b.tenant], "PUT", "/v1/rules",
+                          {"path": f"{b.path}.r{self.unique()}"})
+        return self.mark(made["id"], b.scope, "data", f"{b.scope} rule")
+
     def new_moved(self, b: Bundle) -> tuple[str, str]:
         """A memory that lived in the other scope of its tenant (version 1) and was moved
         here (version 2): its id, and its content from before the move, which belongs where
@@ -273,6 +280,8 @@ class World:
             return replace(b, key=self.new_key(b))
         if kind == "grant":
             return replace(b, grant=self.new_grant(b))
+        if kind == "rule":
+            return replace(b, rule=self.new_rule(b))
         raise AssertionError(f"no fresh {kind}")
 
     # ---- the world
@@ -319,6 +328,7 @@ class World:
             self.mark(own["id"], scope, "admin", f"{scope} grant")
             b.grant = self.new_grant(b)
             b.key = self.new_key(b)
+            b.rule = self.new_rule(b)
             b.memory, b.memory_content = self.new_memory(tenant, path, scope, "memory")
             b.target, _ = self.new_memory(tenant, path, scope, "memory")
             b.deleted = self.new_deleted(b)
@@ -493,6 +503,18 @@ OPS: dict[str, Op] = {
     "GET /v1/ingest": Op(lambda w, s, d: Http("GET", f"/v1/ingest?path={s.path}&limit=200"),
                          shows=lambda w, s: [s.receipt]),
     "GET /v1/audit/status": Op(lambda w, s, d: Http("GET", "/v1/audit/status")),
+    "PUT /v1/rules": Op(lambda w, s, d: Http("PUT", "/v1/rules", {
+        "path": f"{s.path}.r{w.unique()}"})),
+    "GET /v1/rules": Op(lambda w, s, d: Http("GET", f"/v1/rules?path={s.path}"),
+                        shows=lambda w, s: [s.rule]),
+    "GET /v1/rules/{rule_id}": Op(lambda w, s, d: Http("GET", f"/v1/rules/{s.rule}")),
+    "GET /v1/rules/{rule_id}/history": Op(
+        lambda w, s, d: Http("GET", f"/v1/rules/{s.rule}/history"), shows=lambda w, s: [s.rule]),
+    "DELETE /v1/rules/{rule_id}": Op(lambda w, s, d: Http("DELETE", f"/v1/rules/{s.rule}"),
+                                     "rule"),
+    "mcp tool set_rule": Op(lambda w, s, d: tool("set_rule", path=f"{s.path}.r{w.unique()}")),
+    "mcp tool list_rules": Op(lambda w, s, d: tool("list_rules", path=s.path),
+                              shows=lambda w, s: [s.rule]),
     "mcp tools/list": Op(lambda w, s, d: Rpc("tools/list")),
     "mcp tool remember": Op(lambda w, s, d: tool(
         "remember", statement=_write(w), path=s.path)),
@@ -656,6 +678,8 @@ def assert_refused_objects_unchanged(w: World) -> None:
                        b.candidate) == {"status": "candidate"}, b.scope
             assert one("SELECT revoked_at FROM api_keys WHERE id = %s",
                        b.key) == {"revoked_at": None}, b.scope
+            assert one("SELECT version FROM memory_rules WHERE id = %s",
+                       b.rule) == {"version": 1}, b.scope
             assert one("SELECT id FROM grants WHERE id = %s", b.grant) is not None, b.scope
             assert one("SELECT version, path::text AS path FROM memories WHERE id = %s",
                        b.moved) == {"version": 2, "path": b.path}, b.scope

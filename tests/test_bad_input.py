@@ -878,3 +878,20 @@ def test_fuzz_never_500(seed):
     # The loop must exercise both sides, or it proves nothing.
     assert statuses.get(200, 0) >= 10 and sum(
         v for k, v in statuses.items() if 400 <= k < 500) >= 50, statuses
+
+
+@pytest.mark.parametrize("url,field,control", [
+    ("/v1/memories?status=", "status", "/v1/memories?status=active"),
+    ("/v1/memories?kind=%20,", "kind", "/v1/memories?kind=fact,"),
+    ("/v1/memories?tags=,", "tags", "/v1/memories?tags=x,"),
+    ("/v1/memories?status=active&status=", "status", "/v1/memories?status=active&status=superseded"),
+    ("/v1/ingest?status=", "status", "/v1/ingest?status=wrote"),
+])
+def test_a_list_filter_that_names_nothing_is_refused(client, tenant, url, field, control):
+    """Given a list filter given empty (`?status=`, `?kind= ,`, `?tags=,`), which would filter
+    by nothing (`?status=` used to answer every status), and which the schema's pattern refuses
+    When it is sent
+    Then 422 names the field (control: the same filter naming a value answers 200)."""
+    r = client.get(url, headers=tenant.headers)
+    assert r.status_code == 422 and r.json()["error"]["field"] == field, r.text
+    assert client.get(control, headers=tenant.headers).status_code == 200, control

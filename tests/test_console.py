@@ -432,3 +432,45 @@ def test_a_reviewer_suppresses_one_candidate_and_merges_another(browser, server,
     assert {(e["type"], e["other_id"]) for e in edges} >= {("DUPLICATE_OF", dave[1])}
     assert not s.errors, s.errors
     s.close()
+
+
+def test_an_owner_sets_and_removes_a_memory_rule_and_a_write_obeys_it(browser, server, tenant,
+                                                                      api):
+    """Given the owner key in the console
+    When the owner sets a rule at users excluding health (and a bad pattern), then removes it
+    Then the rule is listed and the API blocks a health statement naming it while a
+    preference is kept (control); the bad pattern is refused with the field named; after the
+    removal the list is empty and the same health statement is stored."""
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/admin")
+    form = page.locator("#rule-form")
+    form.wait_for()
+    form.locator("input[name=path]").fill("users")
+    form.locator("input[name=exclude][value=health]").check()
+    form.locator("button[type=submit]").click()
+    page.locator("#flash.ok", has_text="set (version 1)").wait_for()
+    row = page.locator("table.rules tr", has_text="users")
+    assert "health" in row.inner_text()
+    [rule] = api.get("/v1/rules").json()["items"]
+    results = api.post("/v1/memories", json={"memories": [
+        {"content": "I was diagnosed with asthma", "path": "users.alice"},
+        {"content": "I prefer tea", "path": "users.alice"}]}).json()["results"]
+    assert [(r["status"], r.get("rule_id")) for r in results] == [("blocked", rule["id"]),
+                                                                  ("inserted", None)]
+
+    form = page.locator("#rule-form")
+    form.locator("input[name=path]").fill("shared")
+    form.locator("textarea[name=patterns]").fill("/(a+)+/")
+    form.locator("button[type=submit]").click()
+    page.locator("#flash.error", has_text="exclude_patterns[0]").wait_for()
+
+    page.locator("table.rules tr", has_text="users").get_by_role("button", name="Remove").click()
+    page.locator("#flash.ok", has_text="Rule removed").wait_for()
+    assert api.get("/v1/rules").json()["items"] == []
+    [again] = api.post("/v1/memories", json={"memories": [
+        {"content": "I was diagnosed with asthma", "path": "users.alice"}]}).json()["results"]
+    assert again["status"] == "inserted"
+    assert not s.errors, s.errors
+    s.close()

@@ -111,6 +111,27 @@ def test_health_handler_answers_readiness(handlers):
         "database": "ok", "migrations": "ok", "embedding_dim": "ok"}})
 
 
+def test_health_handler_serves_the_whole_document_and_its_viewers(handlers):
+    """Given the health function (the one template.yaml routes the documentation to)
+    When API Gateway sends GET /openapi.json, /docs, /redoc and the viewers' assets, without
+         a key
+    Then each answers 200: the document describes every route of the API, those of the other
+         functions too (control: POST /v1/search, which the search function serves), and the
+         JavaScript bundle comes back whole, as text."""
+    status, doc = invoke(handlers["health"], http_event("GET", "/openapi.json"))
+    assert status == 200 and "post" in doc["paths"]["/v1/search"]
+    assert len(doc["paths"]) >= 20
+    for page in ("/docs", "/redoc"):
+        out = handlers["health"](http_event("GET", page), LambdaContext())
+        assert out["statusCode"] == 200 and "/docs/assets/" in out["body"], page
+    out = handlers["health"](http_event("GET", "/docs/assets/swagger-ui-bundle.js"),
+                             LambdaContext())
+    assert out["statusCode"] == 200 and not out["isBase64Encoded"]
+    assert len(out["body"]) > 1_000_000 and "SwaggerUIBundle" in out["body"]
+    out = handlers["health"](http_event("GET", "/docs/assets/favicon.png"), LambdaContext())
+    assert out["statusCode"] == 200 and out["isBase64Encoded"]
+
+
 def test_memories_handler_round_trip(handlers, tenant):
     """Given the memories function and a tenant key
     When a memory is created, read, patched and listed through API Gateway events

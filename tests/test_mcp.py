@@ -34,6 +34,7 @@ from strata.db import get_database
 from strata.ingest.models import IngestRequest, Message
 from strata.mcpserver import tools
 from strata.memories.models import MemoryIn, MemoryPatch
+from strata.rules.models import RuleIn
 from strata.search import SearchRequest
 
 import support
@@ -41,7 +42,7 @@ import support
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOL_NAMES = {"remember", "recall", "get_memory", "update_memory", "forget", "memory_history",
-              "list_review", "review_decision"}
+              "list_review", "review_decision", "set_rule", "list_rules"}
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -103,7 +104,7 @@ def recalled(outcome: tuple[dict, bool]) -> list[str]:
 def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
     """Given the local app
     When the official client initializes and lists tools
-    Then the server is strata with instructions, and the eight tools each have a title, a
+    Then the server is strata with instructions, and the ten tools each have a title, a
     description, an object schema that forbids unknown arguments, a description on every
     argument, and the arguments the tool cannot work without marked required."""
     async def go():
@@ -122,6 +123,7 @@ def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
         "remember": set(), "recall": {"query"}, "get_memory": {"id"},
         "update_memory": {"id", "expected_version"}, "forget": {"id"},
         "memory_history": {"id"}, "list_review": set(), "review_decision": {"id", "decision"},
+        "set_rule": {"path"}, "list_rules": set(),
     }
     for tool in listed:
         schema = tool.input_schema
@@ -474,6 +476,7 @@ def test_schemas_offer_what_the_core_models_accept():
         return set(tools.TOOLS[name].input_schema["properties"])
 
     assert props("recall") == set(SearchRequest.model_fields)
+    assert props("set_rule") == set(RuleIn.model_fields)
     assert props("update_memory") == set(MemoryPatch.model_fields) | {"id"}
     statement = props("remember") - {"messages", "path", "as_is", *tools.MESSAGES_ONLY,
                                      *tools.BOTH}

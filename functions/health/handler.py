@@ -1,11 +1,13 @@
 """GET /healthz (liveness) and GET /readyz (readiness) behind the HTTP API: the core's `health`
-router under Mangum; and the console's static page and assets (GET /console, the `console`
-router), which, like the health checks, carry no data and are reached without a key."""
+router under Mangum; the console's static page and assets (GET /console, the `console`
+router); and the API's own documentation (/openapi.json, /docs, /redoc and their assets, the
+`docs` router, whose document describes every route of the API, not only these). Like the
+health checks they carry no data and are reached without a key."""
 
 from strata import coldstart
 
 coldstart.begin()  # the collector stays off until init is done: strata.coldstart
 from strata.api.lambda_handler import api_handler
 
-handler = api_handler("health", "console")
+handler = api_handler("health", "console", "docs")
 coldstart.end()

@@ -215,6 +215,7 @@ def _remember_as_is(client, args: argparse.Namespace) -> int:
     print({"inserted": f"stored as written{where}",
            "reinforced": f"already held{where}: reinforced, now version {result.version}",
            "superseded_existing": f"stored as written{where}, superseding what held its slot",
+           "held": f"held for review{where}: {result.reason}",
            }.get(result.status, f"{result.status}{where}"))
     _kept_table([(result.status, result.id, memory.content if memory else "", result.reason)])
     return code
@@ -484,6 +485,72 @@ def cmd_review_merge(client, args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------
+# rules
+# --------------------------------------------------------------------------------------
+
+
+def _rule_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a rule id (a UUID)") from None
+
+
+def _rule_line(r) -> str:
+    parts = [f"capture {r.capture}"]
+    if r.exclude_categories:
+        parts.append("excludes " + ", ".join(r.exclude_categories))
+    if r.exclude_patterns:
+        parts.append(f"{len(r.exclude_patterns)} exclude pattern(s)")
+    if r.include_categories:
+        parts.append("includes " + ", ".join(r.include_categories))
+    if r.instructions:
+        parts.append("instructions for the model")
+    if r.retention_days:
+        parts.append(f"retention {r.retention_days} days")
+    return "; ".join(parts)
+
+
+@_over_http
+def cmd_rules_set(client, args: argparse.Namespace) -> int:
+    fields = {"capture": args.capture, "exclude_categories": args.exclude or [],
+              "exclude_patterns": args.exclude_pattern or [],
+              "include_categories": args.include or [], "instructions": args.instructions,
+              "retention_days": args.retention_days, "expected_version": args.expected_version}
+    rule = client.rules.set(args.path, **{k: v for k, v in fields.items() if v is not None})
+    if args.json:
+        _print_json(rule)
+    else:
+        print(f"rule {rule.id} at {rule.path or '(root)'}, version {rule.version}: "
+              f"{_rule_line(rule)}")
+    return 0
+
+
+@_over_http
+def cmd_rules_list(client, args: argparse.Namespace) -> int:
+    rules = client.rules.list(path=args.path)
+    if args.json:
+        _print_json(rules)
+        return 0
+    if not rules:
+        print("no rules")
+        return 0
+    table(["id", "path", "version", "rule"],
+          [(r.id, r.path or "(root)", r.version, _rule_line(r)) for r in rules], flex=3)
+    return 0
+
+
+@_over_http
+def cmd_rules_delete(client, args: argparse.Namespace) -> int:
+    gone = client.rules.delete(args.id)
+    if args.json:
+        _print_json(gone)
+    else:
+        print(f"deleted rule {gone.id} (version {gone.version}); its history stays")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
 # export / import (operator commands, on the database)
 # --------------------------------------------------------------------------------------
 
@@ -718,6 +785,29 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                 "the candidate says what an active memory says: merge it into that one")
     p.add_argument("id", type=_memory_id)
     p.add_argument("--into", type=_memory_id, required=True)
+
+    from strata.rules.categories import CATEGORIES
+
+    rules = sub.add_parser("rules", help="memory rules: what is kept under a path") \
+        .add_subparsers(dest="action", required=True)
+    p = command(rules, "set", cmd_rules_set,
+                "set the rule at a path (owner there); it replaces the rule at that path")
+    p.add_argument("path", help="the subtree it governs, e.g. users ('' is the tenant root)")
+    p.add_argument("--capture", choices=("on", "off", "review_only"))
+    p.add_argument("--exclude", action="append", choices=CATEGORIES,
+                   help="keep statements of this category out (repeatable)")
+    p.add_argument("--exclude-pattern", action="append", metavar="PATTERN",
+                   help="keep statements matching this out: a literal, or /regex/ (repeatable)")
+    p.add_argument("--include", action="append", choices=CATEGORIES,
+                   help="always keep this category, even where capture is off (repeatable)")
+    p.add_argument("--instructions", help="text handed to the model extractor")
+    p.add_argument("--retention-days", type=_limit, help="archive memories older than this")
+    p.add_argument("--expected-version", type=_limit,
+                   help="replace only this version of the rule (compare-and-set)")
+    p = command(rules, "list", cmd_rules_list, "rules on paths you can read")
+    p.add_argument("--path", help="only at or under this path")
+    p = command(rules, "delete", cmd_rules_delete, "remove a rule (owner on its path)")
+    p.add_argument("id", type=_rule_id)
 
     p = command(sub, "export", cmd_export,
                 "write a tenant's memories, history, relationships and tombstones as JSON "

@@ -64,6 +64,10 @@ Flag = StrictBool
 # optional field), pydantic writes them into the schema as keywords JSON Schema lacks (``ge``).
 Integer = Annotated[int, BeforeValidator(_json_number)]
 Version = Annotated[int, Field(ge=1), BeforeValidator(_json_number)]
+# A short-term memory's time to live, in seconds. The bounds sit on the number itself: on a
+# field typed `Integer | None`, pydantic cannot place them in the schema (it wrote `ge`/`le`,
+# which JSON Schema does not know, so the document said nothing of them).
+Ttl = Annotated[int, Field(ge=60, le=TTL_MAX_S), BeforeValidator(_json_number)]
 Fraction = Annotated[float, Strict(), Field(ge=0, le=1), AfterValidator(_real)]
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from strata.audit import audited
 from strata.auth.access import Caller
@@ -19,6 +21,23 @@ from strata.memories.models import Memory
 from strata.memories.store import decode_cursor, encode_cursor
 from strata.write import changes, locks
 from strata.write.rows import COLUMNS, scope
+
+
+class Contradiction(BaseModel):
+    """An active memory the candidate contradicts, as the CONTRADICTS edge records it."""
+
+    target_id: uuid.UUID = Field(description="The memory contradicted.")
+    type: Literal["CONTRADICTS"] = Field(description="The edge's type.")
+    reason: str | None = Field(description="Why it was judged a contradiction.")
+    decided_by: str = Field(description="A rule or a model's name.")
+    confidence: float = Field(description="How sure the decision was, 0 to 1.")
+
+
+class ReviewItem(Memory):
+    """A candidate held for review, with what it contradicts."""
+
+    contradicts: list[Contradiction] = Field(description=(
+        "The memories it contradicts that the key can read."))
 
 
 def list_candidates(

@@ -20,20 +20,41 @@ Include = Literal["candidates", "history"]
 
 
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"query": "which database does Alice prefer?", "paths": ["users.alice"], "limit": 5},
+        {"query": "where did the team meet last week", "kinds": ["event"], "explain": True},
+        {"query": "open incidents", "meta": {"priority": {"gte": 2}, "team": "core"},
+         "min_score": 0.3},
+    ]})
 
-    query: Text = Field(min_length=1, max_length=4000)
-    paths: list[MemoryPath] | None = Field(default=None, max_length=50)
-    kinds: list[Kind] | None = None
-    tags: list[Tag] | None = Field(default=None, max_length=32)
-    meta: Meta | None = None
+    query: Text = Field(min_length=1, max_length=4000, description=(
+        "What to look for, in words; a time it names (\"last week\") favours memories true "
+        "then."))
+    paths: list[MemoryPath] | None = Field(default=None, max_length=50, description=(
+        "Only these paths' subtrees; every path the key can read when absent."))
+    kinds: list[Kind] | None = Field(default=None, description="Only memories of these kinds.")
+    tags: list[Tag] | None = Field(default=None, max_length=32, description=(
+        "Only memories carrying every one of these tags."))
+    meta: Meta | None = Field(default=None, description=(
+        "Only memories whose meta matches: `{\"team\": \"core\"}` by containment, and a "
+        "key whose value is an object of operators a condition on it: `eq`, `ne`, `gt`, "
+        "`gte`, `lt`, `lte`, `in` (a list), `exists` (true or false), as in "
+        "`{\"priority\": {\"gte\": 2}}`. Every condition must hold."))
     # Integer, Flag: JSON's numbers and booleans (strata.fields says why).
-    limit: Integer = Field(default=10, ge=1, le=100)
-    valid_at: Instant | None = None
-    include: list[Include] = Field(default_factory=list, max_length=2)
-    mode: Mode = "hybrid"
-    expand: Flag = False
-    explain: Flag = False
+    limit: Integer = Field(default=10, ge=1, le=100, description="The most results.")
+    valid_at: Instant | None = Field(default=None, description=(
+        "Only memories true at this instant (their valid time contains it); absent, valid "
+        "time does not filter."))
+    include: list[Include] = Field(default_factory=list, max_length=2, description=(
+        "Statuses to search beside `active`: `candidates` (held for review), `history` "
+        "(superseded and archived)."))
+    mode: Mode = Field(default="hybrid", description=(
+        "`hybrid` ranks by meaning and by words together; `vector` by meaning only, "
+        "`keyword` by words only."))
+    expand: Flag = Field(default=False, description=(
+        "Also return memories related to the hits by an edge (`expanded`)."))
+    explain: Flag = Field(default=False, description=(
+        "Add each result's score breakdown (`explain`)."))
     # Fraction: JSON's number, 0..1 (strata.fields).
     min_score: Fraction | None = Field(default=None, description=(
         "Only results whose `score` (relevance, 0..1) is at least this. Applied before "
@@ -48,45 +69,55 @@ class SearchRequest(BaseModel):
 
 
 class SearchResult(BaseModel):
-    id: uuid.UUID
-    content: str
-    path: str
-    kind: str
-    status: str
-    # user_stated, llm_derived (a reflection or a model-written consolidation), imported,
-    # system: a derived memory is marked as such wherever it is returned.
-    origin: str
+    """A memory that matched, with its relevance and its place in the ranking."""
+
+    id: uuid.UUID = Field(description="The memory's id.")
+    content: str = Field(description="The statement.")
+    path: str = Field(description="Where it lives.")
+    kind: str = Field(description="What sort of statement it is.")
+    status: str = Field(description="`active`, or another status `include` asked for.")
+    origin: str = Field(description=(
+        "`user_stated`, `llm_derived` (a reflection, or a consolidation the model wrote), "
+        "`imported` or `system`: a derived memory is marked as such wherever it is returned."))
     # How well the memory matches the query, 0..1 and comparable across queries
     # (strata.ranking, "Relevance"); results come in `rank` order, which the fused score sets
     # (explain.score), so a lower-ranked result may score higher. 0 for an expansion.
-    score: float
-    rank: int | None = None  # 1-based position in the fused ranking; None for an expansion
-    valid_from: datetime
-    valid_to: datetime | None
-    tags: list[str]
-    importance: float
-    confidence: float
-    expanded: bool = False
-    expanded_from: uuid.UUID | None = None
-    edge: str | None = None
-    explain: dict[str, Any] | None = None
+    score: float = Field(description=(
+        "How well the memory matches the query, 0 to 1, comparable across queries (what "
+        "`min_score` compares with); 0 for an expansion. Results come in `rank` order, so a "
+        "lower-ranked result may score higher."))
+    rank: int | None = Field(default=None, description=(  # None for an expansion
+        "1-based position in the ranking; null for an expansion."))
+    valid_from: datetime = Field(description="When the statement became true.")
+    valid_to: datetime | None = Field(description="When it stopped being true; null while it holds.")
+    tags: list[str] = Field(description="Its tags.")
+    importance: float = Field(description="How much it matters, 0 to 1.")
+    confidence: float = Field(description="How sure strata is that it holds, 0 to 1.")
+    expanded: bool = Field(default=False, description=(
+        "True for a memory found by `expand`, related to a hit rather than matching."))
+    expanded_from: uuid.UUID | None = Field(default=None, description=(
+        "The hit an expanded memory is related to."))
+    edge: str | None = Field(default=None, description="The edge's type, for an expanded memory.")
+    explain: dict[str, Any] | None = Field(default=None, description=(
+        "The score's parts (each arm's raw and normalised score, weights, boosts, the fused "
+        "score that sets the rank), with `explain`."))
 
 
 class WhyNot(BaseModel):
     """Why a memory named in ``why_not`` is or is not among the results."""
 
-    id: uuid.UUID
-    returned: bool
+    id: uuid.UUID = Field(description="The memory named.")
+    returned: bool = Field(description="Whether it is among the results.")
     rank: int | None = Field(default=None, description=(
         "Its place in the fused ranking (1 = best), when either arm found it."))
     reasons: list[Literal["not_visible", "status", "validity", "paths", "kinds", "tags", "meta",
                           "origin", "min_score", "below_limit", "not_found_by_arms"]] = Field(
         description="Empty when returned; `not_visible` alone for an id this key cannot read "
                     "or that does not exist.")
-    message: str
+    message: str = Field(description="The verdict in a sentence.")
 
 
 class SearchResponse(BaseModel):
-    results: list[SearchResult]
+    results: list[SearchResult] = Field(description="The results, best first (in `rank` order).")
     why_not: list[WhyNot] | None = Field(
         default=None, description="One entry per id in the request's `why_not`, in its order.")

@@ -360,7 +360,7 @@ class ImportReport:
     # tombstone's scope (the source's verdict does not erase the destination's own memory).
     tombstones: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("inserted", "existing", "skipped"), 0))
-    blocked: list[dict[str, str]] = field(default_factory=list)  # ids only, first 100
+    blocked: list[dict[str, str | None]] = field(default_factory=list)  # ids only, first 100
     complete: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -556,7 +556,7 @@ class Importer:
                 written = []
                 for (m, _), d in zip(gated, decisions, strict=True):
                     if d.action == "blocked":
-                        self._blocked(m.id, d.tombstone_id, d.reason)
+                        self._blocked(m.id, d.tombstone_id, d.reason, d.rule_id)
                     elif d.action == "reinforced":
                         self.state[m.id] = "reinforced"
                         self.merged_into[m.id] = d.memory_id
@@ -595,12 +595,16 @@ class Importer:
                                     "names": [m.name for m in named]}).fetchall()
         return {(r["path"], r["name"]) for r in rows}
 
-    def _blocked(self, src: uuid.UUID, tombstone: uuid.UUID | None, reason: str | None) -> None:
+    def _blocked(self, src: uuid.UUID, tombstone: uuid.UUID | None, reason: str | None,
+                 rule: uuid.UUID | None = None) -> None:
         self.state[src] = "blocked"
         self.report.memories["blocked"] += 1
         if len(self.report.blocked) < 100:
-            self.report.blocked.append({"id": str(src), "tombstone_id": str(tombstone),
-                                        "reason": reason or "tombstoned"})
+            entry = {"id": str(src), "tombstone_id": str(tombstone),
+                     "reason": reason or "tombstoned"}
+            if rule is not None:  # a memory rule kept it out, not a tombstone
+                entry.update(tombstone_id=None, rule_id=str(rule))
+            self.report.blocked.append(entry)
 
     def _row(self, m: MemoryRecord, dest: uuid.UUID, status: str, vec: Vector) -> dict[str, Any]:
         canonical = canonicalize(m.content)

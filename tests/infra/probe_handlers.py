@@ -20,8 +20,6 @@ import traceback
 
 PARAM = re.compile(r"\{[^}]+\}")
 SAMPLE_ID = "11111111-1111-4111-8111-111111111111"
-# FastAPI's built-in documentation routes: not part of the API contract, not routed on AWS.
-DOCS = {"/openapi.json", "/docs", "/docs/oauth2-redirect"}
 
 
 def core_routes() -> list[tuple[str, str]]:
@@ -33,11 +31,11 @@ def core_routes() -> list[tuple[str, str]]:
     app = create_app()
     routes = [(method.upper(), path) for path, ops in app.openapi()["paths"].items()
               for method in ops]
-    # Routes outside the OpenAPI schema (the raw /mcp endpoint, the console's files), those of
-    # included routers too (flat_routes); methods None = any.
+    # Routes outside the OpenAPI schema (the document and its viewers, the console's files, the
+    # raw /mcp endpoint), those of included routers too (flat_routes); methods None = any.
     for route in flat_routes(app.router.routes):
         if isinstance(getattr(route, "original_route", route), Route) \
-                and route.path not in DOCS and not route.include_in_schema:
+                and not route.include_in_schema:
             methods = sorted(route.methods - {"HEAD"}) if route.methods else ["ANY"]
             routes += [(m, route.path) for m in methods]
     return sorted(set(routes))

@@ -34,6 +34,9 @@ TEMPLATE_PATH = ROOT / "template.yaml"
 ROUTER_FOR_PREFIX = {
     "/healthz": "health",
     "/readyz": "health",
+    "/openapi.json": "docs",
+    "/docs": "docs",
+    "/redoc": "docs",
     "/v1/memories": "memories",
     "/v1/reflect": "reflect",
     "/v1/consolidate": "reflect",
@@ -47,6 +50,7 @@ ROUTER_FOR_PREFIX = {
     "/v1/search": "search",
     "/v1/me": "browse",
     "/v1/paths": "browse",
+    "/v1/rules": "rules",
     "/console": "console",
     "/mcp": "mcp",
     "/.well-known": "mcp",
@@ -59,6 +63,10 @@ INGESTING = {"ingest", "mcp"}
 REQUIRED_ROUTES = {
     ("GET", "/healthz"),
     ("GET", "/readyz"),
+    ("GET", "/openapi.json"),
+    ("GET", "/docs"),
+    ("GET", "/docs/{proxy+}"),
+    ("GET", "/redoc"),
     ("ANY", "/v1/memories"),
     ("ANY", "/v1/memories/{proxy+}"),
     ("ANY", "/v1/keys"),
@@ -78,6 +86,8 @@ REQUIRED_ROUTES = {
     ("POST", "/v1/consolidate"),
     ("GET", "/v1/me"),
     ("GET", "/v1/paths"),
+    ("ANY", "/v1/rules"),
+    ("ANY", "/v1/rules/{proxy+}"),
     ("GET", "/console"),
     ("GET", "/console/{proxy+}"),
     ("ANY", "/mcp"),
@@ -91,9 +101,11 @@ NOT_IN_LAYER = {
     "argcomplete": "CLI shell completion only",
 }
 # Dependencies in a layer of their own, beside the strata layer, for the one function that
-# imports them: the strata layer every function carries stays under its 60 MB.
-OWN_LAYER = {"mcp": "layers/mcp"}
+# needs them: the strata layer every function carries stays under its 60 MB.
+OWN_LAYER = {"mcp": "layers/mcp", "fastapi-offline": "layers/docs"}
 CORE_LAYER = "layers/strata"
+# The core router whose function alone carries each own layer.
+LAYER_ROUTER = {"layers/mcp": "mcp", "layers/docs": "docs"}
 
 # AWS moved python3.11's deprecation to 2027-06-30. cfn-lint releases whose runtime data
 # still says 2026-06-30 (1.51 among them) report E2533 for a runtime Lambda still accepts;
@@ -379,23 +391,30 @@ def test_layers_are_built_by_the_makefile_for_the_functions_platform(template):
 
 def test_every_function_has_the_core_layer_and_only_mcp_the_mcp_layer(template):
     """The strata layer (the package, through the symlink) reaches every function through
-    the Globals; the MCP layer, beside it, only the function serving /mcp: every other
-    function stays within the core layer's budget and without the mcp package."""
+    the Globals; each layer of its own, beside it, only the function serving its router (the
+    MCP layer /mcp, the docs layer /docs): every other function stays within the core layer's
+    budget and without the mcp package or the documentation's bundles."""
     layers = resources_of(template, "AWS::Serverless::LayerVersion")
-    core = {n for n, l in layers.items() if l["Properties"]["ContentUri"].rstrip("/") == CORE_LAYER}
-    mcp = {n for n, l in layers.items() if l["Properties"]["ContentUri"].rstrip("/") == OWN_LAYER["mcp"]}
-    assert len(core) == len(mcp) == 1 and set(layers) == core | mcp
-    [core], [mcp] = core, mcp
+    by_uri = {l["Properties"]["ContentUri"].rstrip("/"): n for n, l in layers.items()}
+    assert len(by_uri) == len(layers) and set(by_uri) == {CORE_LAYER, *LAYER_ROUTER}
+    core = by_uri[CORE_LAYER]
     content = ROOT / CORE_LAYER
     assert (content / "strata").resolve() == (ROOT / "src" / "strata").resolve()
     assert (content / "strata" / "__init__.py").is_file()
-    # The MCP layer's build leaves out what the core layer has: it reads the same file.
-    beside = ROOT / OWN_LAYER["mcp"] / "core-requirements.txt"
-    assert beside.resolve() == (content / "requirements.txt").resolve()
+    for uri in LAYER_ROUTER:
+        # An own layer's build leaves out what the core layer has: it reads the same file.
+        beside = ROOT / uri / "core-requirements.txt"
+        assert beside.resolve() == (content / "requirements.txt").resolve(), uri
+    own = set()
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
-        serves_mcp = any(e["Type"] == "HttpApi" and router_for(e["Properties"]["Path"]) == "mcp"
-                         for e in function["Properties"].get("Events", {}).values())
-        assert layers_of(template, function) == ([core, mcp] if serves_mcp else [core]), name
+        routers = {router_for(e["Properties"]["Path"])
+                   for e in function["Properties"].get("Events", {}).values()
+                   if e["Type"] == "HttpApi"}
+        expected = [core] + [by_uri[uri] for uri, router in LAYER_ROUTER.items()
+                             if router in routers]
+        assert layers_of(template, function) == expected, name
+        own.update(expected[1:])
+    assert own == {by_uri[uri] for uri in LAYER_ROUTER}  # control: each is on some function
 
 
 def test_core_layer_ships_what_the_tracer_imports(template):
@@ -655,9 +674,11 @@ def test_alarms_watch_what_the_issue_names(template):
 def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
     """Given the HttpApi
     Then its default authorizer is the authorizer function (payload 2.0, simple responses,
-    keyed and cached on the Authorization header), only GET /healthz, GET /readyz and the
-    console's static files (GET /console, /console/{proxy+}) and OAuth discovery (GET
-    /.well-known/{proxy+}: a 404 for MCP clients) opt out, routes are throttled, CORS origins come from a parameter, and access logs are JSON that
+    keyed and cached on the Authorization header), only GET /healthz, GET /readyz, the
+    console's static files (GET /console, /console/{proxy+}), OAuth discovery (GET
+    /.well-known/{proxy+}: a 404 for MCP clients) and the documentation (the OpenAPI document,
+    its two viewers and their assets) opt out, routes are throttled, CORS origins come from
+    a parameter, and access logs are JSON that
     names no header (the key travels in one)."""
     [(api_name, api)] = resources_of(template, "AWS::Serverless::HttpApi").items()
     props = api["Properties"]
@@ -678,11 +699,13 @@ def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
                    and any(e["Properties"].get("Auth", {}).get("Authorizer") == "NONE"
                            and (e["Properties"]["Method"].upper(), e["Properties"]["Path"]) == (m, p)
                            for e in template["Resources"][f]["Properties"]["Events"].values())]
-    # The console's static files: no data, and a browser's navigation sends no key. OAuth
-    # discovery (/.well-known): MCP clients probe it without a key; it answers only a 404.
-    assert sorted(open_routes) == [("GET", "/.well-known/{proxy+}"), ("GET", "/console"),
-                                   ("GET", "/console/{proxy+}"), ("GET", "/healthz"),
-                                   ("GET", "/readyz")]
+    # The console's static files and the documentation: no data, and a browser's navigation
+    # sends no key. OAuth discovery (/.well-known): MCP clients probe it without a key; it
+    # answers only a 404.
+    assert sorted(open_routes) == [
+        ("GET", "/.well-known/{proxy+}"), ("GET", "/console"), ("GET", "/console/{proxy+}"),
+        ("GET", "/docs"), ("GET", "/docs/{proxy+}"), ("GET", "/healthz"),
+        ("GET", "/openapi.json"), ("GET", "/readyz"), ("GET", "/redoc")]
 
     throttle = props["DefaultRouteSettings"]
     assert {"ThrottlingRateLimit", "ThrottlingBurstLimit"} <= set(throttle)
@@ -1169,11 +1192,15 @@ def distributions(site: Path) -> dict:
             for d in importlib.metadata.distributions(path=[str(site)])}
 
 
-def built_layers(built: Path) -> tuple[Path, Path]:
+def built_layer(built: Path, content_uri: str) -> Path:
     template = cfn_yaml.load(str(TEMPLATE_PATH))
     by_uri = {l["Properties"]["ContentUri"].rstrip("/"): name
               for name, l in resources_of(template, "AWS::Serverless::LayerVersion").items()}
-    return built / by_uri[CORE_LAYER] / "python", built / by_uri[OWN_LAYER["mcp"]] / "python"
+    return built / by_uri[content_uri] / "python"
+
+
+def built_layers(built: Path) -> tuple[Path, Path]:
+    return built_layer(built, CORE_LAYER), built_layer(built, OWN_LAYER["mcp"])
 
 
 def test_built_layers_fit_their_budget_and_share_nothing(built):
@@ -1198,6 +1225,15 @@ def test_built_layers_fit_their_budget_and_share_nothing(built):
     shipped_twice = sorted((set(core_dists) | set(mcp_dists)) & {"boto3", "botocore", "s3transfer"})
     assert not shipped_twice, f"the runtime has these: {shipped_twice}"
     assert mcp_mb + core_mb < 250, "Lambda's limit for a function and its layers"
+    # The docs layer: the viewers' bundles alone; FastAPI, which fastapi-offline requires, is
+    # the core layer's.
+    docs = built_layer(built, OWN_LAYER["fastapi-offline"])
+    docs_dists = distributions(docs)
+    assert set(docs_dists) == {"fastapi-offline"}, sorted(docs_dists)
+    assert "fastapi" in core_dists and "fastapi-offline" not in core_dists
+    assert (docs / "fastapi_offline" / "static" / "swagger-ui-bundle.js").is_file()
+    assert tree_bytes(docs) / 2**20 < 10
+    assert not unmet_requirements(docs_dists, {**core_dists, **docs_dists})
     built_template = cfn_yaml.load(str(built / "template.yaml"))
     for name, function in resources_of(built_template, "AWS::Serverless::Function").items():
         code = built / function["Properties"]["CodeUri"]
@@ -1290,7 +1326,9 @@ for name, code, handler in specs:
         out[name] = f"{type(exc).__name__}: {exc}"
     finally:
         sys.path.remove(code)
-print(json.dumps({"functions": out, "mcp_loaded": "mcp" in sys.modules}))
+import importlib.util
+print(json.dumps({"functions": out, "mcp_loaded": "mcp" in sys.modules,
+                  "docs_assets": importlib.util.find_spec("fastapi_offline") is not None}))
 '''
 
 
@@ -1298,8 +1336,9 @@ def test_built_handlers_import_from_their_layers_alone(built, tmp_path):
     """Given each built function and the built layers the template gives it (plus the boto3
     the runtime has)
     When its handler is imported by an interpreter without site-packages (python -S)
-    Then it imports: the layers miss nothing; and the functions without the MCP layer import
-    without the mcp package."""
+    Then it imports: the layers miss nothing; the functions without the MCP layer import
+    without the mcp package; and the documentation's bundles are found where the docs layer
+    is (the health function), and only there."""
     import importlib.util
 
     runtime = tmp_path / "runtime"  # the python3.11 runtime's boto3 and its dependencies
@@ -1317,7 +1356,9 @@ def test_built_handlers_import_from_their_layers_alone(built, tmp_path):
         groups.setdefault(layers, []).append(
             (name, str(built / function["Properties"]["CodeUri"]),
              function_property(template, function, "Handler")))
-    assert len(groups) == 2  # with and without the MCP layer
+    assert len(groups) == 3  # the core layer alone, with the MCP layer, with the docs layer
+    mcp_layer = str(built_layer(built, OWN_LAYER["mcp"]))
+    docs_layer = str(built_layer(built, OWN_LAYER["fastapi-offline"]))
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "PYTHON"))},
            "STRATA_RUNTIME": "aws", "STRATA_DB_HOST": "proxy.invalid",
            "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_SERVICE_NAME": "import-check"}
@@ -1331,7 +1372,8 @@ def test_built_handlers_import_from_their_layers_alone(built, tmp_path):
         report = json.loads(proc.stdout)
         failed = {n: r for n, r in report["functions"].items() if r is not True}
         assert not failed, failed
-        assert report["mcp_loaded"] == (len(layers) == 2), (layers, report)
+        assert report["mcp_loaded"] == (mcp_layer in layers), (layers, report)
+        assert report["docs_assets"] == (docs_layer in layers), (layers, report)
         imported.update(report["functions"])
     assert len(imported) >= 10
 

@@ -57,8 +57,12 @@ def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
 
 _ask_about_pydantic_v1_only_once_it_is_loaded()
 
-ROUTERS = ("health", "memories", "reflect", "access", "audit", "ingest", "review", "search",
-           "browse", "console", "mcp")
+ROUTERS = ("health", "docs", "memories", "reflect", "access", "audit", "ingest", "review",
+           "search", "browse", "rules", "console", "mcp")
+# Routers whose routes are not part of the API the document describes: the document and its
+# viewers, the console's static files, and /mcp (JSON-RPC, which OpenAPI does not describe; a
+# mount, not routes).
+UNDOCUMENTED = ("docs", "console", "mcp")
 
 
 def create_app(
@@ -69,15 +73,17 @@ def create_app(
     settings: Settings | None = None,
     rate_limiter: RateLimiter | None = None,
 ) -> FastAPI:
-    import importlib
-
     from strata import logs
 
     settings = settings or get_settings()
     logs.configure(settings)
-    app = FastAPI(title="strata", version=__version__, docs_url="/docs", redoc_url=None)
+    # FastAPI's own /openapi.json and /docs are off: the docs router serves them (and
+    # /redoc), with local assets, only in the apps that include it (one function on AWS).
+    app = FastAPI(title="strata", version=__version__, description=openapi.DESCRIPTION,
+                  openapi_tags=openapi.TAGS, openapi_url=None, docs_url=None, redoc_url=None)
     app.state.runtime = Runtime(settings, db, embedder)
-    openapi.install(app)
+    openapi.install(app, documented=lambda: [_router(n) for n in ROUTERS
+                                             if n not in UNDOCUMENTED])
     # Middleware, inner to outer: the rate limits (strata.ratelimit; the local server only,
     # API Gateway throttles on AWS) inside the NeverLeak guard, so a fault there is the JSON
     # 500; CORS outside it, so every answer (a 429, the guard's 500) carries the CORS
@@ -108,5 +114,11 @@ def create_app(
 
             transport.mount(app, app.state.runtime)
         else:
-            app.include_router(importlib.import_module(f"strata.api.routes.{name}").router)
+            app.include_router(_router(name))
     return app
+
+
+def _router(name: str):
+    import importlib
+
+    return importlib.import_module(f"strata.api.routes.{name}").router

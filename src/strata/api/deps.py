@@ -3,21 +3,26 @@ the query parameters several routes share."""
 
 from __future__ import annotations
 
+import uuid
+
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Path, Query, Request
 from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
 from strata.db import Database
+from strata.errors import InvalidInput
+from strata.fields import SPACE_CLASS
 from strata.db.routing import Reads
 from strata.providers import Embedder
 
 # Not FastAPI's: the MCP transport resolves its caller the same way (strata.serving).
 from strata.serving import resolve_caller
 
-__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "ReadsDep", "get_caller",
+__all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "MemoryId", "ReadsDep",
+           "csv_pattern", "csv_values", "get_caller",
            "get_db", "get_embedder", "get_reads"]
 
 
@@ -52,6 +57,35 @@ DB = Annotated[Database, Depends(get_db)]
 EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
 ReadsDep = Annotated[Reads, Depends(get_reads)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
+MemoryId = Annotated[uuid.UUID, Path(description="The memory's id.")]
+
+
+def csv_values(values: list[str] | None, allowed: tuple[str, ...], field: str) -> list[str] | None:
+    """Accept ?kind=a,b and ?kind=a&kind=b; name the field on an unknown value, and on a value
+    that names none (``?kind=``, ``?kind=,``): it would otherwise filter by nothing."""
+    if not values:
+        return None
+    out = []
+    for raw in values:
+        named = [v.strip() for v in raw.split(",") if v.strip()]
+        if not named:
+            raise InvalidInput(f"{field} names no {field}; one of: {', '.join(allowed)}",
+                               field=field)
+        out += named
+    for v in out:
+        if v not in allowed:
+            raise InvalidInput(f"unknown {field} {v!r}; one of: {', '.join(allowed)}", field=field)
+    return out
+
+
+def csv_pattern(allowed: tuple[str, ...]) -> str:
+    """A :func:`csv_values` parameter's value as the schema states it: comma-separated pieces,
+    each (less the whitespace strip() removes) empty or one of ``allowed``, at least one not
+    empty."""
+    blank = f"[{SPACE_CLASS}]*"
+    piece = rf"{blank}({'|'.join(allowed)})?{blank}"
+    named = rf"{blank}({'|'.join(allowed)}){blank}"
+    return rf"^({blank},)*{named}(,{piece})*$"
 
 # A page's cursor, as the page before gave it (``next_cursor``): never empty, so a client that
 # sends back a missing one is told so instead of getting the first page again.
@@ -65,4 +99,5 @@ Cursor = Annotated[Annotated[str, Field(min_length=1, max_length=200, pattern=r"
 # Of the audit chain: a sequence number, ASCII digits (str.isdigit() would take "²", which
 # int() refuses).
 AuditCursor = Annotated[Annotated[str, Field(
-    min_length=1, max_length=19, pattern=r"^[0-9]+$")] | None, Query()]
+    min_length=1, max_length=19, pattern=r"^[0-9]+$")] | None, Query(
+        description="The `next_cursor` of the page before.")]

@@ -19,19 +19,63 @@ What only the core knows (a duplicate is a 409, a forgotten memory a 410, a prin
 in the body a 404, an ingest still running a 202) the route declares with FastAPI's own
 ``responses=``, naming the status only (:func:`answers`); the error body is filled in here.
 tests/test_schemathesis.py holds the server to the result: an undocumented status fails it.
+
+An operation's summary and description come from its route's docstring: the first paragraph
+is the summary, the rest the description (tests/test_openapi.py requires both of every
+operation, and a description of every property of every schema, so a route or a field added
+later cannot go undocumented).
+
+The document describes the whole API, whichever routers the app that serves it includes: on
+AWS one function serves /openapi.json for all of them (:func:`install`).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import inspect
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from fastapi import FastAPI
-from pydantic import BaseModel
+from fastapi import APIRouter, FastAPI
+from pydantic import BaseModel, Field
 
-__all__ = ["ERROR_SCHEMA", "Items", "Page", "Results", "answers", "complete", "flat_routes",
-           "install"]
+__all__ = ["DESCRIPTION", "ERROR_SCHEMA", "Items", "Page", "Results", "TAGS", "answers",
+           "complete", "flat_routes", "install"]
+
+DESCRIPTION = """\
+strata keeps an agent's memories and knows which of them are still true: a memory that stops
+being true is superseded, never silently overwritten, and a value corrected, rejected or
+forgotten cannot creep back in by repetition.
+
+**Keys.** Every `/v1` operation takes an API key as `Authorization: Bearer <key>` (create one
+with `strata keys create`; in Swagger UI, *Authorize*). A key acts for its principal, within
+the principal's grants and the key's own ceiling. `/healthz`, `/readyz` and this document
+take none.
+
+**Errors** are always `{"error": {"code", "message", "field"?}}` with the status each
+operation lists; `field` names the parameter or body field to blame. 429 and some 503s carry
+`Retry-After`.
+
+**Lists** are `{"items": [...]}`; a paged one adds `next_cursor`, to pass back as `cursor`
+(null on the last page).
+"""
+
+# The groups operations are shown in, in this order.
+TAGS: list[dict[str, str]] = [
+    {"name": "memories", "description": "Create, read, change, delete, restore and forget "
+                                        "memories, and read their history and relationships."},
+    {"name": "search", "description": "Hybrid retrieval over the memories the key may read."},
+    {"name": "ingest", "description": "Send a conversation; strata extracts the memories "
+                                      "worth keeping and answers with a receipt."},
+    {"name": "review", "description": "Candidates held back for a person's decision: promote, "
+                                      "reject or merge them."},
+    {"name": "access", "description": "Owner administration within a tenant: principals, "
+                                      "their grants on paths, and API keys."},
+    {"name": "browse", "description": "Who a key is, and the paths it can read."},
+    {"name": "audit", "description": "The tenant's append-only, hash-chained audit log, and "
+                                     "its verification."},
+    {"name": "health", "description": "Liveness and readiness, without a key."},
+]
 
 ERROR = "Error"
 BEARER = "bearer"
@@ -48,12 +92,24 @@ ERROR_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["code", "message"],
             "properties": {
-                "code": {"type": "string", "description": "A stable, machine-readable code."},
-                "message": {"type": "string"},
-                "field": {"type": "string", "description": "The field to blame, if one is."},
+                "code": {"type": "string", "description": (
+                    "A stable, machine-readable code (`not_found`, `invalid_input`, ...).")},
+                "message": {"type": "string", "description": (
+                    "What went wrong, for a person to read; never the request's content.")},
+                "field": {"type": "string", "description": (
+                    "The parameter or body field to blame, if one is (`memories[2].path`).")},
             },
+            "description": "The error; some codes add their own details (`current_version`, "
+                           "`tombstone_id`, `checks`, ...).",
         },
     },
+    "examples": [
+        {"error": {"code": "invalid_input", "message": "Input should be 'fact', 'preference', "
+                   "...", "field": "memories[0].kind"}},
+        {"error": {"code": "version_conflict",
+                   "message": "expected version 3, current version is 4",
+                   "field": "expected_version", "current_version": 4}},
+    ],
 }
 
 T = TypeVar("T")
@@ -62,16 +118,17 @@ T = TypeVar("T")
 # The envelopes list answers come in, typed so the document says what is inside (and a client,
 # or schemathesis following an id from one answer to the next request, can read it).
 class Items(BaseModel, Generic[T]):
-    items: list[T]
+    items: list[T] = Field(description="Every item, in the order the operation states.")
 
 
 class Page(BaseModel, Generic[T]):
-    items: list[T]
-    next_cursor: str | None
+    items: list[T] = Field(description="This page's items, in order.")
+    next_cursor: str | None = Field(description=(
+        "Pass as `cursor` to get the next page; null when this is the last one."))
 
 
 class Results(BaseModel, Generic[T]):
-    results: list[T]
+    results: list[T] = Field(description="The results, in the order the operation states.")
 
 
 _SECONDS = {"type": "integer", "minimum": 0}
@@ -107,16 +164,27 @@ def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"description": DESCRIPTIONS[status]} for status in statuses}
 
 
-def install(app: FastAPI) -> None:
-    """Serve the completed document at /openapi.json (and to ``app.openapi()``). It is built
-    on first request, so an app that never serves it never pays for it."""
+def install(app: FastAPI, documented: Callable[[], list[APIRouter]] | None = None) -> None:
+    """Make ``app.openapi()`` (what /openapi.json serves) the completed document of the
+    routers ``documented`` returns, or of the app's own routes without it. A Lambda function
+    serves only its own routers, but the API it is part of has them all: its document must
+    too. Built on first request, so an app that never serves it never pays for it (the
+    routers it does not serve are imported then)."""
     build = app.openapi
     completed: dict[str, Any] | None = None
 
     def openapi() -> dict[str, Any]:
         nonlocal completed
         if completed is None:
-            completed = complete(copy.deepcopy(build()), app.routes)
+            spec, routes = build, app.routes
+            if documented is not None:
+                source = FastAPI(title=app.title, version=app.version,
+                                 description=app.description, openapi_tags=app.openapi_tags,
+                                 openapi_url=None, docs_url=None, redoc_url=None)
+                for router in documented():
+                    source.include_router(router)
+                spec, routes = source.openapi, source.routes
+            completed = complete(copy.deepcopy(spec()), routes)
             app.openapi_schema = completed
         return completed
 
@@ -132,6 +200,7 @@ def complete(spec: dict[str, Any], routes: list[Any]) -> dict[str, Any]:
         "description": "An API key (`strata keys create`), as `Authorization: Bearer <key>`.",
     }
     for route, operation in _operations(spec, routes):
+        _summary_from_docstring(route, operation)
         for parameter in operation.get("parameters", []):
             _not_null(parameter.get("schema", {}))
         responses = operation.setdefault("responses", {})
@@ -184,6 +253,21 @@ def _statuses(route: Any, authenticated: bool) -> list[int]:
     if any(p.alias.lower() == "if-match" for p in _all(route.dependant, "header_params")):
         statuses.append(412)
     return sorted(set(statuses))
+
+
+def _summary_from_docstring(route: Any, operation: dict[str, Any]) -> None:
+    """The docstring's first paragraph as the summary, the rest as the description, where the
+    route sets neither itself (FastAPI would show the function's name, and the whole
+    docstring)."""
+    if route.summary is not None or route.description != inspect.cleandoc(
+            route.endpoint.__doc__ or "").split("\f")[0]:
+        return
+    first, _, rest = route.description.partition("\n\n")
+    if first:
+        operation["summary"] = " ".join(first.split())
+        operation["description"] = rest.strip()
+        if not operation["description"]:
+            del operation["description"]
 
 
 def _not_null(schema: dict[str, Any]) -> None:

@@ -26,14 +26,16 @@ class JobRun(BaseModel):
     """The last run of a scheduled job (``strata audit verify``, the daily verify function,
     the hourly digests) for this tenant."""
 
-    started_at: datetime
+    started_at: datetime = Field(description="When the run began.")
     completed_at: datetime | None = Field(
         description="None while a run is under way or when the last one did not finish.")
     ok: bool | None = Field(description="The run's verdict; None when it did not finish.")
-    mode: str | None = None
+    mode: str | None = Field(default=None, description=(
+        "How much a verification walked (`full`, `rolling`, `incremental`)."))
     failed: list[str] = Field(default_factory=list,
                               description="The parts that did not hold (chain, checkpoint, digest, prune).")
-    problems: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list, description=(
+        "What was wrong, one sentence each."))
     checked: int | None = Field(default=None, description="Rows the run walked.")
     published: bool | None = Field(default=None, description="A digest run published one.")
 
@@ -42,8 +44,11 @@ class AuditStatus(BaseModel):
     head_seq: int = Field(description="The chain's last entry (0: nothing audited yet).")
     verified: Checkpoint | None = Field(description="How far verification has vouched for the chain.")
     pruned: Checkpoint | None = Field(description="Entries up to here were pruned (retention).")
-    last_verification: JobRun | None
-    last_digest: JobRun | None
+    last_verification: JobRun | None = Field(description=(
+        "The last scheduled verification of the chain; null before the first."))
+    last_digest: JobRun | None = Field(description=(
+        "The last digest run (anchoring the head outside the database); null before the "
+        "first."))
 
 
 def _run(row: dict[str, Any] | None) -> JobRun | None:

@@ -39,17 +39,19 @@ LevelName = Literal["read", "write", "owner"]
 
 
 class Entry(BaseModel):
+    """A grant or a ceiling entry."""
+
     path: str = Field(description="The entry's path; its subtree is covered ('' = root).")
-    level: LevelName
+    level: LevelName = Field(description="The level it gives there.")
 
 
 class Step(BaseModel):
     """One key of the chain, the asked key first, then the key that minted it, and so on."""
 
-    key_id: uuid.UUID
-    name: str | None
-    principal_id: uuid.UUID
-    principal: str
+    key_id: uuid.UUID = Field(description="The key.")
+    name: str | None = Field(description="Its name, when given.")
+    principal_id: uuid.UUID = Field(description="Who it acts for.")
+    principal: str = Field(description="That principal's name.")
     live: bool = Field(description="Unrevoked, unexpired, and its principal enabled.")
     dead_because: str | None = Field(
         default=None, description="revoked, expired or principal_disabled; None when live.")
@@ -61,19 +63,23 @@ class Step(BaseModel):
 
 
 class Decision(BaseModel):
+    """What decides the key's level at the path."""
+
     key_id: uuid.UUID | None = Field(description="The chain step that decides.")
-    source: Literal["grant", "ceiling", "no_grant", "no_ceiling_entry", "dead_key"]
+    source: Literal["grant", "ceiling", "no_grant", "no_ceiling_entry", "dead_key"] = Field(
+        description=("A grant or a ceiling entry whose level is the effective one, or what "
+                     "is missing: no grant, no ceiling entry, a dead key in the chain."))
     entry: Entry | None = Field(default=None, description="The deciding grant or ceiling entry.")
-    message: str
+    message: str = Field(description="The decision in a sentence.")
 
 
 class AccessExplanation(BaseModel):
     """A key's effective level at a path and the entry that decides it."""
 
-    key_id: uuid.UUID
-    path: str
+    key_id: uuid.UUID = Field(description="The key asked about.")
+    path: str = Field(description="The path asked about.")
     level: LevelName | None = Field(description="Effective level at the path; None: no access.")
-    decided_by: Decision
+    decided_by: Decision = Field(description="What decides that level.")
     chain: list[Step] = Field(description="The key, then each key that minted it.")
 
 

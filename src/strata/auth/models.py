@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from strata.fields import ScopePath
 
@@ -34,11 +34,14 @@ class TenantSummary(Tenant):
 
 
 class Principal(BaseModel):
-    id: uuid.UUID
-    name: str
-    kind: Literal["user", "agent"]
-    created_at: datetime
-    disabled_at: datetime | None = None
+    """A user or an agent of the tenant: who keys act for and grants are given to."""
+
+    id: uuid.UUID = Field(description="The principal's id.")
+    name: str = Field(description="Its name.")
+    kind: Literal["user", "agent"] = Field(description="A person or an agent.")
+    created_at: datetime = Field(description="When it was created.")
+    disabled_at: datetime | None = Field(default=None, description=(
+        "When it was disabled (its keys no longer work); null while it is enabled."))
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Principal":
@@ -49,11 +52,14 @@ class Principal(BaseModel):
 
 
 class Grant(BaseModel):
-    id: uuid.UUID
-    principal_id: uuid.UUID
-    path: str
-    level: Literal["read", "write", "owner"]
-    created_at: datetime
+    """A principal's access to a path and everything under it."""
+
+    id: uuid.UUID = Field(description="The grant's id.")
+    principal_id: uuid.UUID = Field(description="Who it is given to.")
+    path: str = Field(description="The path it covers, with its subtree (`\"\"`: everything).")
+    level: Literal["read", "write", "owner"] = Field(description=(
+        "`read` < `write` < `owner` (owners administer keys and grants)."))
+    created_at: datetime = Field(description="When it was given.")
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Grant":
@@ -64,8 +70,10 @@ class Grant(BaseModel):
 
 
 class CeilingEntry(BaseModel):
-    path: ScopePath
-    level: Literal["read", "write", "owner"]
+    """At most this level on this path's subtree, for a key (never above its principal's)."""
+
+    path: ScopePath = Field(description="The path (`\"\"`: everything).")
+    level: Literal["read", "write", "owner"] = Field(description="The highest level there.")
 
 
 class KeyInfo(BaseModel):
@@ -73,16 +81,19 @@ class KeyInfo(BaseModel):
     through the API (its access never exceeds that key's); None when the operator (CLI) or
     the tenant bootstrap minted it."""
 
-    id: uuid.UUID
-    principal_id: uuid.UUID
-    prefix: str
-    name: str | None
-    ceiling: list[CeilingEntry] | None
-    default_path: str | None
-    created_at: datetime
-    expires_at: datetime | None
-    revoked_at: datetime | None
-    parent_id: uuid.UUID | None = None
+    id: uuid.UUID = Field(description="The key's id.")
+    principal_id: uuid.UUID = Field(description="Who the key acts for.")
+    prefix: str = Field(description="The key's first characters, to recognise it by.")
+    name: str | None = Field(description="Its name, when given.")
+    ceiling: list[CeilingEntry] | None = Field(description=(
+        "The most the key may do, per path; null: all its principal may."))
+    default_path: str | None = Field(description=(
+        "Where a memory or conversation sent without a path goes."))
+    created_at: datetime = Field(description="When it was created.")
+    expires_at: datetime | None = Field(description="When it stops working, if ever.")
+    revoked_at: datetime | None = Field(description="When it was revoked; null while it is not.")
+    parent_id: uuid.UUID | None = Field(default=None, description=(
+        "The key that created it through the API; null when an operator did."))
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "KeyInfo":
@@ -95,4 +106,7 @@ class KeyInfo(BaseModel):
 
 
 class CreatedKey(KeyInfo):
-    key: str  # shown once
+    """A new key, with its secret: shown this once, never again."""
+
+    key: str = Field(description=(
+        "The key itself, to send as `Authorization: Bearer <key>`; store it now."))

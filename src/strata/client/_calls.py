@@ -316,3 +316,29 @@ def reject(memory_id: Any, suppress: bool, until: datetime | None = None) -> Cal
 def merge(memory_id: Any, into: Any) -> Call:
     return Call("POST", f"/v1/review/{as_id(memory_id)}/merge", json={"into": as_id(into, "into")},
                 parse=_one(_models().Memory), idempotent=False)
+
+
+def rule_set(path: str, **fields: Any) -> Call:
+    """``PUT /v1/rules``: the fields of ``RuleIn``; the whole rule at ``path`` is replaced."""
+    body = validated(_models().RuleIn, path=path, **fields)
+    return Call("PUT", "/v1/rules", json=dump(body) | {"path": path},
+                parse=_one(_models().Rule))
+
+
+def rule_list(*, path: str | None) -> Call:
+    return Call("GET", "/v1/rules", params=_params(path=path),
+                parse=_list_of(_models().Rule, "items"))
+
+
+def rule_get(rule_id: Any) -> Call:
+    return Call("GET", f"/v1/rules/{as_id(rule_id)}", parse=_one(_models().Rule))
+
+
+def rule_delete(rule_id: Any) -> Call:
+    return Call("DELETE", f"/v1/rules/{as_id(rule_id)}", parse=_one(_models().RuleDeleted),
+                idempotent=False)
+
+
+def rule_history(rule_id: Any) -> Call:
+    return Call("GET", f"/v1/rules/{as_id(rule_id)}/history",
+                parse=_list_of(_models().RuleVersion, "items"))

@@ -21,7 +21,7 @@ from strata.client.errors import ApiError, Unreachable
 if TYPE_CHECKING:
     from strata.client.models import (
         Deleted, Forgotten, Health, HistoryEntry, Memory, MemoryIn, Page, Receipt,
-        Relationship, ReviewItem, SearchResult, WriteResult,
+        Relationship, ReviewItem, Rule, RuleDeleted, RuleVersion, SearchResult, WriteResult,
     )
 
 log = logging.getLogger("strata.client")
@@ -93,7 +93,7 @@ class Client(_Base):
     """A synchronous strata client.
 
     ``Client()`` reads ``STRATA_URL`` / ``STRATA_KEY`` or a profile (see
-    :mod:`strata.client.config`). ``client.memories`` and ``client.review`` group those
+    :mod:`strata.client.config`). ``client.memories``, ``client.review`` and ``client.rules`` group those
     routes; ``remember`` and ``recall`` are the two calls an agent needs.
     """
 
@@ -104,6 +104,7 @@ class Client(_Base):
         self._http = http or httpx.Client(transport=transport, **self._http_options())
         self.memories = Memories(self)
         self.review = Review(self)
+        self.rules = Rules(self)
 
     def close(self) -> None:
         self._http.close()
@@ -295,6 +296,28 @@ class Review:
         return self._c._send(_calls.merge(memory_id, into))
 
 
+class Rules:
+    """``/v1/rules``: memory rules, the owner's policy for what is kept under a path."""
+
+    def __init__(self, client: Client) -> None:
+        self._c = client
+
+    def set(self, path: str, **fields: Any) -> "Rule":
+        return self._c._send(_calls.rule_set(path, **fields))
+
+    def list(self, *, path: str | None = None) -> "list[Rule]":
+        return self._c._send(_calls.rule_list(path=path))
+
+    def get(self, rule_id: Id) -> "Rule":
+        return self._c._send(_calls.rule_get(rule_id))
+
+    def delete(self, rule_id: Id) -> "RuleDeleted":
+        return self._c._send(_calls.rule_delete(rule_id))
+
+    def history(self, rule_id: Id) -> "list[RuleVersion]":
+        return self._c._send(_calls.rule_history(rule_id))
+
+
 # --------------------------------------------------------------------------------------
 # Async
 # --------------------------------------------------------------------------------------
@@ -310,6 +333,7 @@ class AsyncClient(_Base):
         self._http = http or httpx.AsyncClient(transport=transport, **self._http_options())
         self.memories = AsyncMemories(self)
         self.review = AsyncReview(self)
+        self.rules = AsyncRules(self)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -472,3 +496,23 @@ class AsyncReview:
 
     async def merge(self, memory_id: Id, into: Id) -> "Memory":
         return await self._c._send(_calls.merge(memory_id, into))
+
+
+class AsyncRules:
+    def __init__(self, client: AsyncClient) -> None:
+        self._c = client
+
+    async def set(self, path: str, **fields: Any) -> "Rule":
+        return await self._c._send(_calls.rule_set(path, **fields))
+
+    async def list(self, *, path: str | None = None) -> "list[Rule]":
+        return await self._c._send(_calls.rule_list(path=path))
+
+    async def get(self, rule_id: Id) -> "Rule":
+        return await self._c._send(_calls.rule_get(rule_id))
+
+    async def delete(self, rule_id: Id) -> "RuleDeleted":
+        return await self._c._send(_calls.rule_delete(rule_id))
+
+    async def history(self, rule_id: Id) -> "list[RuleVersion]":
+        return await self._c._send(_calls.rule_history(rule_id))

@@ -23,6 +23,7 @@ from strata.memories.models import (
     MemoryPatch,
     WriteResult,
 )
+from strata.rules.models import Rule, RuleDeleted, RuleIn, RuleVersion
 from strata.search_models import SearchRequest, SearchResult
 
 T = TypeVar("T")
@@ -82,5 +83,6 @@ class Health(BaseModel):
 __all__ = [
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
     "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
-    "Relationship", "ReviewItem", "SearchRequest", "SearchResult", "WriteResult",
+    "Relationship", "ReviewItem", "Rule", "RuleDeleted", "RuleIn", "RuleVersion",
+    "SearchRequest", "SearchResult", "WriteResult",
 ]

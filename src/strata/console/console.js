@@ -636,8 +636,9 @@ async function receiptCard(r) {
 // ------------------------------------------------------------------ owners: keys, grants, audit
 
 async function adminView(view) {
-  view.append(el("h2", {}, "Keys, grants and audit"));
-  const sections = [["Keys", keysSection], ["Grants", grantsSection], ["Audit chain", auditSection]];
+  view.append(el("h2", {}, "Keys, grants, rules and audit"));
+  const sections = [["Keys", keysSection], ["Grants", grantsSection], ["Rules", rulesSection],
+                    ["Audit chain", auditSection]];
   for (const [title, build] of sections) {
     const box = el("section", {class: "admin", id: `admin-${title.split(" ")[0].toLowerCase()}`}, el("h3", {}, title));
     view.append(box);
@@ -745,6 +746,59 @@ async function grantsSection(box) {
           flash("Grant removed.", "ok");
         } catch (e) {
           flash(`Not removed: ${e.message}`, "error");
+        }
+      }}, "Remove")))))));
+}
+
+const CATEGORIES = ["health", "credentials", "finances", "other_people", "location"];
+
+// Memory rules (README "Memory rules"): listed where this key reads, set and removed by an
+// owner of the path (the API answers 403 otherwise, and the flash says so).
+async function rulesSection(box) {
+  const rules = (await api("GET", "/v1/rules")).items;
+  const checks = (name) => el("span", {class: "checks"}, `${name}: `, CATEGORIES.map((c) =>
+    el("label", {}, el("input", {type: "checkbox", name, value: c}), ` ${c} `)));
+  const form = el("form", {class: "filters", id: "rule-form", onsubmit: async (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    const e = f.elements;
+    const picked = (name) => [...f.querySelectorAll(`input[name=${name}]:checked`)].map((i) => i.value);
+    const body = {path: e.path.value.trim(), capture: e.capture.value,
+                  exclude_categories: picked("exclude"), include_categories: picked("include"),
+                  exclude_patterns: e.patterns.value.split("\n").map((s) => s.trim()).filter(Boolean)};
+    if (e.instructions.value.trim()) body.instructions = e.instructions.value.trim();
+    if (e.retention.value) body.retention_days = Number(e.retention.value);
+    try {
+      const rule = await api("PUT", "/v1/rules", body);
+      await render();
+      flash(`Rule at ${rule.path || "(root)"} set (version ${rule.version}).`, "ok");
+    } catch (err) {
+      flash(`Not set: ${err.field ? `${err.field}: ` : ""}${err.message}`, "error");
+    }
+  }},
+    el("input", {name: "path", placeholder: "path ('' is the root)"}),
+    el("select", {name: "capture"}, ["on", "off", "review_only"].map((c) => el("option", {value: c}, c))),
+    checks("exclude"), checks("include"),
+    el("textarea", {name: "patterns", rows: 2, placeholder: "exclude patterns, one a line: text or /regex/"}),
+    el("input", {name: "instructions", placeholder: "instructions for the model"}),
+    el("input", {name: "retention", type: "number", min: 1, placeholder: "retention days"}),
+    el("button", {type: "submit"}, "Set rule"));
+  const list = (values) => (values.length ? values.join(", ") : "—");
+  box.append(form, el("table", {class: "rules"},
+    el("thead", {}, el("tr", {}, ["path", "capture", "excludes", "patterns", "includes", "instructions",
+                                  "retention", "version", ""].map((h) => el("th", {}, h)))),
+    el("tbody", {}, rules.map((r) => el("tr", {"data-id": r.id},
+      el("td", {}, el("code", {}, r.path || "(root)")), el("td", {}, r.capture),
+      el("td", {}, list(r.exclude_categories)), el("td", {}, list(r.exclude_patterns)),
+      el("td", {}, list(r.include_categories)), el("td", {}, r.instructions || "—"),
+      el("td", {}, r.retention_days ? `${r.retention_days} days` : "—"), el("td", {}, r.version),
+      el("td", {}, el("button", {type: "button", onclick: async () => {
+        try {
+          await api("DELETE", `/v1/rules/${r.id}`);
+          await render();
+          flash("Rule removed.", "ok");
+        } catch (err) {
+          flash(`Not removed: ${err.message}`, "error");
         }
       }}, "Remove")))))));
 }

@@ -27,27 +27,52 @@ TERMINAL = frozenset({"wrote", "meaningful_no_write", "llm_failed", "embed_faile
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    role: Role
-    content: Content
-    at: Instant | None = None
-    id: Text | None = Field(default=None, max_length=200)
+    role: Role = Field(description=(
+        "Who says it; memories come from `user` messages, the others give them context."))
+    content: Content = Field(description="What was said.")
+    at: Instant | None = Field(default=None, description=(
+        "When it was said; orders statements (a later one wins) and anchors relative dates "
+        "(\"last month\"). Defaults to the time of the request."))
+    id: Text | None = Field(default=None, max_length=200, description=(
+        "The message's id in the caller's system, kept as evidence."))
     # Who is speaking, when known (OpenAI's ``name``): a memory about this speaker names them
     # ("Caroline went to ...") rather than "the user", so a question by name matches it.
-    name: Text | None = Field(default=None, min_length=1, max_length=100)
+    name: Text | None = Field(default=None, min_length=1, max_length=100, description=(
+        "Who is speaking, when known: memories about them then name them (\"Caroline went "
+        "to ...\") rather than \"the user\"."))
 
     _content = field_validator("content")(_content_ok)
 
 
 class IngestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=TIER_TTL_SCHEMA)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={**TIER_TTL_SCHEMA, "examples": [{
+        "path": "users.alice",
+        "messages": [
+            {"role": "user", "content": "I moved to Lisbon last month, and I prefer tea now.",
+             "at": "2026-03-02T09:00:00Z"},
+            {"role": "assistant", "content": "Noted: Lisbon, and tea."},
+        ],
+        "wait": True,
+        "idempotency_key": "conversation-8812-turn-4"}]})
 
-    path: MemoryPath | None = None
-    messages: list[Message] = Field(min_length=1, max_length=1000)
-    wait: Flag = False  # JSON's boolean, not 0 or "true" (strata.fields says why)
-    idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
+    path: MemoryPath | None = Field(default=None, description=(
+        "Where the memories go; defaults to the key's default path."))
+    messages: list[Message] = Field(min_length=1, max_length=1000, description=(
+        "The conversation, in order: 1 to 1000 messages."))
+    wait: Flag = Field(default=False, description=(  # JSON's boolean (strata.fields says why)
+        "Process the conversation within the request and answer the finished receipt (200), "
+        "instead of answering 202 at once."))
+    idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200, description=(
+        "Sent again with the same key, the request answers the first one's receipt and "
+        "writes nothing."))
     # Where the memories this ingest creates land; short_term for ``ttl`` seconds.
-    tier: Tier = "long_term"
-    ttl: Ttl | None = Field(default=None, validate_default=True)
+    tier: Tier = Field(default="long_term", description=(
+        "Where the memories this ingest creates land: `long_term`, or `short_term`, which "
+        "expires after `ttl` seconds."))
+    # Ttl: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    ttl: Ttl | None = Field(default=None, validate_default=True, description=(
+        "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
+        "refused (422) with `long_term`."))
 
     @field_validator("ttl")
     @classmethod
@@ -70,9 +95,10 @@ class NotKept(BaseModel):
     """A user clause that became no candidate. ``text`` is the clause as written, except for
     a secret, whose text is never kept anywhere (``None``)."""
 
-    message: int = Field(ge=0)
-    reason: NotKeptReason
-    text: str | None = Field(default=None, max_length=500)
+    message: int = Field(ge=0, description="The index of the message it is in.")
+    reason: NotKeptReason = Field(description="Why it became no memory.")
+    text: str | None = Field(default=None, max_length=500, description=(
+        "The clause as written; null for a secret, whose text is never kept."))
 
 
 class Extraction(BaseModel):
@@ -97,20 +123,27 @@ class StepPayload(BaseModel):
 
 
 class Receipt(BaseModel):
-    id: uuid.UUID
-    path: str
-    status: ReceiptStatus
-    extractor: str | None
-    items: list[ItemOutcome]
-    not_kept: list[NotKept] = Field(default_factory=list)
-    counts: dict[str, int]
-    timings: dict[str, float]
-    notes: list[str]
-    error: str | None
-    idempotency_key: str | None
-    execution_id: str | None
-    created_at: datetime
-    updated_at: datetime
+    """What became of one ingest request."""
+
+    id: uuid.UUID = Field(description="The receipt's id (`GET /v1/ingest/{receipt_id}`).")
+    path: str = Field(description="Where the memories go.")
+    status: ReceiptStatus = Field(description=(
+        "`queued` or `running` while it is processed; then `wrote` (memories written), "
+        "`meaningful_no_write` (nothing worth a new memory), or a failure: `llm_failed`, "
+        "`embed_failed`, `db_write_failed` (nothing half written)."))
+    extractor: str | None = Field(description="The extractor that read the conversation.")
+    items: list[ItemOutcome] = Field(description="What became of each candidate memory.")
+    not_kept: list[NotKept] = Field(default_factory=list, description=(
+        "The user's clauses that became no candidate, and why."))
+    counts: dict[str, int] = Field(description="How many candidates had each outcome.")
+    timings: dict[str, float] = Field(description="Milliseconds per pipeline step.")
+    notes: list[str] = Field(description="What the pipeline wants said (a degraded step, ...).")
+    error: str | None = Field(description="Why it failed, for a failed status.")
+    idempotency_key: str | None = Field(description="The request's idempotency key.")
+    execution_id: str | None = Field(description=(
+        "The Step Functions execution that processes it, on AWS."))
+    created_at: datetime = Field(description="When the request was received.")
+    updated_at: datetime = Field(description="When the receipt last changed.")
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Receipt":

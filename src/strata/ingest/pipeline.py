@@ -119,12 +119,19 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
     notes: list[str] = []
     extraction: Extraction | None = None
     name = rt.rule_extractor.name
-    model = rt.extractor
+    rule = _rule(rt, p, row["path"])
+    # Where the governing rule captures nothing (and includes nothing), the conversation is
+    # not sent to a model: the rule extractor accounts for it locally, and the write path
+    # blocks each item naming the rule.
+    model = None if rule is not None and rule.capture == "off" \
+        and not rule.include_categories else rt.extractor
     if model is not None:
         from strata.providers.llm import ExtractorFailed
 
         try:
-            extraction, name = model.extract(_withheld(messages), now), model.name
+            extraction = model.extract(_withheld(messages), now,
+                                       instructions=rule.instructions if rule else None)
+            name = model.name
         except ExtractorFailed as exc:
             cause = getattr(exc, "reason", None) or type(exc).__name__
             if rt.settings.llm_fallback == "fail":
@@ -158,6 +165,13 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
                              extractor=name, timing_ms=(time.perf_counter() - started) * 1000,
                              not_kept=[n.model_dump(mode="json") for n in not_kept])
     return _payload(p, "running")
+
+
+def _rule(rt: IngestRuntime, p: StepPayload, path: str):
+    """The memory rule governing the receipt's path (its instructions go to the model)."""
+    from strata.rules.store import effective_for
+
+    return effective_for(rt.db, p.tenant_id, path)
 
 
 def _withheld(messages: list[Message]) -> list[Message]:

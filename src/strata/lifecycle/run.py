@@ -13,6 +13,11 @@ transaction):
 ``candidates_rejected``
     Candidates waiting for review longer than the setting become ``rejected``, without a
     tombstone: nobody decided the value is false, so it may come back.
+``retention_expired``
+    Active and candidate memories older than the ``retention_days`` of the memory rule that
+    governs their path (the most specific one, ``strata.rules``): archived, history kept,
+    restorable by version. Pinned memories are kept: a pin is a decision about that one
+    memory, more specific than any path's rule.
 ``archived``
     Active memories older than the minimum age whose strength (:mod:`strata.decay`) fell below the
     threshold, unless pinned or important (>= ``KEEP_IMPORTANCE``). Archived memories leave

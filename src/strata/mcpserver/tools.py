@@ -29,6 +29,8 @@ from strata.ingest import service
 from strata.ingest.models import IngestRequest, Receipt, Role
 from strata.memories.models import Instant, Kind
 from strata.paths import validate_path
+from strata.rules import store as rules
+from strata.rules.models import RuleIn
 from strata.providers.clients import ModelCallFailed
 from strata.serving import error_body, error_body_for, field_name
 
@@ -57,6 +59,7 @@ Decision = Literal["promote", "reject", "suppress", "merge"]
 
 UUID_FORMAT = {"type": "string", "format": "uuid"}
 PATH_PATTERN = r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$"
+ROOT_OR_PATH_PATTERN = r"^([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)?$"
 TIMESTAMP = {"type": "string", "format": "date-time"}
 
 
@@ -240,6 +243,22 @@ REVIEW_DECISION_SCHEMA = _object({
 }, required=("id", "decision"))
 
 
+def _rule_schema() -> dict[str, Any]:
+    """set_rule's arguments: RuleIn's own schema, so HTTP and MCP offer one shape."""
+    schema = RuleIn.model_json_schema()
+    assert "$defs" not in schema, "set_rule's schema must be self-contained"
+    return _object({k: {kk: vv for kk, vv in v.items() if kk != "title"}
+                    for k, v in schema["properties"].items()}, required=("path",))
+
+
+SET_RULE_SCHEMA = _rule_schema()
+
+LIST_RULES_SCHEMA = _object({
+    "path": {"type": "string", "pattern": ROOT_OR_PATH_PATTERN,
+             "description": "Only rules at or under this path ('' is the tenant root)."},
+})
+
+
 # -------------------------------------------------------------------------------- arguments
 
 
@@ -318,6 +337,7 @@ def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     summary = {
         "inserted": "kept as written", "reinforced": "already held: reinforced",
         "superseded_existing": "kept as written; it supersedes what held its slot",
+        "held": f"held for review as a candidate ({result.reason})",
     }.get(result.status, f"nothing stored: {result.status} ({result.reason})")
     return {**result.model_dump(exclude_none=True), "path": path, "summary": summary}
 
@@ -343,7 +363,8 @@ def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> dict[str, Any
             pass  # gone or moved since it was written: the id says enough
     items = [{"outcome": i.outcome, "memory_id": i.memory_id,
               "content": contents.get(i.memory_id), "reason": i.reason,
-              "related_ids": i.related_ids or None, "version": i.version, "tier": i.tier}
+              "related_ids": i.related_ids or None, "version": i.version, "tier": i.tier,
+              "rule_id": i.rule_id}
              for i in receipt.items]
     answer = {
         "id": receipt.id, "status": receipt.status, "path": receipt.path,
@@ -419,6 +440,19 @@ def list_review(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     items, next_cursor = review.list_candidates(rt.db, caller, path=a.path, cursor=a.cursor,
                                                 limit=a.limit)
     return {"items": items, "next_cursor": next_cursor}
+
+
+class _RuleListArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = None
+
+
+def set_rule(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return rules.set_rule(rt.db, caller, _parse(RuleIn, args))
+
+
+def list_rules(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return {"items": rules.list_rules(rt.db, caller, path=_parse(_RuleListArgs, args).path)}
 
 
 def review_decision(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
@@ -516,6 +550,24 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
         "in this path), or merge (it repeats an existing memory given as `into`). Returns the "
         "candidate after the decision; a memory that is not a candidate answers conflict.",
         REVIEW_DECISION_SCHEMA, review_decision,
+    ),
+    Tool(
+        "set_rule", "Set a memory rule",
+        "Set the memory rule at a path (owner there): what strata keeps from now on under "
+        "that subtree. capture: on, off (nothing stored) or review_only (every new memory a "
+        "candidate for review); exclude_categories (health, credentials, finances, "
+        "other_people, location) and exclude_patterns (literal text or /regex/) keep matching "
+        "statements out; include_categories are kept even where capture is off; instructions "
+        "go to the model extractor; retention_days archives older memories. It replaces the "
+        "rule at that path (its next version); the most specific rule containing a path "
+        "decides there. Use it only when the user asks for such a policy.",
+        SET_RULE_SCHEMA, set_rule, idempotent=True,
+    ),
+    Tool(
+        "list_rules", "List memory rules",
+        "The memory rules on paths this key can read, in path order: id, path, capture, "
+        "exclusions, inclusions, instructions, retention_days, version.",
+        LIST_RULES_SCHEMA, list_rules, read_only=True,
     ),
 )}
 

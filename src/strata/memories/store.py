@@ -119,7 +119,7 @@ def create_memories(
 _STATUS = {
     "created": "inserted", "reinforced": "reinforced", "merged": "reinforced",
     "superseded_existing": "superseded_existing", "blocked": "blocked",
-    "stored_as_superseded": "inserted", "candidate": "inserted", "skipped": "skipped",
+    "stored_as_superseded": "inserted", "candidate": "held", "skipped": "skipped",
 }
 
 # Rows an incoming batch may land on by name, locked for the rest of the transaction.
@@ -189,7 +189,7 @@ def _write_batch(
         results[s.idx] = WriteResult(
             id=o.memory_id, status=_STATUS[o.outcome], reason=o.reason,
             tombstone_id=(s.gate or {}).get("tombstone_id") if o.outcome == "blocked" else None,
-            version=o.version, tier=o.tier,
+            version=o.version, tier=o.tier, rule_id=o.rule_id,
         )
     for i, p, existing in replaces:
         results[i] = _replace(cur, caller, p, existing, embedder, evidence, thresholds)

@@ -3,7 +3,7 @@ person browsing a store sees as its tree (the console's left pane)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from strata.audit import audited
 from strata.auth.access import Caller
@@ -15,9 +15,9 @@ from strata.write.rows import scope
 class PathCount(BaseModel):
     """One path that holds memories the caller can read, and how many of each status."""
 
-    path: str
-    counts: dict[str, int]
-    total: int
+    path: str = Field(description="The path.")
+    counts: dict[str, int] = Field(description="Memories at exactly this path, per status.")
+    total: int = Field(description="All of them, whatever their status.")
 
 
 # Grouped inside the statement, after the readable-paths filter: a path the key cannot read

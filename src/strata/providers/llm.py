@@ -171,10 +171,11 @@ class LLMExtractor(_ModelCaller):
     failure = ExtractorFailed
     what = "extraction"
 
-    def extract(self, messages: list[Message], now: datetime) -> Extraction:
+    def extract(self, messages: list[Message], now: datetime,
+                instructions: str | None = None) -> Extraction:
         if not messages:
             return Extraction()
-        answer = self._call(extraction_messages(messages, now), Extraction)
+        answer = self._call(extraction_messages(messages, now, instructions), Extraction)
         kept = []
         for candidate in answer.memories:
             # An index the conversation does not have means the model made the item up, or

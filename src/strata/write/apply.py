@@ -36,7 +36,7 @@ from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
 from strata.write import gate as gating
-from strata.write import lexical, locks, slots
+from strata.write import lexical, locks, policy, slots
 from strata.write.conflict import NoJudge, RuleJudge, by_slot, coexisting, judge_candidate
 from strata.write.gate import GateDecision
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
@@ -76,6 +76,13 @@ UPDATE memories SET status = 'superseded', version = version + 1, updated_at = n
        valid = tstzrange(lower(valid), GREATEST(lower(valid) + interval '1 microsecond', %(until)s))
 WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
 RETURNING id, path::text AS path, slot, value, value_hash, embedding
+"""
+
+_WAITING = """
+SELECT id, version FROM memories
+WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND value_hash = %(hash)s
+  AND status = 'candidate'
+LIMIT 1
 """
 
 _EDGE = """
@@ -121,6 +128,8 @@ class Staged:
     # A new memory's tier (a write that reinforces or edits one keeps that one's).
     tier: str = "long_term"
     expires_at: datetime | None = None  # short_term only (memories_short_term_check)
+    # What the memory rule governing the path decided (strata.write.policy); set by write.
+    rule: policy.RuleDecision | None = None
 
     def __post_init__(self) -> None:
         # Whatever the entry point (a direct create, an ingest candidate), the slot is
@@ -155,6 +164,9 @@ def write(
     recorded_at: datetime, thresholds: tuple[float, float], judge=None,
 ) -> list[ItemOutcome]:
     """Decide and write every item; return one outcome per item, in input order."""
+    # Memory rules first: an item a rule keeps out takes no lock and reaches no gate.
+    ruled = _ruled_out(cur, tenant_id, items)
+    everything, items = items, [i for i in items if i.idx not in ruled]
     locks.hold(cur, {k for item in items for k in item.keys(tenant_id)})
     # A statement without a time of its own was said when its request is decided: after the
     # locks, so concurrent writers of one slot are ordered as they are serialised.
@@ -172,9 +184,21 @@ def write(
     for item in items:
         if item.merged_into is not None:  # after their twins, so the twin's memory exists
             writer.merge(item)
-    outcomes = [writer.outcomes[i.idx] for i in items]
-    _landed(cur, tenant_id, outcomes)
-    return outcomes
+    _landed(cur, tenant_id, list(writer.outcomes.values()))
+    return [ruled.get(i.idx) or writer.outcomes[i.idx] for i in everything]
+
+
+def _ruled_out(cur: psycopg.Cursor, tenant_id: uuid.UUID,
+               items: list[Staged]) -> dict[int, ItemOutcome]:
+    """Each item's rule decision (kept on the item); the outcomes of the items it blocks."""
+    out = {}
+    decisions = policy.decide(cur, tenant_id, [(i.path, i.content) for i in items])
+    for item, decision in zip(items, decisions, strict=True):
+        item.rule = decision
+        if decision is not None and decision.action == "block":
+            out[item.idx] = ItemOutcome(content_hash=item.value_hash.hex(), outcome="blocked",
+                                        reason=decision.reason, rule_id=decision.rule_id)
+    return out
 
 
 def _landed(cur: psycopg.Cursor, tenant_id: uuid.UUID, outcomes: list[ItemOutcome]) -> None:
@@ -323,9 +347,12 @@ class _Writer:
                 version=None) -> None:
         if version is None and memory is not None and kind != "merged":
             version = 1  # inserted by this write
+        if item.rule is not None:  # the rule that decided, named on the outcome
+            reason = item.rule.reason if reason is None else f"{item.rule.reason}; {reason}"
         self.outcomes[item.idx] = ItemOutcome(
             content_hash=item.value_hash.hex(), outcome=kind, reason=reason, memory_id=memory,
             related_ids=list(related), version=version,
+            rule_id=item.rule.rule_id if item.rule else None,
         )
 
     def reinforce(self, item: Staged, target: uuid.UUID) -> dict[str, Any] | None:
@@ -339,7 +366,20 @@ class _Writer:
     def write(self, item: Staged) -> None:
         decision = GateDecision.from_json(item.gate) if item.gate else GateDecision("new")
         if decision.action == "blocked":
+            item.rule = None  # a tombstone decided, not the rule
             self.outcome(item, "blocked", decision.reason)
+        elif item.rule is not None and item.rule.action == "hold":
+            # capture review_only: whatever the gate would have done, a candidate (no
+            # supersession, no reinforcement); a tombstone above still blocks first. The
+            # same statement already waiting for review is not queued twice (the value's
+            # lock is held, so no concurrent writer queues it either).
+            waiting = self.cur.execute(_WAITING, {**self.base, "path": item.path,
+                                                  "hash": item.value_hash}).fetchone()
+            if waiting is not None:
+                self.outcome(item, "skipped", "already held for review", waiting["id"],
+                             [waiting["id"]], version=waiting["version"])
+            else:
+                self.outcome(item, "candidate", None, self.insert(item, "candidate"))
         elif decision.action == "candidate":
             memory = self.insert(item, "candidate")
             if decision.target_id:

@@ -27,7 +27,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from strata.write import gate as gating
-from strata.write import lexical, locks, slots
+from strata.write import lexical, locks, policy, slots
 from strata.write.apply import waves
 from strata.write.canonical import slot_value_hash
 
@@ -105,6 +105,8 @@ class Incoming:
     row: dict[str, Any]
     embedding: Any
     reinforce_evidence: list[dict[str, Any]] = field(default_factory=list)
+    # What the memory rule governing the path decided (strata.write.policy); set by write.
+    rule: policy.RuleDecision | None = None
 
     def __post_init__(self) -> None:
         r = self.row
@@ -125,16 +127,27 @@ class Decision:
     memory_id: uuid.UUID | None = None
     tombstone_id: uuid.UUID | None = None
     reason: str | None = None
+    rule_id: uuid.UUID | None = None  # the memory rule that decided, if one did
 
 
 def write(cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Incoming],
           thresholds: tuple[float, float], ours: set[uuid.UUID]) -> list[Decision]:
     """Decide and write every record; one decision per record, in order. ``ours`` holds
     the destination ids of the file's memories written so far (they are the file's own
-    records, not something the destination already held)."""
-    locks.hold(cur, {k for i in items for k in i.keys(tenant_id)})
+    records, not something the destination already held).
+
+    Memory rules apply as on every write (``strata.write.policy``): a record a rule excludes
+    (or whose path captures nothing) is blocked whatever its status; a live record under
+    review-only capture is held as a candidate."""
     out: dict[int, Decision] = {}
-    for wave in waves(list(enumerate(items)), lambda pair: pair[1].keys(tenant_id)):
+    ruled = policy.decide(cur, tenant_id, [(i.row["path"], i.row["content"]) for i in items])
+    for n, (item, decision) in enumerate(zip(items, ruled, strict=True)):
+        item.rule = decision
+        if decision is not None and decision.action == "block":
+            out[n] = Decision("blocked", reason=decision.reason, rule_id=decision.rule_id)
+    todo = [(n, i) for n, i in enumerate(items) if n not in out]
+    locks.hold(cur, {k for _, i in todo for k in i.keys(tenant_id)})
+    for wave in waves(todo, lambda pair: pair[1].keys(tenant_id)):
         decided = _wave(cur, tenant_id, [i for _, i in wave], thresholds, ours)
         out.update((n, d) for (n, _), d in zip(wave, decided, strict=True))
     return [out[n] for n in range(len(items))]
@@ -153,6 +166,13 @@ def _wave(cur, tenant_id, items: list[Incoming], thresholds, ours) -> list[Decis
         if d.action == "blocked" and (live or reasons.get(d.tombstone_id) == "forgotten"):
             out.append(Decision("blocked", tombstone_id=d.tombstone_id,
                                 reason=reasons.get(d.tombstone_id)))
+            continue
+        held = (item.rule is not None and item.rule.action == "hold"
+                and row["status"] == "active")
+        if held:  # review-only capture: a candidate, whatever the gate would have done
+            rows.append({**row, "status": "candidate"})
+            out.append(Decision("held", memory_id=row["id"], reason=item.rule.reason,
+                                rule_id=item.rule.rule_id))
             continue
         if d.action == "reinforce" and row["status"] == "active":
             target = cur.execute(_REINFORCE, {"id": d.target_id, "tenant": tenant_id,

@@ -23,6 +23,15 @@ class Step:
 
 _BUMP = "version = m.version + 1, updated_at = now()"
 
+# Older than the retention of the rule that governs the memory's path. The EXISTS is one
+# check per statement (no correlation): a tenant without retention rules pays nothing more.
+_RETAINED = """EXISTS (SELECT 1 FROM memory_rules r0 WHERE r0.tenant_id = %(tenant)s
+                     AND r0.retention_days IS NOT NULL)
+ AND m.created_at < %(now)s - make_interval(days => (
+     SELECT r.retention_days FROM memory_rules r
+     WHERE r.tenant_id = m.tenant_id AND m.path <@ r.path
+     ORDER BY nlevel(r.path) DESC LIMIT 1))"""
+
 MEMORY_STEPS = (
     Step("promoted", "lifecycle.promote", "write", "expires_at",
          "m.tier = 'short_term' AND m.status = 'active'"
@@ -37,6 +46,11 @@ MEMORY_STEPS = (
     Step("candidates_rejected", "lifecycle.candidate_expire", "write", "created_at",
          "m.status = 'candidate' AND m.created_at < %(candidate_before)s",
          f"status = 'rejected', {_BUMP}"),
+    # Memory rules' retention_days (strata.rules): the most specific rule containing the
+    # path decides, as on writes; a deeper rule without retention keeps its subtree out.
+    Step("retention_expired", "lifecycle.retention", "write", "created_at",
+         f"m.status IN ('active', 'candidate') AND NOT m.pinned AND {_RETAINED}",
+         f"status = 'archived', {_BUMP}"),
     # Long-term only: short-term memories live by their expiry.
     Step("archived", "lifecycle.archive", "write", "created_at",
          "m.status = 'active' AND m.tier = 'long_term' AND m.created_at < %(archive_before)s"

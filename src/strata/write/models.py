@@ -53,13 +53,27 @@ class Verdict(BaseModel):
 
 
 class ItemOutcome(BaseModel):
-    content_hash: str
-    outcome: Outcome
-    reason: str | None = None
-    memory_id: uuid.UUID | None = None
-    related_ids: list[uuid.UUID] = Field(default_factory=list)
-    version: int | None = None  # of memory_id, after this write
-    tier: Literal["short_term", "long_term"] | None = None  # where memory_id is now
+    """What became of one candidate memory of an ingested conversation."""
+
+    content_hash: str = Field(description="sha256 of the candidate's canonical form.")
+    outcome: Outcome = Field(description=(
+        "`created`, `reinforced` (a paraphrase of a stored memory), `merged`, "
+        "`superseded_existing` (it replaced what it contradicts), `stored_as_superseded` (an "
+        "older statement kept as history), `blocked` (a retired value, or a memory rule: see "
+        "`rule_id`), `candidate` (held for review) or `skipped`."))
+    reason: str | None = Field(default=None, description="Why, when the outcome needs a reason.")
+    memory_id: uuid.UUID | None = Field(default=None, description=(
+        "The memory written or matched."))
+    related_ids: list[uuid.UUID] = Field(default_factory=list, description=(
+        "The memories it superseded, refined or contradicts."))
+    version: int | None = Field(default=None, description=(  # of memory_id, after this write
+        "The version of `memory_id` after this write."))
+    tier: Literal["short_term", "long_term"] | None = Field(default=None, description=(
+        "Where `memory_id` is now: `short_term` or `long_term`."))
+    # Absent rather than null: a client, or a link-following fuzzer, never reads a null as a
+    # rule to fetch.
+    rule_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "The memory rule that decided this item, if one did; absent otherwise."))
 
 
 class Neighbour(BaseModel):

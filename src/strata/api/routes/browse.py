@@ -19,21 +19,26 @@ router = APIRouter(prefix="/v1", tags=["browse"])
 
 class AccessEntry(BaseModel):
     path: str = Field(description="A subtree (the empty path is the tenant root).")
-    level: Literal["read", "write", "owner"]
+    level: Literal["read", "write", "owner"] = Field(description="The level there.")
 
 
 class Me(BaseModel):
-    tenant_id: uuid.UUID
-    principal_id: uuid.UUID | None
-    key_id: uuid.UUID | None
-    default_path: str | None
+    tenant_id: uuid.UUID = Field(description="The key's tenant.")
+    principal_id: uuid.UUID | None = Field(description="Who the key acts for.")
+    key_id: uuid.UUID | None = Field(description="The key.")
+    default_path: str | None = Field(description=(
+        "Where a memory or conversation sent without a path goes."))
     access: list[AccessEntry] = Field(description=(
         "The key's effective access: its holder's grants met with its ceiling and its "
         "delegators', computed on this request."))
 
 
-@router.get("/me", description="The calling key: its tenant, principal and effective access.")
+@router.get("/me")
 def me(caller: CallerDep) -> Me:
+    """Who this key is
+
+    The calling key: its tenant, principal and effective access.
+    """
     return Me(tenant_id=caller.tenant_id, principal_id=caller.principal_id,
               key_id=caller.key_id, default_path=caller.default_path,
               access=[AccessEntry(path=a.path, level=a.level.name) for a in caller.access])
@@ -43,12 +48,18 @@ def me(caller: CallerDep) -> Me:
 PathCursor = Annotated[MemoryPath | None, Query(description="The `next_cursor` of the page before.")]
 
 
-@router.get("/paths", description=(
-    "Every path holding memories the key can read (under `path` when given), in path order, "
-    "with its number of memories per status. Paths the key cannot read are never counted."))
+@router.get("/paths")
 def paths(
-    db: DB, caller: CallerDep, path: MemoryPath | None = None, cursor: PathCursor = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 500,
+    db: DB, caller: CallerDep,
+    path: Annotated[MemoryPath | None, Query(description=(
+        "Only paths in this path's subtree."))] = None,
+    cursor: PathCursor = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="The most paths on a page.")] = 500,
 ) -> Page[tree.PathCount]:
+    """List the paths the key can read
+
+    Every path holding memories the key can read (under `path` when given), in path order,
+    with its number of memories per status. Paths the key cannot read are never counted.
+    """
     items, next_cursor = tree.path_counts(db, caller, path=path, after=cursor, limit=limit)
     return {"items": items, "next_cursor": next_cursor}

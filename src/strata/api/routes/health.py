@@ -1,5 +1,8 @@
+from typing import Literal
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from strata.audit import failure_count
 from strata.db.readiness import readiness
@@ -7,12 +10,37 @@ from strata.errors import Unavailable
 from strata.providers.embedders import describe
 from strata.serving import error_body
 
-router = APIRouter()
+router = APIRouter(tags=["health"])
+
+
+class Embedding(BaseModel):
+    provider: str = Field(description="The embedder setting (`hash`, `local`, `openai`, ...).")
+    model: str = Field(description="The model, as stamped on the rows it embeds.")
+    dim: int = Field(description="The vectors' dimension.")
+    default: bool = Field(description="True when no embedder was configured (the hash default).")
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = Field(description="Always `ok`: the process answers.")
+    runtime: Literal["local", "aws"] = Field(description="Where it runs.")
+    embedder: str = Field(description="The embedder setting.")
+    embedding: Embedding = Field(description="The embedder in use.")
+    audit_failures: int = Field(description=(
+        "Audit entries this process failed to write since it started (audit fails open)."))
+
+
+class Ready(BaseModel):
+    status: Literal["ready"] = Field(description="Always `ready`; otherwise the answer is a 503.")
+    checks: dict[str, str] = Field(description=(
+        "Each check (`database`, `migrations`, `embedding_dim`) and its state, `ok` here."))
 
 
 @router.get("/healthz")
-def healthz(request: Request) -> dict:
-    """Liveness: the process answers. It asks nothing of the database (readiness does)."""
+def healthz(request: Request) -> Health:
+    """Liveness
+
+    The process answers. It asks nothing of the database (readiness does) and takes no key.
+    """
     runtime = request.app.state.runtime
     return {
         "status": "ok",
@@ -24,10 +52,15 @@ def healthz(request: Request) -> dict:
     }
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=Ready, responses={503: {"description": (
+    "Not ready (not_ready): the error names the failing checks, and `checks` in it gives "
+    "every check's state. Retry after Retry-After seconds.")}})
 def readyz(request: Request) -> JSONResponse:
-    """Readiness: the database answers, at this code's migration level and embedding
-    dimension. 503 with Retry-After names the checks that fail."""
+    """Readiness
+
+    The database answers, at this code's migration level and embedding dimension. Takes no
+    key; a 503 with Retry-After names the checks that fail.
+    """
     runtime = request.app.state.runtime
     state = readiness(runtime.database, runtime.settings)
     if state.ready:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Annotated, get_args
 
 from fastapi import APIRouter, Body, Header, Query, Request
@@ -11,41 +10,25 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
 from strata.memories.history import history as history_of
-from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep
+from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep, MemoryId, csv_pattern, csv_values
 from strata.api.openapi import Items, Page, Results, answers
-from strata.memories.models import HistoryEntry, WriteResult
 from strata.errors import InvalidInput
-from strata.fields import NO_NUL, SPACE_CLASS, MemoryPath, Version
-from strata.memories.models import Kind, Status, Instant
+from strata.fields import MemoryPath, Version
+from strata.memories.models import (
+    Deleted, Forgotten, HistoryEntry, Instant, Kind, Relationship, Status, WriteResult,
+)
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
-def _csv(values: list[str] | None, allowed: tuple[str, ...], field: str) -> list[str] | None:
-    """Accept ?kind=a,b and ?kind=a&kind=b; name the field on an unknown value."""
-    if not values:
-        return None
-    out = [v.strip() for raw in values for v in raw.split(",") if v.strip()]
-    for v in out:
-        if v not in allowed:
-            raise InvalidInput(f"unknown {field} {v!r}; one of: {', '.join(allowed)}", field=field)
-    return out
-
-
-def _csv_pattern(allowed: tuple[str, ...]) -> str:
-    """A ``_csv`` parameter's value as the schema states it: comma-separated pieces, each
-    (less the whitespace strip() removes) empty or one of ``allowed``."""
-    piece = rf"[{SPACE_CLASS}]*({'|'.join(allowed)})?[{SPACE_CLASS}]*"
-    return rf"^{piece}(,{piece})*$"
-
-
-Kinds = Annotated[str, Field(json_schema_extra={"pattern": _csv_pattern(get_args(Kind))})]
+Kinds = Annotated[str, Field(json_schema_extra={"pattern": csv_pattern(get_args(Kind))})]
 # Statuses, or "all" alone.
 Statuses = Annotated[list[str], WithJsonSchema({"anyOf": [
-    {"type": "array", "items": {"type": "string", "pattern": _csv_pattern(get_args(Status))}},
+    {"type": "array", "items": {"type": "string", "pattern": csv_pattern(get_args(Status))}},
     {"type": "array", "items": {"const": "all"}, "minItems": 1, "maxItems": 1},
 ]})]
-Tags = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+# Tags, comma-separated or repeated; each value names one at least (`?tags=,` names none).
+Tags = Annotated[str, Field(json_schema_extra={"pattern": r"^[^\x00]*[^\x00,][^\x00]*$"})]
 
 
 # The memory's version as an entity tag ("3", W/"3") or bare (3); the schema states it too.
@@ -69,12 +52,20 @@ _READ_BACK = {"links": {"GetMemory": {
     "parameters": {"memory_id": "$response.body#/results/0/id"}}}}
 
 
-@router.post("", responses={200: _READ_BACK, **answers(409)}, description=(
-    "A memory without a `path` goes to the key's default path; without one, `path` is "
-    "required (422)."))
+@router.post("", responses={200: _READ_BACK, **answers(409)})
 def create(
     body: core.CreateRequest, request: Request, db: DB, caller: CallerDep, embedder: EmbedderDep
 ) -> Results[WriteResult]:
+    """Create memories
+
+    Each memory goes through the write path as an ingested statement does: a retired value is
+    `blocked`, a new value of a slot supersedes the old one, a paraphrase `reinforced` the
+    memory it repeats. One result per memory, in the order sent, all in one transaction; an
+    invalid memory refuses the whole request, naming its index in `field`.
+
+    A memory without a `path` goes to the key's default path; without one, `path` is
+    required (422).
+    """
     runtime = request.app.state.runtime
     return {"results": core.create_memories(
         db, caller, body, embedder, judge=runtime.ingest.judge, settings=runtime.settings)}
@@ -84,20 +75,33 @@ def create(
 def list_(
     db: DB,
     caller: CallerDep,
-    path: MemoryPath | None = None,
-    kind: Annotated[list[Kinds] | None, Query()] = None,
-    status: Annotated[Statuses | None, Query()] = None,
-    tags: Annotated[list[Tags] | None, Query()] = None,
-    valid_at: Instant | None = None,
+    path: Annotated[MemoryPath | None, Query(description=(
+        "Only memories in this path's subtree."))] = None,
+    kind: Annotated[list[Kinds] | None, Query(description="Only memories of these kinds.")] = None,
+    status: Annotated[Statuses | None, Query(description=(
+        "Only memories in these statuses (`active` when absent), or `all`."))] = None,
+    tags: Annotated[list[Tags] | None, Query(description=(
+        "Only memories carrying every one of these tags."))] = None,
+    valid_at: Annotated[Instant | None, Query(description=(
+        "Only memories true at this instant (RFC 3339)."))] = None,
     cursor: Cursor = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    limit: Annotated[int, Query(ge=1, le=200, description="The most items on a page.")] = 50,
 ) -> Page[core.Memory]:
+    """List memories
+
+    The memories the key can read, oldest first, filtered by `path` (a subtree), `kind`,
+    `status` (`active` by default; `all` for every status), `tags` (all of them) and
+    `valid_at` (true at that instant). `kind`, `status` and `tags` take several values,
+    comma-separated or repeated.
+    """
     statuses = ["active"] if not status else (
-        None if status == ["all"] else _csv(status, get_args(Status), "status"))
+        None if status == ["all"] else csv_values(status, get_args(Status), "status"))
     if tags and any("\x00" in t for t in tags):
         raise InvalidInput("tags must not contain NUL characters", field="tags")
+    if tags and any(not raw.replace(",", "") for raw in tags):
+        raise InvalidInput("tags names no tag", field="tags")
     items, next_cursor = core.list_memories(
-        db, caller, path=path, kind=_csv(kind, get_args(Kind), "kind"), status=statuses,
+        db, caller, path=path, kind=csv_values(kind, get_args(Kind), "kind"), status=statuses,
         tags=[t for raw in tags for t in raw.split(",") if t] if tags else None,
         valid_at=valid_at, cursor=cursor, limit=limit,
     )
@@ -113,76 +117,121 @@ class PathDeletion(BaseModel):
     deleted: int = Field(description="Memories removed (0 on a dry run).")
 
 
-@router.delete("", responses=answers(409), description=(
-    "Delete every memory at `path` or below it, in any status. Owner access on the path only "
-    "(403). Without `expected_count` nothing is removed: the answer is the count (a dry run). "
-    "With it, exactly those memories are removed, or nothing when the count has changed since "
-    "(409). Each memory's last state stays in its history, so "
-    "`POST /v1/memories/{id}/restore` brings it back; one audit entry names every removed id."))
+@router.delete("", responses=answers(409))
 def delete_path(
     db: DB,
     caller: CallerDep,
-    path: MemoryPath,
+    path: Annotated[MemoryPath, Query(description="The path whose subtree is emptied.")],
     expected_count: Annotated[int | None, Query(ge=0, description=(
         "The count a dry run answered: the delete removes that many or nothing."))] = None,
 ) -> PathDeletion:
+    """Delete every memory under a path
+
+    Delete every memory at `path` or below it, in any status. Owner access on the path only
+    (403). Without `expected_count` nothing is removed: the answer is the count (a dry run).
+    With it, exactly those memories are removed, or nothing when the count has changed since
+    (409). Each memory's last state stays in its history, so
+    `POST /v1/memories/{id}/restore` brings it back; one audit entry names every removed id.
+    """
     return core.delete_path(db, caller, path, expected_count=expected_count)
 
 
 @router.get("/{memory_id}")
-def get(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> core.Memory:
+def get(memory_id: MemoryId, db: DB, caller: CallerDep) -> core.Memory:
+    """Read a memory
+
+    The memory in any status, with its `version` (what a PATCH names). A memory the key
+    cannot read, or another tenant's, is a 404.
+    """
     return core.get_memory(db, caller, memory_id)
 
 
-@router.patch("/{memory_id}", responses=answers(409), description=(
-    "Names the version it changes, as `expected_version` or `If-Match` (422 without either; "
-    "412 when it is not the current one). `valid_to` must come after `valid_from`: the one "
-    "given, else the stored one (422)."))
+@router.patch("/{memory_id}", responses=answers(409))
 def patch(
-    memory_id: uuid.UUID,
+    memory_id: MemoryId,
     body: core.MemoryPatch,
     db: DB,
     caller: CallerDep,
     embedder: EmbedderDep,
-    if_match: Annotated[IfMatch | None, Header()] = None,
+    if_match: Annotated[IfMatch | None, Header(description=(
+        "The version this change is made to, instead of `expected_version`: `3` or "
+        "`\"3\"`."))] = None,
 ) -> core.Memory:
+    """Change a memory
+
+    Only the fields sent change; the previous state goes to the memory's history. Names the
+    version it changes, as `expected_version` or `If-Match` (422 without either; 412 when it
+    is not the current one). `valid_to` must come after `valid_from`: the one given, else
+    the stored one (422). A change to a retired value is refused (409).
+    """
     return core.update_memory(
         db, caller, memory_id, body, embedder, expected_version=_if_match(if_match)
     )
 
 
 @router.delete("/{memory_id}")
-def delete(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def delete(memory_id: MemoryId, db: DB, caller: CallerDep) -> Deleted:
+    """Delete a memory
+
+    The memory is removed from every read and search; its history stays, so
+    `POST /v1/memories/{id}/restore` can bring it back. To erase its content too, forget it.
+    """
     return core.delete_memory(db, caller, memory_id)
 
 
 @router.get("/{memory_id}/history")
-def history(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
+def history(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
+    """Read a memory's history
+
+    Every prior state of the memory, oldest first: what it was before each change and before
+    its deletion. A forgotten memory's entries keep no content.
+    """
     return {"items": history_of(db, caller, memory_id)}
 
 
 class RestoreRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    version: Version | None = None  # JSON's integer: strata.fields
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"version": 2}]})
+    version: Version | None = Field(default=None, description=(  # JSON's integer: strata.fields
+        "The version of its history to restore. Required for a live memory (rolled back to "
+        "it); without it a deleted memory comes back as it was when deleted."))
 
 
 @router.post("/{memory_id}/restore", responses=answers(409, 410))
 def restore(
-    memory_id: uuid.UUID,
+    memory_id: MemoryId,
     db: DB,
     caller: CallerDep,
     embedder: EmbedderDep,
     body: Annotated[RestoreRequest | None, Body()] = None,
 ) -> core.Memory:
+    """Restore a memory
+
+    Brings a deleted memory back with its id (no body, or `{}`), or rolls a live one back to
+    the `version` named (409 without one), under the write path's rules: a value retired
+    since, or another copy of it in the path, is refused (409). A forgotten memory cannot
+    come back (410).
+    """
     return core.restore(db, caller, memory_id, embedder, version=body.version if body else None)
 
 
 @router.post("/{memory_id}/forget")
-def forget(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def forget(memory_id: MemoryId, db: DB, caller: CallerDep) -> Forgotten:
+    """Forget a memory (erasure)
+
+    Deletes the memory and erases its content from its history and its edges; only hashes
+    remain, in a tombstone that keeps the value from being stored again by any route. Other
+    memories of the scope that held the same value are forgotten with it (`also_forgotten`).
+    Forgetting twice answers the same as once.
+    """
     return core.forget(db, caller, memory_id)
 
 
 @router.get("/{memory_id}/related")
-def related(memory_id: uuid.UUID, db: DB, caller: CallerDep) -> dict:
+def related(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[Relationship]:
+    """Read a memory's relationships
+
+    The edges from and to the memory (supersedes, refines, contradicts, ...) whose other
+    end the key can also read, oldest first, each with who decided it and why.
+    """
     return {"items": core.related(db, caller, memory_id)}
 

@@ -23,4 +23,12 @@ router = APIRouter(prefix="/v1/search", tags=["search"])
 @router.post("")
 def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
            reads: ReadsDep) -> core.SearchResponse:
+    """Search memories
+
+    Hybrid retrieval over the memories the key can read: by meaning (vector) and by words
+    (full text), fused into one score, best first. Only `active` memories unless `include`
+    asks for more, true at `valid_at` when it is given; every filter applies before the
+    limit, never after. `why_not` asks, for memories that did not come back, which check
+    each one failed.
+    """
     return core.run(db, caller, body, embedder, reads=reads)
