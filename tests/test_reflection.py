@@ -277,3 +277,32 @@ def test_search_marks_derived_memories_and_can_exclude_them(model_client, tenant
     r = model_client.post("/v1/search", headers=auth(tenant.key), json={
         "query": "green tea after lunch", "expand": True, "limit": 1})
     assert derived in [x["id"] for x in r.json()["results"]]  # control: expansion finds it
+
+
+def test_memory_rules_decide_for_derived_memories(model_client, tenant, fake_llm):
+    """Given preferences at a path whose rule turns capture off
+    When a reflection or a consolidation would store a memory there
+    Then each is refused (409 naming the rule) and nothing is written; under review-only
+    capture the reflection is held as a candidate. Control: the same requests succeed once
+    the rule is lifted."""
+    key, h = tenant.key, auth(tenant.key)
+    ids = create(model_client, key, *PREFS)
+    rule = model_client.put("/v1/rules", headers=h, json={"path": PATH, "capture": "off"})
+    assert rule.status_code == 200, rule.text
+    fake_llm.script(cite_all())
+    r = model_client.post("/v1/reflect", headers=h, json={"seed_id": ids[0]})
+    assert r.status_code == 409 and r.json()["error"]["rule_id"] == rule.json()["id"], r.text
+    r = model_client.post("/v1/consolidate", headers=h, json={
+        "ids": ids[:2], "content": "Tea in the morning and after lunch"})
+    assert r.status_code == 409 and r.json()["error"]["rule_id"] == rule.json()["id"], r.text
+    assert model_client.get(f"/v1/memories/{ids[0]}", headers=h).json()["status"] == "active"
+    held = model_client.put("/v1/rules", headers=h, json={
+        "path": PATH, "capture": "review_only", "expected_version": 1})
+    assert held.status_code == 200, held.text
+    fake_llm.script(cite_all())
+    r = model_client.post("/v1/reflect", headers=h, json={"seed_id": ids[0]})
+    assert r.status_code == 200 and r.json()["memory"]["status"] == "candidate", r.text
+    assert model_client.delete(f"/v1/rules/{rule.json()['id']}", headers=h).status_code == 200
+    r = model_client.post("/v1/consolidate", headers=h, json={
+        "ids": ids[:2], "content": "Tea in the morning and after lunch"})
+    assert r.status_code == 200 and r.json()["memory"]["status"] == "active", r.text

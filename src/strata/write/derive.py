@@ -134,6 +134,7 @@ def write_derived(cur: psycopg.Cursor, caller: Caller, d: Derived, *,
     # A forgotten or rejected value stays out, as on every entry point.
     _check_tombstones(cur, caller, new_id, d.path, canonical, None, None, None, None,
                       field="content")
+    status = _by_rule(cur, caller.tenant_id, d, supersede=supersede)
     now = datetime.now(UTC)
     if supersede:
         for source in d.sources:
@@ -146,10 +147,25 @@ def write_derived(cur: psycopg.Cursor, caller: Caller, d: Derived, *,
                   embedding=d.embedding, gate=None, verdicts=None, origin=d.origin,
                   asserted_at=now)
     item.slot = item.value = None  # a derived memory holds no slot of its sources
-    _Writer(cur, caller.tenant_id, d.model, now).insert(item, "active", memory_id=new_id)
+    _Writer(cur, caller.tenant_id, d.model, now).insert(item, status, memory_id=new_id)
     for source in d.sources:
         add_edge(cur, caller.tenant_id, new_id, source, d.relation, 1.0, None, d.decided_by)
     return cur.execute(f"SELECT {COLUMNS} FROM memories WHERE id = %s", (new_id,)).fetchone()
+
+
+def _by_rule(cur: psycopg.Cursor, tenant_id: uuid.UUID, d: Derived, *, supersede: bool) -> str:
+    """The memory rule of the path (strata.write.policy) decides for a derived memory as for
+    any new one: excluded or capture off refuses it (``Conflict`` naming the rule); review
+    only holds a reflection as a candidate, and refuses a consolidation (it would supersede
+    its originals with a memory nobody has reviewed)."""
+    from strata.write import policy
+
+    decision = policy.decide(cur, tenant_id, [(d.path, d.content)])[0]
+    if decision is None or decision.action == "keep":
+        return "active"
+    if decision.action == "hold" and not supersede:
+        return "candidate"
+    raise Conflict(decision.reason, field="content", rule_id=str(decision.rule_id))
 
 
 __all__ = ["DERIVED_EDGES", "NOT_DERIVED", "Derived", "refuse_derived", "derived_from", "lock_sources", "write_derived"]
