@@ -65,7 +65,12 @@ Instructions = Annotated[Text, Field(min_length=1, max_length=MAX_INSTRUCTIONS)]
 class RuleIn(BaseModel):
     """A rule to set at a path (owner there): it replaces the rule at that path, if any."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"path": "users", "exclude_categories": ["health"]},
+        {"path": "users.alice", "capture": "review_only", "retention_days": 365,
+         "exclude_patterns": ["/\\bproject [a-z]+ codename\\b/"],
+         "instructions": "Keep what Alice says about her work; skip small talk."},
+    ]})
 
     path: ScopePath = Field(description=(
         "The subtree the rule governs (`users`, `users.alice`; `\"\"` is the tenant root). "
@@ -102,17 +107,19 @@ class RuleIn(BaseModel):
 
 
 class Rule(BaseModel):
-    id: uuid.UUID
-    path: str
-    capture: Capture
-    exclude_categories: list[str]
-    exclude_patterns: list[str]
-    include_categories: list[str]
-    instructions: str | None
-    retention_days: int | None
-    version: int
-    created_at: datetime
-    updated_at: datetime
+    """A memory rule as stored (see RuleIn for what each field does)."""
+
+    id: uuid.UUID = Field(description="The rule's id.")
+    path: str = Field(description="The subtree the rule governs ('' = the tenant root).")
+    capture: Capture = Field(description="on, off or review_only.")
+    exclude_categories: list[str] = Field(description="Categories not kept under the path.")
+    exclude_patterns: list[str] = Field(description="Literals or /regex/ not kept.")
+    include_categories: list[str] = Field(description="Categories always kept as active.")
+    instructions: str | None = Field(description="Text handed to the model extractor.")
+    retention_days: int | None = Field(description="Age at which lifecycle archives memories.")
+    version: int = Field(description="Bumped by every change; history keeps each version.")
+    created_at: datetime = Field(description="When the rule was first set at its path.")
+    updated_at: datetime = Field(description="When it last changed.")
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Rule":
@@ -125,14 +132,16 @@ class Rule(BaseModel):
 class RuleVersion(BaseModel):
     """One state of a rule (``set``) or its removal (``delete``), oldest first."""
 
-    version: int
-    operation: Literal["set", "delete"]
-    actor: str | None
-    changed_at: datetime
-    snapshot: dict[str, Any]
+    version: int = Field(description="The version this entry records.")
+    operation: Literal["set", "delete"] = Field(description="set: this state; delete: removed.")
+    actor: str | None = Field(description="Who changed it (principal:<id>).")
+    changed_at: datetime = Field(description="When.")
+    snapshot: dict[str, Any] = Field(description="The rule's fields at this version.")
 
 
 class RuleDeleted(BaseModel):
-    id: uuid.UUID
-    deleted: bool
-    version: int  # the version that was removed
+    """A rule removed; its history stays readable."""
+
+    id: uuid.UUID = Field(description="The rule's id.")
+    deleted: bool = Field(description="Always true.")
+    version: int = Field(description="The version that was removed.")
