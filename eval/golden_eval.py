@@ -3,7 +3,9 @@ queries whose forbidden answers must never reach the top 5.
 
 The corpus (eval/golden/corpus.json) is loaded in order through the core write paths:
 direct create (slot supersession retires the older value), ingest with the rule extractor
-(a supersession, then an explicit change back held as a candidate), forget, review reject.
+(a supersession, then an explicit change back held as a candidate), forget, review reject,
+reflect (a reflection over a path by a scripted model that cites every memory it is shown:
+retiring its evidence afterwards retires it, and forgetting evidence erases it).
 Archiving has no route yet, so ``archive`` is a plain SQL status change. After loading, every
 memory must be in the status the corpus names, so the set really contains superseded,
 archived, forgotten, rejected and candidate memories, another tenant's, and a path the
@@ -71,6 +73,7 @@ def load(db, embedder, settings, corpus: dict[str, Any] | None = None) -> Golden
     from strata.memories.models import CreateRequest, MemoryIn
     from strata.memories.store import create_memories
     from strata import review
+    from strata.reflection import ReflectRequest, reflect
 
     corpus = corpus or read(CORPUS)
     g = Golden()
@@ -111,6 +114,11 @@ def load(db, embedder, settings, corpus: dict[str, Any] | None = None) -> Golden
             g.ids[key] = item.memory_id
         elif op == "forget":
             forget(db, _owner_of(g, key), g.ids[key])
+        elif op == "reflect":
+            owner = g.callers[f"{step['tenant']}.owner"]
+            done = reflect(db, owner, ReflectRequest(path=step["path"]), embedder,
+                           _CitingReflector(step["content"]))
+            g.ids[key] = done["memory"].id
         elif op == "reject":
             review.reject(db, _owner_of(g, key), g.ids[key])
         elif op == "archive":
@@ -134,6 +142,19 @@ def load(db, embedder, settings, corpus: dict[str, Any] | None = None) -> Golden
     if wrong:
         raise RuntimeError(f"corpus did not load as described (key: (wanted, got)): {wrong}")
     return g
+
+
+class _CitingReflector:
+    """A stand-in model for the corpus: the reflection's text is the corpus's; it rests on
+    every memory it is shown."""
+
+    model = "golden-corpus"
+
+    def __init__(self, content: str) -> None:
+        self.content = content
+
+    def reflect(self, evidence: list[dict[str, Any]]) -> tuple[str, list[uuid.UUID]]:
+        return self.content, [m["id"] for m in evidence]
 
 
 def _owner_of(g: Golden, key: str):

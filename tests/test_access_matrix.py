@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from fake_openai import serve
 from strata.api.app import create_app
 from strata.auth import create_tenant
 from strata.providers import HashingEmbedder
@@ -448,6 +449,15 @@ OPS: dict[str, Op] = {
     "POST /v1/memories/{memory_id}/restore": Op(
         lambda w, s, d: Http("POST", f"/v1/memories/{s.moved}/restore", {"version": 1}) if d
         else Http("POST", f"/v1/memories/{s.deleted}/restore"), "deleted", "moved"),
+    # Around the object's memory, stored at its path (write needed there); a scripted model
+    # (the real openai client) answers.
+    "POST /v1/reflect": Op(
+        lambda w, s, d: Http("POST", "/v1/reflect", {"seed_id": s.memory, "limit": 5})),
+    # The object's target and a second memory beside it, made for the cell.
+    "POST /v1/consolidate": Op(
+        lambda w, s, d: Http("POST", "/v1/consolidate", {
+            "ids": [s.target, w.new_memory(s.tenant, s.path, s.scope, "consolidated")[0]],
+            "content": _write(w)}), "target"),
     "POST /v1/memories/{memory_id}/forget": Op(
         lambda w, s, d: Http("POST", f"/v1/memories/{s.target}/forget"), "target"),
     "GET /v1/memories/{memory_id}/related": Op(
@@ -575,7 +585,15 @@ def world(module_db) -> Iterator[World]:
     app = create_app(db=database, embedder=HashingEmbedder(settings.embedding_dim),
                      settings=settings)
     app.add_middleware(Witness)
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with serve() as fake, TestClient(app, raise_server_exceptions=False) as client:
+        # A model for reflection only (the rest of the app stays on the rules, as the world
+        # it builds expects): the real provider over the real openai client, scripted.
+        from strata.providers.reflector import LLMReflector
+
+        found = iter(range(1_000_000))  # each reflection says something new
+        fake.fallback = lambda rec: {"content": f"Pattern number {next(found)} of the matrix",
+                                     "evidence_ids": rec.shown_ids()}
+        app.state.runtime.reflector = LLMReflector(fake.settings(settings))
         w = World(client, database)
         w.build()
         yield w

@@ -68,6 +68,10 @@ def test_corpus_holds_every_kind_of_retired_memory(golden):
     queries = golden_eval.read(golden_eval.QUERIES)["queries"]
     assert len(queries) >= 30
     assert sum(bool(q.get("decoys")) for q in queries) >= 5
+    # Reflections whose evidence was retired (superseded) or forgotten are forbidden answers.
+    derived = {k for k in loaded.ids if k.endswith("_reflection")}
+    assert {loaded.statuses[k] for k in derived} == {"superseded", "forgotten"}
+    assert derived <= {k for q in queries for k in q["forbidden"]}
     known = set(loaded.ids)
     for q in queries:
         assert set(q["expected"]) | set(q["forbidden"]) | set(q.get("decoys", [])) <= known, q["id"]

@@ -109,11 +109,19 @@ def test_history_triggers_are_installed(empty_db_url, settings):
         FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
         WHERE t.tgrelid = 'memories'::regclass AND NOT t.tgisinternal ORDER BY t.tgname""")
     assert [(r["tgname"], r["tgenabled"], r["proname"]) for r in rows] == [
+        ("memories_evidence_deleted", "O", "memories_evidence_cascade"),
+        ("memories_evidence_retired", "O", "memories_evidence_cascade"),
         ("memories_history_delete", "O", "memory_history_capture"),
         ("memories_history_update", "O", "memory_history_capture"),
     ]
-    assert "AFTER DELETE" in rows[0]["def"] and "AFTER UPDATE" in rows[1]["def"]
-    assert "old.* IS DISTINCT FROM new.*" in rows[1]["def"]
+    history = rows[2:]
+    assert "AFTER DELETE" in history[0]["def"] and "AFTER UPDATE" in history[1]["def"]
+    assert "old.* IS DISTINCT FROM new.*" in history[1]["def"]
+    # The evidence cascade (0019): every delete, and every change of status to superseded or
+    # rejected, whichever statement makes it.
+    assert "AFTER DELETE" in rows[0]["def"]
+    assert "AFTER UPDATE OF status" in rows[1]["def"]
+    assert "'superseded'" in rows[1]["def"] and "'rejected'" in rows[1]["def"]
 
 
 # --------------------------------------------------------------------------------------

@@ -294,7 +294,14 @@ def _names_by_id(op: dict) -> bool:
         "schema", {}).get("$ref", "")
     body = DOCUMENT["components"]["schemas"].get(ref.rsplit("/", 1)[-1], {})
     return any(body["properties"][name].get("format") == "uuid"
+               or body["properties"][name].get("items", {}).get("format") == "uuid"
                for name in body.get("required", []))
+
+
+# Operations that need a model, which this server has none of: past the key and the
+# validators they answer 409 model_unavailable, never a 2xx (tests/test_reflection.py and
+# the access matrix run them with a scripted model).
+NEEDS_A_MODEL = {"POST /v1/reflect"}
 
 
 def test_the_fuzz_got_past_the_key_and_the_validators():
@@ -308,9 +315,13 @@ def test_the_fuzz_got_past_the_key_and_the_validators():
     by_label = {f"{m.upper()} {p}": op for p, ops in DOCUMENT["paths"].items()
                 for m, op in ops.items()}
     assert set(SEEN) == set(by_label)
-    unnamed = {label for label, op in by_label.items() if not _names_by_id(op)}
+    unnamed = {label for label, op in by_label.items()
+               if not _names_by_id(op) and label not in NEEDS_A_MODEL}
     answered = {label for label, statuses in SEEN.items() if any(200 <= s < 300 for s in statuses)}
     assert unnamed <= answered, sorted(unnamed - answered)
+    assert NEEDS_A_MODEL <= set(by_label)
+    for label in NEEDS_A_MODEL:
+        assert SEEN[label][409] > 0 and not answered & {label}, (label, SEEN[label])
     assert len(unnamed) >= 11
 
 

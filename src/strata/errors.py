@@ -87,6 +87,16 @@ class Unavailable(StrataError):
         self.failure = failure
 
 
+class ModelUnavailable(StrataError):
+    """A capability that needs a model (reflection, a consolidation without content) and
+    none is configured: ``setting`` names what to set."""
+
+    code = "model_unavailable"
+
+    def __init__(self, message: str, *, setting: str, field: str | None = None) -> None:
+        super().__init__(message, field=field, setting=setting)
+
+
 def field_path(loc) -> str | None:
     """A pydantic error location as the field name errors report: ('memories', 3, 'content')
     -> 'memories[3].content', without pydantic's validator and type steps. Shared by the

@@ -184,6 +184,7 @@ _FILTER_CHECKS = (
     ("tags", "(%(tags)s::text[] IS NULL OR m.tags @> %(tags)s::text[])"),
     ("meta", "(%(meta)s::jsonb IS NULL OR m.meta @> %(meta)s::jsonb)"),
     ("meta", "(%(meta_ops)s::jsonb IS NULL OR " + meta_filter.CONDITIONS_SQL + ")"),
+    ("origin", "(NOT %(exclude_derived)s OR m.origin <> 'llm_derived')"),
 )
 _ACCESS = "{a}.tenant_id = %(tenant)s\n      AND " + "\n      AND ".join(
     sql for _, sql in _ACCESS_CHECKS)
@@ -326,6 +327,7 @@ windows AS (
 pool AS (SELECT id FROM vec UNION SELECT id FROM txt)
 -- Every candidate with both arms' scores: strata.ranking.fuse orders them.
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
+       m.origin::text AS origin,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
        m.confidence, m.value_hash, vec.rank AS vec_rank, txt.rank AS txt_rank,
        CASE WHEN %(use_vec)s THEN 1 - (m.embedding <=> %(vec)s::vector) END AS cosine,
@@ -357,9 +359,11 @@ linked AS (
       ON o.id = CASE WHEN e.source_id = r.id THEN e.target_id ELSE e.source_id END
     WHERE {_ACCESS.format(a="o")}
       AND o.id NOT IN (SELECT id FROM ranked)
+      AND (NOT %(exclude_derived)s OR o.origin <> 'llm_derived')
     ORDER BY o.id, r.pos, e.type
 )
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
+       m.origin::text AS origin,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
        m.confidence, x.from_id, x.edge
 FROM (SELECT * FROM linked ORDER BY pos, edge, id LIMIT %(limit)s) x
@@ -515,7 +519,8 @@ def _why_not(db: Database, caller: Caller, req: SearchRequest, fused: ranking.Fu
             said = {"status": f"its status is {row['status']}",
                     "validity": "it was not valid at valid_at", "paths": "outside `paths`",
                     "kinds": "its kind is not in `kinds`", "tags": "it lacks a tag of `tags`",
-                    "meta": "its meta does not match `meta`"}
+                    "meta": "its meta does not match `meta`",
+                    "origin": "it is derived (llm_derived) and exclude_derived is set"}
             out.append(WhyNot(id=mid, returned=False, reasons=failed, message="excluded: " +
                               "; ".join(said[f] for f in failed)))
         elif hit is None:
@@ -603,7 +608,8 @@ def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> d
     """The parameters of ``_ACCESS``: what a returned memory must satisfy."""
     return {"tenant": caller.tenant_id, "readable": caller.paths(Level.read),
             "paths": req.paths, "valid_at": req.valid_at,
-            "statuses": statuses_for(req.include), "any_status": ignore_status}
+            "statuses": statuses_for(req.include), "any_status": ignore_status,
+            "exclude_derived": req.exclude_derived}
 
 
 def _expand(db: Database, caller: Caller, req: SearchRequest, hits: list[uuid.UUID], *,
@@ -614,7 +620,7 @@ def _expand(db: Database, caller: Caller, req: SearchRequest, hits: list[uuid.UU
             "edges": list(EXPAND_EDGES), "limit": req.limit}).fetchall()
     return [SearchResult(
         id=r["id"], content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
-        score=0.0, valid_from=r["valid_from"], valid_to=r["valid_to"], tags=r["tags"],
+        origin=r["origin"], score=0.0, valid_from=r["valid_from"], valid_to=r["valid_to"], tags=r["tags"],
         importance=r["importance"], confidence=r["confidence"], expanded=True,
         expanded_from=r["from_id"], edge=r["edge"],
         explain={"expanded": {"from": r["from_id"], "edge": r["edge"]}} if req.explain else None,
@@ -652,7 +658,7 @@ def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
         }
     return SearchResult(
         id=c.id, content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
-        score=hit.relevance, rank=rank, valid_from=r["valid_from"], valid_to=r["valid_to"],
+        origin=r["origin"], score=hit.relevance, rank=rank, valid_from=r["valid_from"], valid_to=r["valid_to"],
         tags=r["tags"], importance=r["importance"], confidence=r["confidence"],
         explain=explain,
     )

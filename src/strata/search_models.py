@@ -59,6 +59,9 @@ class SearchRequest(BaseModel):
     min_score: Fraction | None = Field(default=None, description=(
         "Only results whose `score` (relevance, 0..1) is at least this. Applied before "
         "`limit`: up to `limit` results that clear it."))
+    exclude_derived: Flag = Field(default=False, description=(
+        "Leave out memories a model derived (origin `llm_derived`: reflections, and "
+        "consolidations the model wrote), from the hits and from graph expansion."))
     why_not: list[uuid.UUID] | None = Field(default=None, max_length=20, description=(
         "Memory ids to diagnose: for each, whether it was returned, or why not -- its status, "
         "its validity, a filter (paths, kinds, tags, meta), min_score, or its rank below "
@@ -73,6 +76,9 @@ class SearchResult(BaseModel):
     path: str = Field(description="Where it lives.")
     kind: str = Field(description="What sort of statement it is.")
     status: str = Field(description="`active`, or another status `include` asked for.")
+    origin: str = Field(description=(
+        "`user_stated`, `llm_derived` (a reflection, or a consolidation the model wrote), "
+        "`imported` or `system`: a derived memory is marked as such wherever it is returned."))
     # How well the memory matches the query, 0..1 and comparable across queries
     # (strata.ranking, "Relevance"); results come in `rank` order, which the fused score sets
     # (explain.score), so a lower-ranked result may score higher. 0 for an expansion.
@@ -105,7 +111,7 @@ class WhyNot(BaseModel):
     rank: int | None = Field(default=None, description=(
         "Its place in the fused ranking (1 = best), when either arm found it."))
     reasons: list[Literal["not_visible", "status", "validity", "paths", "kinds", "tags", "meta",
-                          "min_score", "below_limit", "not_found_by_arms"]] = Field(
+                          "origin", "min_score", "below_limit", "not_found_by_arms"]] = Field(
         description="Empty when returned; `not_visible` alone for an id this key cannot read "
                     "or that does not exist.")
     message: str = Field(description="The verdict in a sentence.")

@@ -29,6 +29,7 @@ from strata.errors import (
     Forbidden,
     Gone,
     InvalidInput,
+    ModelUnavailable,
     NotFound,
     StrataError,
     Suppressed,
@@ -94,6 +95,14 @@ class Runtime:
         return IngestRuntime(self.db, self.embedder, self.settings)
 
     @cached_property
+    def reflector(self):
+        """The model that reflects and consolidates (strata.providers.reflector); None
+        when no model is configured."""
+        from strata.providers.reflector import get_reflector
+
+        return get_reflector(self.settings)
+
+    @cached_property
     def launcher(self) -> Launcher:
         from strata.ingest.service import StepFunctionsLauncher, ThreadLauncher
 
@@ -142,6 +151,7 @@ STATUS: dict[type[StrataError], int] = {
     Gone: 410,
     VersionConflict: 412,
     Unavailable: 503,
+    ModelUnavailable: 409,
 }
 
 

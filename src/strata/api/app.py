@@ -57,8 +57,8 @@ def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
 
 _ask_about_pydantic_v1_only_once_it_is_loaded()
 
-ROUTERS = ("health", "docs", "memories", "access", "audit", "ingest", "review", "search", "browse",
-           "rules", "console", "mcp")
+ROUTERS = ("health", "docs", "memories", "reflect", "access", "audit", "ingest", "review",
+           "search", "browse", "rules", "console", "mcp")
 # Routers whose routes are not part of the API the document describes: the document and its
 # viewers, the console's static files, and /mcp (JSON-RPC, which OpenAPI does not describe; a
 # mount, not routes).

@@ -184,6 +184,9 @@ RECALL_SCHEMA = _object({
                               "facts)."},
     "explain": {"type": "boolean", "default": False,
                 "description": "Include each result's score breakdown."},
+    "exclude_derived": {"type": "boolean", "default": False,
+                        "description": "Leave out what a model inferred (each result's origin "
+                                       "says llm_derived): only what was stated."},
     "why_not": {"type": "array", "maxItems": 20, "items": {"type": "string", "format": "uuid"},
                 "description": "Memory ids you expected: the answer says for each whether it "
                                "was returned or why not (status, validity, a filter, "

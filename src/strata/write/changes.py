@@ -39,6 +39,7 @@ from strata.errors import (
 )
 from strata.write import lexical, locks, slots
 from strata.write.apply import add_edge, retire
+from strata.write.derive import derived_from
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
 from strata.write.rows import COLUMNS, evidence_entry, scope
 from strata.write.tombstones import find_tombstone, insert_tombstone, lift
@@ -417,11 +418,16 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
                              memory_id=one)
             for v in values
         ]
-        for other in live_holders(cur, caller.tenant_id, where, values, exclude=done):
+        # What was made from it (a reflection, a consolidation) may carry its content: the
+        # cascade (migration 0019) retired it when the row went; erased here with it.
+        carriers = [*live_holders(cur, caller.tenant_id, where, values, exclude=done),
+                    *(d for d in derived_from(cur, caller.tenant_id, one) if d["id"] not in done)]
+        for other in carriers:
             if not caller.can(other["path"], Level.write):
                 raise Forbidden("a memory holding this value lies where this key cannot write",
                                 field="id")
-            also.append(other["id"])
+            if other["id"] not in also:
+                also.append(other["id"])
             todo.append((other["id"], other["path"]))
     return {"tombstone_ids": tombstones, "also_forgotten": also}
 

@@ -234,3 +234,4 @@ def related(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[Relationshi
     end the key can also read, oldest first, each with who decided it and why.
     """
     return {"items": core.related(db, caller, memory_id)}
+

@@ -1,0 +1,32 @@
+"""/v1/reflect and /v1/consolidate: memories made from memories (strata.reflection). Parse,
+call one core function, shape the answer."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from strata import reflection
+from strata.api.deps import DB, CallerDep, EmbedderDep
+from strata.api.openapi import answers
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+
+
+@router.post("/reflect", responses=answers(404, 409), description=(
+    "Store one `llm_derived` reflection (kind `reflection`) over active `user_stated` "
+    "memories around `seed_id` or under `path`, with a DERIVED_FROM edge to each memory it "
+    "rests on. 409 `model_unavailable` (naming the setting) when no model is configured, "
+    "409 `conflict` for a derived seed or too little evidence."))
+def reflect(body: reflection.ReflectRequest, request: Request, db: DB, caller: CallerDep,
+            embedder: EmbedderDep) -> reflection.ReflectResult:
+    return reflection.reflect(db, caller, body, embedder, request.app.state.runtime.reflector)
+
+
+@router.post("/consolidate", responses=answers(404, 409), description=(
+    "Merge active memories into one (kind `summary`) with a CONSOLIDATES edge to each; the "
+    "originals are superseded with the reason. Without `content` the model writes it (409 "
+    "`model_unavailable` when none is configured)."))
+def consolidate(body: reflection.ConsolidateRequest, request: Request, db: DB,
+                caller: CallerDep, embedder: EmbedderDep) -> reflection.ConsolidateResult:
+    return reflection.consolidate(db, caller, body, embedder,
+                                  request.app.state.runtime.reflector)
