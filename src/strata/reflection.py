@@ -42,8 +42,11 @@ _MODEL_SETTING = "STRATA_LLM_MODEL"
 class ReflectRequest(BaseModel):
     # Exactly one of seed_id and path, as the schema says too.
     model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "oneOf": [{"required": [name], "properties": {name: {"type": "string"}}}
-                  for name in ("seed_id", "path")]})
+        "oneOf": [{"required": [name], "properties": {name: {
+            "type": "string", "description": f"{name} given (and not null)."}}}
+            for name in ("seed_id", "path")],
+        "examples": [{"path": "users.alice"},
+                     {"seed_id": "0b9e3c52-4a2d-4c55-9d1f-0d8f5f3c2a11", "limit": 10}]})
 
     seed_id: uuid.UUID | None = Field(None, description=(
         "Reflect around this memory: it and its nearest active user_stated neighbours in its "
@@ -62,7 +65,10 @@ class ReflectRequest(BaseModel):
 
 
 class ConsolidateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "ids": ["0b9e3c52-4a2d-4c55-9d1f-0d8f5f3c2a11", "5f7d2c1e-8b3a-4e6f-9c0d-1a2b3c4d5e6f"],
+        "content": "Alice prefers tea, green in the morning and mint after dinner.",
+        "reason": "three notes on one preference"}]})
 
     ids: list[uuid.UUID] = Field(min_length=2, max_length=MAX_EVIDENCE, json_schema_extra={
         "uniqueItems": True}, description=(
@@ -89,13 +95,13 @@ class ConsolidateRequest(BaseModel):
 
 
 class ReflectResult(BaseModel):
-    memory: Memory
-    evidence_ids: list[uuid.UUID]
+    memory: Memory = Field(description="The reflection stored (origin llm_derived).")
+    evidence_ids: list[uuid.UUID] = Field(description="The memories it rests on (DERIVED_FROM).")
 
 
 class ConsolidateResult(BaseModel):
-    memory: Memory
-    superseded_ids: list[uuid.UUID]
+    memory: Memory = Field(description="The merged memory.")
+    superseded_ids: list[uuid.UUID] = Field(description="The originals, now superseded by it.")
 
 
 _SEED = """

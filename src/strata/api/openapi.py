@@ -72,6 +72,8 @@ TAGS: list[dict[str, str]] = [
     {"name": "access", "description": "Owner administration within a tenant: principals, "
                                       "their grants on paths, and API keys."},
     {"name": "browse", "description": "Who a key is, and the paths it can read."},
+    {"name": "reflect", "description": "Memories made from memories: reflections and "
+                                       "consolidations, retired with their evidence."},
     {"name": "rules", "description": "Memory rules: an owner's policy for what is kept under a "
                                      "path (capture, exclusions, inclusions, retention)."},
     {"name": "audit", "description": "The tenant's append-only, hash-chained audit log, and "
