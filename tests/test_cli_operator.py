@@ -42,9 +42,19 @@ class World:
 
         self.server, self.tenant, self.db, self.tmp = server, tenant, db, tmp
         self.client = Client(server, tenant.key)
+        self.client_url, self.key = server, tenant.key
 
     def name(self, prefix: str) -> str:
         return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    def rule(self) -> str:
+        """A memory rule at a fresh path under users."""
+        import httpx as _httpx
+
+        r = _httpx.put(f"{self.client_url}/v1/rules", json={"path": f"users.r{uuid.uuid4().hex[:8]}"},
+                       headers={"Authorization": f"Bearer {self.key}"})
+        r.raise_for_status()
+        return r.json()["id"]
 
     def memory(self, text: str | None = None, path: str = "users.alice") -> str:
         text = text or f"The deploy region is {uuid.uuid4().hex[:6]}"
@@ -146,6 +156,9 @@ SAMPLES: dict[tuple[str, ...], Callable[[World], list[str]] | None] = {
     ("review", "promote"): lambda w: ["review", "promote", w.candidate()],
     ("review", "reject"): lambda w: ["review", "reject", w.candidate()],
     ("review", "merge"): lambda w: ["review", "merge", w.candidate(), "--into", w.memory()],
+    ("rules", "set"): lambda w: ["rules", "set", f"users.s{uuid.uuid4().hex[:8]}", "--exclude", "health"],
+    ("rules", "list"): lambda w: ["rules", "list"],
+    ("rules", "delete"): lambda w: ["rules", "delete", w.rule()],
     ("export",): lambda w: ["export", "--tenant", "acme"],
     ("import",): lambda w: ["import", w.export_file(), "--tenant", w.name("copy"),
                             "--create-tenant"],

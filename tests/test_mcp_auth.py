@@ -20,6 +20,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from strata.mcpserver.tools import TOOLS
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -134,7 +135,7 @@ def test_the_python_client_reports_the_refusal_and_looks_for_no_oauth(observed, 
         anyio.run(tools, wrong_secret(tenant.key))
     [error] = leaves(refused.value.subgroup(MCPError))
     assert "invalid API key" in str(error) and error.error.code == -32001
-    assert len(anyio.run(tools, tenant.key)) == 8
+    assert len(anyio.run(tools, tenant.key)) == len(TOOLS)
     assert ("POST", "/mcp") in requests.seen and requests.discovery() == []
 
 
@@ -168,7 +169,7 @@ def test_the_inspector_cli_lists_tools_and_reports_a_wrong_key(observed, tenant)
     good = inspector(url, tenant.key)
     assert good.returncode == 0, good.stdout + good.stderr
     listed = json.loads(good.stdout[good.stdout.index("{"):good.stdout.rindex("}") + 1])
-    assert len(listed["tools"]) == 8
+    assert len(listed["tools"]) == len(TOOLS)
 
     bad = inspector(url, wrong_secret(tenant.key))
     out = bad.stdout + bad.stderr

@@ -35,7 +35,7 @@ ON CONFLICT (tenant_id, path) DO UPDATE SET
     include_categories = EXCLUDED.include_categories, instructions = EXCLUDED.instructions,
     retention_days = EXCLUDED.retention_days, version = memory_rules.version + 1,
     updated_at = now()
-WHERE %(expected)s::int IS NULL OR memory_rules.version = %(expected)s::int
+WHERE %(expected)s::bigint IS NULL OR memory_rules.version = %(expected)s::bigint
 RETURNING {COLUMNS}
 """
 

@@ -39,7 +39,7 @@ from strata.errors import (
 )
 from strata.write import lexical, locks, slots
 from strata.write.apply import add_edge, retire
-from strata.write.derive import derived_from
+from strata.write.derived import derived_from
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
 from strata.write.rows import COLUMNS, evidence_entry, scope
 from strata.write.tombstones import find_tombstone, insert_tombstone, lift
