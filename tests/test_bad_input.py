@@ -217,6 +217,13 @@ def test_body_of_wrong_shape_or_types(seed):
                                "expected_version"),
         "patch-version-float": ("PATCH", f"/v1/memories/{mid}", {"expected_version": 2.5},
                                 "expected_version"),
+        # the version columns are integers: no row can have a larger version
+        "patch-version-past-integer": ("PATCH", f"/v1/memories/{mid}",
+                                       {"expected_version": 2**31}, "expected_version"),
+        "patch-version-past-bigint": ("PATCH", f"/v1/memories/{mid}",
+                                      {"expected_version": 2**64}, "expected_version"),
+        "restore-version-past-integer": ("POST", f"/v1/memories/{mid}/restore",
+                                         {"version": 2**31}, "version"),
         "patch-pinned-text": ("PATCH", f"/v1/memories/{mid}",
                               {"expected_version": v, "pinned": "maybe"}, "pinned"),
         "patch-content-number": ("PATCH", f"/v1/memories/{mid}",

@@ -641,3 +641,67 @@ def test_cli_index_run_builds_a_large_tenants_own_index(db, tenant, caller_for, 
             assert not index_exists()
     assert [o["created"] for o in outs] == [[name], [name], []]
     assert outs[2]["kept"] == 1 and index_exists()
+
+
+def test_build_memory_fits_the_graph_within_bounds():
+    """build_memory_kb, over generated sizes: never below the server's own setting, never above
+    BUILD_MEMORY_MAX_MB, growing with rows and dimensions; a 100,000-row 384-d tenant's graph
+    gets more than PostgreSQL's 64 MB default (control: a 1,000-row one keeps the default)."""
+    from hypothesis import given, settings as hsettings, strategies as st
+
+    from strata import vector_index as vi
+
+    cap = vi.BUILD_MEMORY_MAX_MB * 1024
+
+    @hsettings(max_examples=300, deadline=None)
+    @given(st.integers(0, 5_000_000), st.integers(0, 5_000_000), st.integers(1, 4000),
+           st.integers(1024, 4 * cap))
+    def check(rows, more, dims, current):
+        kb = vi.build_memory_kb(rows, dims, current)
+        assert kb >= current and (kb <= cap or kb == current)
+        assert vi.build_memory_kb(rows + more, dims, current) >= kb
+        assert vi.build_memory_kb(rows, dims + 1, current) >= kb
+
+    check()
+    assert vi.build_memory_kb(100_000, 384, 65536) > 65536
+    assert vi.build_memory_kb(1_000, 384, 65536) == 65536
+
+
+def test_an_index_build_asks_for_its_memory_and_gives_it_back(db, tenant, caller_for, embedder,
+                                                             monkeypatch):
+    """Given a tenant over the per-tenant threshold, whose graph is made to need more than the
+    server's maintenance_work_mem (a row is priced at 40 MB)
+    When reconcile builds its index
+    Then the report names the maintenance_work_mem it was built with (what build_memory_kb
+    gives for the tenant's rows, 384 dimensions and the server's setting), the index exists
+    and is valid, and every pooled connection afterwards has the server's setting again (the
+    build's SET does not leak into search or writes)."""
+    from strata import vector_index
+
+    caller = caller_for(tenant.key)
+    make(db, caller, embedder, words(8, 81), words(9, 81), words(10, 81))
+    name = vector_index.index_name(tenant.tenant_id)
+    monkeypatch.setattr(vector_index, "BUILD_BYTES_PER_ROW", 40 * 1024 * 1024)
+    with db.connection() as conn:
+        server_kb = int(conn.execute("SELECT setting FROM pg_settings"
+                                     " WHERE name = 'maintenance_work_mem'").fetchone()["setting"])
+    report = vector_index.reconcile(db, min_rows=3)
+    assert report["created"] == [name], report
+    assert report["build_memory_kb"] == {name: vector_index.build_memory_kb(3, 384, server_kb)}
+    assert report["build_memory_kb"][name] > server_kb  # control: the build asked for more
+    with db.connection() as conn:
+        valid = conn.execute("SELECT i.indisvalid FROM pg_index i JOIN pg_class c"
+                             " ON c.oid = i.indexrelid WHERE c.relname = %s", (name,)).fetchone()
+        assert valid is not None and valid["indisvalid"]
+    conns = []
+    try:  # every connection of the pool: the build's may be any of them
+        for _ in range(db.pool.max_size):
+            cm = db.connection()
+            conns.append(cm)
+            c = cm.__enter__()
+            kb = int(c.execute("SELECT setting FROM pg_settings"
+                               " WHERE name = 'maintenance_work_mem'").fetchone()["setting"])
+            assert kb == server_kb
+    finally:
+        for cm in reversed(conns):
+            cm.__exit__(None, None, None)

@@ -63,7 +63,10 @@ Flag = StrictBool
 # Bounds go before the validator, inside the type: given outside (``Field(ge=1)`` on an
 # optional field), pydantic writes them into the schema as keywords JSON Schema lacks (``ge``).
 Integer = Annotated[int, BeforeValidator(_json_number)]
-Version = Annotated[int, Field(ge=1), BeforeValidator(_json_number)]
+# A row's version: the columns that hold it are PostgreSQL integers, so a larger number names no
+# version that can exist -- a 422 naming the field rather than a comparison the database refuses.
+VERSION_MAX = 2**31 - 1
+Version = Annotated[int, Field(ge=1, le=VERSION_MAX), BeforeValidator(_json_number)]
 # A short-term memory's time to live, in seconds. The bounds sit on the number itself: on a
 # field typed `Integer | None`, pydantic cannot place them in the schema (it wrote `ge`/`le`,
 # which JSON Schema does not know, so the document said nothing of them).

@@ -57,6 +57,15 @@ MIN_ROWS = 5000
 # At most this many per-tenant indexes (the largest tenants first): see the module docstring.
 MAX_INDEXES = 200
 PREFIX = "memories_vec_"
+# Memory for one build. pgvector builds an HNSW graph in maintenance_work_mem and, once the
+# graph outgrows it, goes on building on disk, many times slower (PostgreSQL's default is
+# 64 MB: a 384-d graph of ~25,000 rows). A build asks for what its tenant's graph needs --
+# BUILD_BYTES_PER_ROW plus the vector's 4 bytes a dimension, for every row, with a margin --
+# for its own session only, never less than the server's setting and never more than
+# BUILD_MEMORY_MAX_MB (a 384-d tenant of ~400,000 rows; beyond it the build goes on disk).
+BUILD_BYTES_PER_ROW = 1024  # graph neighbours (m = 16: 32 on layer 0) and element headers
+BUILD_MEMORY_MARGIN = 1.25
+BUILD_MEMORY_MAX_MB = 1024
 
 
 def index_name(tenant_id: uuid.UUID) -> str:
@@ -113,7 +122,7 @@ def reconcile(db: Database, *, min_rows: int | None = None, max_indexes: int | N
     report: dict[str, Any] = {
         "min_rows": min_rows, "max_indexes": max_indexes, "dry_run": dry_run,
         "created": [], "rebuilt": [], "dropped": [], "kept": len(todo["keep"]), "failed": [],
-        "complete": True,
+        "complete": True, "build_memory_kb": {},
     }
     if dry_run:
         report.update(created=[n for n, _ in todo["create"]],
@@ -130,7 +139,7 @@ def reconcile(db: Database, *, min_rows: int | None = None, max_indexes: int | N
             try:
                 if key == "rebuilt":
                     _drop(db, name)
-                _build(db, name, tenant_id)
+                report["build_memory_kb"][name] = _build(db, name, tenant_id)
                 report[key].append(name)
             except Exception as exc:  # reported, and the next run tries again
                 log.warning("per-tenant vector index %s not built: %s", name,
@@ -144,13 +153,33 @@ def _drop(db: Database, name: str) -> None:
         conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
 
 
-def _build(db: Database, name: str, tenant_id: uuid.UUID) -> None:
+def build_memory_kb(rows: int, dims: int, current_kb: int) -> int:
+    """maintenance_work_mem (kB) for building an HNSW index over ``rows`` vectors of ``dims``
+    dimensions: what the graph needs, at least ``current_kb`` (the server's own setting), at
+    most BUILD_MEMORY_MAX_MB."""
+    need = int(rows * (BUILD_BYTES_PER_ROW + 4 * dims) * BUILD_MEMORY_MARGIN) // 1024
+    return max(current_kb, min(need, BUILD_MEMORY_MAX_MB * 1024))
+
+
+def _build(db: Database, name: str, tenant_id: uuid.UUID) -> int:
+    """Build the tenant's index; returns the maintenance_work_mem (kB) it was built with."""
     tid = uuid.UUID(str(tenant_id))  # a uuid's text is safe to inline; DDL takes no parameters
     with db.connection() as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM memories WHERE tenant_id = %s) AS rows,"
+            " (SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memories'::regclass"
+            "   AND attname = 'embedding') AS dims,"
+            " (SELECT setting::int FROM pg_settings WHERE name = 'maintenance_work_mem') AS kb",
+            (tid,)).fetchone()
+        rows, dims, kb = (row[k] for k in ("rows", "dims", "kb")) if isinstance(row, dict) else row
+        memory = build_memory_kb(int(rows), max(int(dims), 1), int(kb))
         conn.execute("SET statement_timeout = 0")
+        conn.execute(f"SET maintenance_work_mem = '{memory}kB'")
         try:
             conn.execute(
                 f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON memories'
                 f" USING hnsw (embedding vector_cosine_ops) WHERE tenant_id = '{tid}'::uuid")
         finally:
             conn.execute("RESET statement_timeout")
+            conn.execute("RESET maintenance_work_mem")
+    return memory
