@@ -303,3 +303,30 @@ def test_retrieval_mode_checks_the_ranking_targets(reports):
         overall["vector"]["recall_all@5"] = overall["keyword"]["recall_all@5"] = 0.5
     assert all(c["beats_each_arm"]["met"] and c["target"]["met"]
                for c in locomo_eval.check_retrieval(rigged).values())
+
+
+def test_headroom_reports_the_ceilings_over_production(module_db):
+    """eval/locomo_headroom.py on the tiny conversation (hash embedder): the stored ceiling says
+    one of two questions rests on a turn no observation cites (observations 0.5, turns 1.0);
+    the pool ceiling is never below production (it reorders the same candidates, evidence
+    first) and reaches what is stored here; the logistic re-ranker separates a separable
+    problem (control for the learned column)."""
+    import numpy as np
+
+    headroom = support.load_module("locomo_headroom", ROOT / "eval" / "locomo_headroom.py")
+    db, settings = module_db
+    convs = locomo_eval.read_conversations(DATA, None)
+    rows = headroom.collect(db, HashingEmbedder(384), settings, convs)
+    assert {r["mode"] for r in rows} == {"observations", "turns"} and len(rows) == 4
+    assert headroom.stored_ceiling(rows) == {"observations": 0.5, "turns": 1.0}
+    prod = headroom.recall(rows, headroom.production)
+    pool = headroom.recall(rows, headroom.pool_oracle)
+    for mode in ("observations", "turns"):
+        assert pool[mode]["recall_all@5"] >= prod[mode]["recall_all@5"]
+        assert pool[mode]["mrr"] >= prod[mode]["mrr"]
+    assert pool["observations"]["recall_all@5"] == 0.5 and pool["turns"]["recall_all@5"] == 1.0
+    rng = np.random.default_rng(7)
+    x = rng.random((400, 3))
+    y = (x[:, 0] > 0.5).astype(float)
+    model = headroom.Logistic().fit(x, y)
+    assert np.mean((model.score(x) > 0) == (y > 0)) > 0.95
