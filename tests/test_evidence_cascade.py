@@ -16,6 +16,8 @@ invariant, returning the violations; the control tests below prove each can fail
    retired (a DERIVED_FROM target that is not active, a CONSOLIDATES target that is gone).
 3. ``forgotten_carriers``: nothing made from a forgotten memory survives: no live row, no
    history row that still has content.
+4. ``active_on_changed_evidence``: no *active* derived memory rests on evidence whose value
+   changed after it was drawn (an edit of the evidence's content: migration 0020 flags it).
 """
 
 from __future__ import annotations
@@ -86,7 +88,26 @@ def forgotten_carriers(conn, tenant_id) -> list:
         """, {"t": tenant_id}).fetchall()]
 
 
-CHECKS = (unsupported_derived, active_on_retired_evidence, forgotten_carriers)
+def active_on_changed_evidence(conn, tenant_id) -> list:
+    """Active derived memories with an evidence memory whose value hash now differs from the
+    one it had when the edge was drawn (its first history row after that, else its row)."""
+    return [r["id"] for r in conn.execute(
+        """
+        SELECT DISTINCT m.id FROM memories m
+        JOIN memory_relationships r ON r.source_id = m.id
+        JOIN memories e ON e.id = r.target_id
+        WHERE m.tenant_id = %(t)s AND m.status = 'active'
+          AND r.type IN ('DERIVED_FROM', 'CONSOLIDATES')
+          AND coalesce((SELECT h.row_data->>'value_hash' FROM memory_history h
+                        WHERE h.tenant_id = e.tenant_id AND h.memory_id = e.id
+                          AND h.changed_at >= r.created_at ORDER BY h.id LIMIT 1),
+                       '\\x' || encode(e.value_hash, 'hex'))
+              <> '\\x' || encode(e.value_hash, 'hex')
+        """, {"t": tenant_id}).fetchall()]
+
+
+CHECKS = (unsupported_derived, active_on_retired_evidence, forgotten_carriers,
+          active_on_changed_evidence)
 
 
 class CascadeMachine(RuleBasedStateMachine):
@@ -103,6 +124,9 @@ class CascadeMachine(RuleBasedStateMachine):
         tenant, key = create_tenant(self.db, f"ec{uuid.uuid4().hex[:12]}")
         self.tenant_id = tenant.id
         self.headers = {"Authorization": f"Bearer {key.key}"}
+        # Something to reflect on from the first step (a reflection needs two memories).
+        for word in WORDS[:2]:
+            self.state_a_liking(word, ROOT)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -154,12 +178,27 @@ class CascadeMachine(RuleBasedStateMachine):
         if r.status_code == 200:
             self.saw("consolidated")
 
+    def patch(self, one: uuid.UUID, body: dict) -> None:
+        version = self.send("GET", f"/v1/memories/{one}").json()["version"]
+        r = self.send("PATCH", f"/v1/memories/{one}", json={**body, "expected_version": version})
+        assert r.status_code in (200, 409), r.text  # 409: the new value is tombstoned here
+        if r.status_code == 200:
+            self.saw("patched")
+
     @rule(i=st.integers(0, 50), slot=st.sampled_from(SLOTS), value=st.sampled_from(VALUES))
     def patch_takes_a_slot(self, i, slot, value) -> None:
         one = self.pick(i, "status = 'active' AND origin = 'user_stated'")
         if one is not None:
-            self.send("PATCH", f"/v1/memories/{one}", json={
-                "content": f"Now my {slot} is {value}", "slot": f"user.{slot}", "value": value})
+            self.patch(one, {"content": f"Now my {slot} is {value}", "slot": f"user.{slot}",
+                             "value": value})
+
+    @rule(i=st.integers(0, 50), word=st.sampled_from(WORDS))
+    def edit_content(self, i, word) -> None:
+        """An edit of what a memory says (no slot, no status change): a new value in place."""
+        one = self.pick(i, "status = 'active' AND origin = 'user_stated'")
+        if one is not None:
+            self.n += 1
+            self.patch(one, {"content": f"I enjoy {word} on day {self.n}"})
 
     @rule(i=st.integers(0, 50))
     def delete(self, i) -> None:
@@ -195,6 +234,11 @@ class CascadeMachine(RuleBasedStateMachine):
                     " WHERE tenant_id = %s AND cause = 'evidence_retired' GROUP BY 1",
                     (self.tenant_id,)).fetchall():
                 self.seen[f"cascade_from_{row['was']}"] = row["n"]
+            flagged = conn.execute(
+                "SELECT count(*) AS n FROM memory_history WHERE tenant_id = %s"
+                " AND cause = 'evidence_changed'", (self.tenant_id,)).fetchone()["n"]
+            if flagged:
+                self.seen["flagged_on_change"] = self.seen.get("flagged_on_change", 0) + flagged
 
 
 @pytest.fixture
@@ -210,8 +254,8 @@ def model_client(db, embedder, settings, fake_llm):
 def test_cascade_holds_under_random_sequences(db, model_client):
     """Given a fresh tenant per example
     When a random sequence of statements, reflections, consolidations, slot-taking edits,
-    deletes, deletes by path and forgets runs through the real HTTP app
-    Then no answer is a 5xx, and after every step the three cascade invariants hold."""
+    content edits, deletes, deletes by path and forgets runs through the real HTTP app
+    Then no answer is a 5xx, and after every step the four cascade invariants hold."""
     seen: dict[str, int] = {}
     run_state_machine_as_test(lambda: CascadeMachine(db, model_client, seen), settings=hsettings(
         max_examples=25, stateful_step_count=20, deadline=None, derandomize=True,
@@ -219,7 +263,7 @@ def test_cascade_holds_under_random_sequences(db, model_client):
     # Control: the sequences really made derived memories and really retired their evidence
     # (an active one retired or flagged, a flagged one retired), so the invariants were tested.
     for what in ("reflected", "consolidated", "forgot_with_derived", "cascade_from_active",
-                 "cascade_from_candidate"):
+                 "cascade_from_candidate", "patched", "flagged_on_change"):
         assert seen.get(what, 0) > 0, (what, seen)
 
 
@@ -293,3 +337,41 @@ def test_a_rejection_retires_what_rests_on_it(db, model_client, tenant, fake_llm
         # The rejection's own history row keeps the transaction's cause.
         assert cur.execute("SELECT cause FROM memory_history WHERE memory_id = %s",
                            (uuid.UUID(ids[1]),)).fetchone()["cause"] == "test.reject"
+
+
+@pytest.mark.parametrize("trigger_on", [True, False])
+def test_an_edit_of_evidence_flags_what_rests_on_it(db, model_client, tenant, fake_llm,
+                                                    trigger_on):
+    """Given a reflection over two memories
+    When one of them is edited to say something else (PATCH content), and, separately, only
+    its importance is changed
+    Then the value edit flags the reflection for review (candidate, cause evidence_changed)
+    and the importance change flags nothing; with the trigger off the reflection stays active
+    on changed evidence, and active_on_changed_evidence reports exactly it (control)."""
+    headers = {"Authorization": f"Bearer {tenant.key}"}
+    ids, derived = _reflection(model_client, headers, fake_llm)
+    if not trigger_on:
+        with db.connection() as conn:
+            conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_evidence_changed")
+
+    def status() -> str:
+        return model_client.get(f"/v1/memories/{derived}", headers=headers).json()["status"]
+
+    def patch(one: str, body: dict) -> None:
+        v = model_client.get(f"/v1/memories/{one}", headers=headers).json()["version"]
+        r = model_client.patch(f"/v1/memories/{one}", headers=headers,
+                               json={**body, "expected_version": v})
+        assert r.status_code == 200, r.text
+
+    patch(ids[1], {"importance": 0.9})  # the value stays: nothing to review
+    assert status() == "active"
+    patch(ids[1], {"content": "I enjoy chess on Sundays only"})
+    with db.connection() as conn:
+        found = active_on_changed_evidence(conn, tenant.tenant_id)
+        causes = [r["cause"] for r in conn.execute(
+            "SELECT cause FROM memory_history WHERE memory_id = %s ORDER BY id",
+            (uuid.UUID(derived),)).fetchall()]
+    if trigger_on:
+        assert status() == "candidate" and found == [] and causes == ["evidence_changed"]
+    else:
+        assert status() == "active" and found == [uuid.UUID(derived)] and causes == []

@@ -109,11 +109,13 @@ def test_history_triggers_are_installed(empty_db_url, settings):
         FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
         WHERE t.tgrelid = 'memories'::regclass AND NOT t.tgisinternal ORDER BY t.tgname""")
     assert [(r["tgname"], r["tgenabled"], r["proname"]) for r in rows] == [
+        ("memories_evidence_changed", "O", "memories_evidence_changed"),
         ("memories_evidence_deleted", "O", "memories_evidence_cascade"),
         ("memories_evidence_retired", "O", "memories_evidence_cascade"),
         ("memories_history_delete", "O", "memory_history_capture"),
         ("memories_history_update", "O", "memory_history_capture"),
     ]
+    changed, rows = rows[0], rows[1:]
     history = rows[2:]
     assert "AFTER DELETE" in history[0]["def"] and "AFTER UPDATE" in history[1]["def"]
     assert "old.* IS DISTINCT FROM new.*" in history[1]["def"]
@@ -122,6 +124,9 @@ def test_history_triggers_are_installed(empty_db_url, settings):
     assert "AFTER DELETE" in rows[0]["def"]
     assert "AFTER UPDATE OF status" in rows[1]["def"]
     assert "'superseded'" in rows[1]["def"] and "'rejected'" in rows[1]["def"]
+    # ... and (0020) every change of a live memory's value.
+    assert "AFTER UPDATE OF value_hash" in changed["def"]
+    assert "old.value_hash IS DISTINCT FROM new.value_hash" in changed["def"]
 
 
 # --------------------------------------------------------------------------------------
