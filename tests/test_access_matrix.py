@@ -530,6 +530,11 @@ OPS: dict[str, Op] = {
                                shows=lambda w, s: [s.candidate]),
     "mcp tool review_decision": Op(
         lambda w, s, d: tool("review_decision", id=s.candidate, decision="reject"), "candidate"),
+    # As POST /v1/reflect and /v1/consolidate (the scripted model answers).
+    "mcp tool reflect": Op(lambda w, s, d: tool("reflect", seed_id=s.memory, limit=5)),
+    "mcp tool consolidate": Op(lambda w, s, d: tool("consolidate", ids=[
+        s.target, w.new_memory(s.tenant, s.path, s.scope, "consolidated")[0]],
+        content=_write(w)), "target"),
 }
 
 

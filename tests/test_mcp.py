@@ -15,7 +15,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, get_args
@@ -35,6 +35,7 @@ from strata.ingest.models import IngestRequest, Message
 from strata.mcpserver import tools
 from strata.memories.models import MemoryIn, MemoryPatch
 from strata.rules.models import RuleIn
+from strata import reflection
 from strata.search import SearchRequest
 
 import support
@@ -42,7 +43,8 @@ import support
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOL_NAMES = {"remember", "recall", "get_memory", "update_memory", "forget", "memory_history",
-              "list_review", "review_decision", "set_rule", "list_rules"}
+              "list_review", "review_decision", "set_rule", "list_rules", "reflect",
+              "consolidate"}
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -123,7 +125,7 @@ def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
         "remember": set(), "recall": {"query"}, "get_memory": {"id"},
         "update_memory": {"id", "expected_version"}, "forget": {"id"},
         "memory_history": {"id"}, "list_review": set(), "review_decision": {"id", "decision"},
-        "set_rule": {"path"}, "list_rules": set(),
+        "set_rule": {"path"}, "list_rules": set(), "reflect": set(), "consolidate": {"ids"},
     }
     for tool in listed:
         schema = tool.input_schema
@@ -477,6 +479,8 @@ def test_schemas_offer_what_the_core_models_accept():
 
     assert props("recall") == set(SearchRequest.model_fields)
     assert props("set_rule") == set(RuleIn.model_fields)
+    assert props("reflect") == set(reflection.ReflectRequest.model_fields)
+    assert props("consolidate") == set(reflection.ConsolidateRequest.model_fields)
     assert props("update_memory") == set(MemoryPatch.model_fields) | {"id"}
     statement = props("remember") - {"messages", "path", "as_is", *tools.MESSAGES_ONLY,
                                      *tools.BOTH}
@@ -582,3 +586,57 @@ def test_only_the_mcp_app_imports_the_mcp_package(routers, loads_mcp):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin", "STRATA_HOME": "/nonexistent-strata-home"})
     assert out.stdout.strip() == str(loads_mcp)
+
+
+@pytest.fixture
+def model_mcp_url(db, embedder, settings, fake_llm) -> Iterator[str]:
+    """The MCP endpoint of an app whose model is the scripted one (the real openai client)."""
+    from strata.api.app import create_app
+
+    harness = support.load_module("strata_eval_harness", ROOT / "eval" / "harness.py")
+    app = create_app(db=db, embedder=embedder, settings=fake_llm.settings(settings))
+    with harness.serving(app) as url:
+        yield url + "/mcp"
+
+
+def test_reflect_and_consolidate_through_mcp(model_mcp_url, db, tenant, fake_llm):
+    """Given three statements remembered through MCP
+    When reflect runs over their path (the scripted model cites what it was shown), then
+    consolidate merges two of them with given content, and reflect is asked with both seed_id
+    and path
+    Then the reflection is llm_derived with a DERIVED_FROM edge to each cited memory; the
+    consolidation supersedes the two originals (recall no longer returns them, the merged
+    memory it does) and the reflection resting on them is flagged for review or retired by
+    the cascade; the bad call is invalid_input."""
+    fake_llm.script(lambda rec: {"content": "The user likes quiet outdoor hobbies",
+                                 "evidence_ids": rec.shown_ids()})
+
+    async def go():
+        async with mcp_session(model_mcp_url, tenant.key) as s:
+            ids = [ok(await call(s, "remember", statement=text, path="users.alice"))["id"]
+                   for text in ("I enjoy hiking in the hills", "I enjoy birdwatching at dawn",
+                                "I enjoy fishing on the lake")]
+            reflected = ok(await call(s, "reflect", path="users.alice"))
+            merged = ok(await call(s, "consolidate", ids=ids[:2],
+                                   content="I enjoy hiking and birdwatching at dawn",
+                                   reason="two notes on one habit"))
+            both = await call(s, "reflect", path="users.alice", seed_id=ids[2])
+            found = ok(await call(s, "recall", query="enjoy hiking birdwatching",
+                                  paths=["users.alice"]))
+            derived = ok(await call(s, "get_memory", id=reflected["memory"]["id"]))
+            return ids, reflected, merged, both, found, derived
+
+    ids, reflected, merged, both, found, derived = run(go)
+    assert reflected["memory"]["origin"] == "llm_derived"
+    assert sorted(reflected["evidence_ids"]) == sorted(ids)
+    with db.connection() as conn:
+        edges = {str(r["target_id"]) for r in conn.execute(
+            "SELECT target_id FROM memory_relationships WHERE source_id = %s"
+            " AND type = 'DERIVED_FROM'", (uuid.UUID(reflected["memory"]["id"]),)).fetchall()}
+    assert edges == set(ids)
+    assert sorted(merged["superseded_ids"]) == sorted(ids[:2])
+    returned = {r["id"] for r in found["results"]}
+    assert merged["memory"]["id"] in returned and not returned & set(ids[:2])
+    # Two of its three pieces of evidence superseded, the third still active: flagged.
+    assert derived["status"] == "candidate"
+    assert_tool_error(both, "invalid_input")

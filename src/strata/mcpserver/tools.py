@@ -22,7 +22,7 @@ from pydantic_core import to_jsonable_python
 
 from strata import memories as core
 from strata.memories.history import history as history_of
-from strata import review, search
+from strata import reflection, review, search
 from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
 from strata.ingest import service
@@ -258,6 +258,31 @@ LIST_RULES_SCHEMA = _object({
              "description": "Only rules at or under this path ('' is the tenant root)."},
 })
 
+# Written out rather than taken from ReflectRequest's schema: its "exactly one of seed_id and
+# path" is a top-level oneOf there, which tool schemas may not hold; the model says it.
+REFLECT_SCHEMA = _object({
+    "seed_id": _id("Reflect around this memory: it and its nearest active statements in its "
+                   "path. Give seed_id or path, not both."),
+    "path": _path("Reflect over the active statements at this path and below; the reflection "
+                  "is stored here. Give path or seed_id, not both."),
+    "limit": {"type": "integer", "minimum": 2, "maximum": reflection.MAX_EVIDENCE,
+              "default": 20, "description": "At most this many memories are shown to the model."},
+})
+
+CONSOLIDATE_SCHEMA = _object({
+    "ids": {"type": "array", "items": UUID_FORMAT, "minItems": 2,
+            "maxItems": reflection.MAX_EVIDENCE, "uniqueItems": True,
+            "description": "The active memories to merge (ids from recall); each is superseded "
+                           "by the merged one."},
+    "content": {"type": "string", "minLength": 1, "maxLength": 8000,
+                "description": "What the merged memory says; without it the configured model "
+                               "writes it."},
+    "path": _path("Where the merged memory lives; by default the originals' path when they "
+                  "share one."),
+    "reason": {"type": "string", "minLength": 1, "maxLength": 500,
+               "description": "Why they are merged, recorded with each superseded original."},
+}, required=("ids",))
+
 
 # -------------------------------------------------------------------------------- arguments
 
@@ -455,6 +480,16 @@ def list_rules(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     return {"items": rules.list_rules(rt.db, caller, path=_parse(_RuleListArgs, args).path)}
 
 
+def reflect(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return reflection.reflect(rt.db, caller, _parse(reflection.ReflectRequest, args),
+                              rt.embedder, rt.reflector)
+
+
+def consolidate(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
+    return reflection.consolidate(rt.db, caller, _parse(reflection.ConsolidateRequest, args),
+                                  rt.embedder, rt.reflector)
+
+
 def review_decision(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
     a = _parse(_ReviewDecisionArgs, args)
     if (a.decision == "merge") != (a.into is not None):
@@ -568,6 +603,22 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
         "The memory rules on paths this key can read, in path order: id, path, capture, "
         "exclusions, inclusions, instructions, retention_days, version.",
         LIST_RULES_SCHEMA, list_rules, read_only=True,
+    ),
+    Tool(
+        "reflect", "Reflect on memories",
+        "Draw one pattern from what the user has said (around seed_id, or under path) with the "
+        "configured model, and store it as a reflection (origin llm_derived) linked to each "
+        "memory it rests on. When any of those is superseded, rejected or forgotten, the "
+        "reflection is retired or flagged for review with it. Returns {memory, evidence_ids}. "
+        "Needs a model (model_unavailable otherwise) and at least two statements to look at.",
+        REFLECT_SCHEMA, reflect,
+    ),
+    Tool(
+        "consolidate", "Consolidate memories",
+        "Merge several memories that say parts of one thing into one memory (kind summary): "
+        "the originals are superseded by it and kept in history. Give the merged `content`, "
+        "or let the configured model write it. Returns {memory, superseded_ids}.",
+        CONSOLIDATE_SCHEMA, consolidate,
     ),
 )}
 
