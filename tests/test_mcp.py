@@ -537,7 +537,7 @@ def test_lambda_handler_answers_json_rpc_on_repeated_invocations(mcp_handler, te
     Then every invocation answers (the session manager is rebuilt per invocation): the
     handshake, the tool list, a remembered memory recalled in a later invocation, another
     tenant's id as a not_found tool error next to the owner's success (control), and a wrong
-    key as 403 (a JSON-RPC error: tests/test_mcp_auth.py says why not 401)."""
+    key or none as 403 (a JSON-RPC error: tests/test_mcp_auth.py says why not 401)."""
     h = mcp_handler
     status, body = invoke(h, rpc_event(tenant.key, "initialize", {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -567,6 +567,10 @@ def test_lambda_handler_answers_json_rpc_on_repeated_invocations(mcp_handler, te
     assert not mine["isError"] and mine["structuredContent"]["version"] == 1
 
     status, body = invoke(h, rpc_event(wrong_secret(tenant.key), "tools/list", id=7))
+    assert status == 403 and body["error"]["data"]["code"] == "unauthenticated"
+    # No key at all: the route has no authorizer on AWS (template.yaml), so the function
+    # answers, with the same 403 -- not API Gateway's 401, which starts OAuth in MCP clients.
+    status, body = invoke(h, rpc_event(None, "tools/list", id=9))
     assert status == 403 and body["error"]["data"]["code"] == "unauthenticated"
     # ...and the container still serves after a refusal
     assert not tool(tenant.key, "get_memory", 8, id=memory_id)["isError"]

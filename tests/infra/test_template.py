@@ -701,8 +701,11 @@ def test_http_api_has_the_authorizer_throttling_cors_and_access_logs(template):
                            for e in template["Resources"][f]["Properties"]["Events"].values())]
     # The console's static files and the documentation: no data, and a browser's navigation
     # sends no key. OAuth discovery (/.well-known): MCP clients probe it without a key; it
-    # answers only a 404.
+    # answers only a 404. /mcp checks the key in its function (a missing one is the
+    # transport's 403 naming API keys, not API Gateway's 401, which starts OAuth in MCP
+    # clients): tests/test_mcp.py sends its handler Lambda events without an authorizer context.
     assert sorted(open_routes) == [
+        ("ANY", "/mcp"),
         ("GET", "/.well-known/{proxy+}"), ("GET", "/console"), ("GET", "/console/{proxy+}"),
         ("GET", "/docs"), ("GET", "/docs/{proxy+}"), ("GET", "/healthz"),
         ("GET", "/openapi.json"), ("GET", "/readyz"), ("GET", "/redoc")]
