@@ -229,19 +229,28 @@ WITH corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
     FROM (SELECT 1 FROM memories m
           WHERE %(use_txt)s AND {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
 ),
-cand AS (  -- the text arm's candidates (see "Text arm" above)
-    (SELECT m.id FROM memories m
-     WHERE %(use_txt)s
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
-       AND {_FILTERS}
+cand_rows AS (  -- the text arm's candidates (see "Text arm" above), with what BM25 reads
+    -- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters
+    -- applied to its rows: planned as one query the planner ANDed that bitmap with one of
+    -- the tenant's every active row (~8,000 entries, half the arm's time), which the
+    -- tenant-keyed lexemes already imply. Rows come in heap order either way.
+    (SELECT m.id, m.fts, m.path
+     FROM (SELECT * FROM memories m
+           WHERE %(use_txt)s
+             AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
+           OFFSET 0) m
+     WHERE {_FILTERS}
      LIMIT %(two_cap)s)
-    UNION
-    (SELECT m.id FROM memories m
-     WHERE %(use_txt)s
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
-       AND {_FILTERS}
+    UNION ALL
+    (SELECT m.id, m.fts, m.path
+     FROM (SELECT * FROM memories m
+           WHERE %(use_txt)s
+             AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
+           OFFSET 0) m
+     WHERE {_FILTERS}
      LIMIT %(one_cap)s)
 ),
+cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),
 exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
     SELECT least(%(exact_max)s, greatest(%(exact_min)s,
                  (c.reltuples * %(exact_share)s)::bigint)) AS n
@@ -280,27 +289,40 @@ vec AS (
          ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)
     ) v
 ),
-pooled AS (  -- the candidates of both arms, so each gets both scores
-    SELECT m.id, m.fts, m.path FROM (SELECT id FROM cand UNION SELECT id FROM vec) p
-    JOIN memories m ON m.id = p.id
-    WHERE %(use_txt)s
+pooled AS (  -- the candidates of both arms, so each gets both scores: the text arm's
+            -- rows as it read them, the vector arm's others read here
+    SELECT c.id, c.fts, c.path FROM cand c WHERE %(use_txt)s
+    UNION ALL
+    SELECT m.id, m.fts, m.path FROM (SELECT DISTINCT id FROM vec) v
+    JOIN memories m ON m.id = v.id
+    WHERE %(use_txt)s AND v.id NOT IN (SELECT id FROM cand)
+),
+path_terms AS MATERIALIZED (  -- per distinct path (a few dozen among hundreds of rows)
+                             -- naming a query lexeme: those lexemes, in its lexemes' order
+    SELECT t.path, t.lexemes
+    FROM (SELECT d.path, ARRAY(
+                     SELECT l
+                     FROM unnest(tsvector_to_array(
+                              to_tsvector('english', replace(d.path::text, '.', ' ')))) AS l
+                     WHERE l = ANY(%(lexemes)s::text[])) AS lexemes
+          FROM (SELECT DISTINCT p.path FROM pooled p) d) t
+    WHERE cardinality(t.lexemes) > 0
 ),
 hits AS (
     -- One pass over their lexemes: every (memory, query lexeme) it holds, with the term
     -- frequency; and a query word its path names ("caroline" of conv.c26.caroline, "alice"
     -- of users.alice) counts once where the content does not hold it ("The user moved to
     -- Porto", extracted from Caroline's messages and filed under her path).
+    -- The query's lexemes of fts: marked (weight A) and kept, one unnest row each, instead
+    -- of unnesting every lexeme of every row and filtering. fts is to_tsvector's: every
+    -- lexeme has positions, all of weight D, so the kept positions are all of them.
     SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
            length(p.fts)::float8 AS len
-    FROM pooled p, unnest(p.fts) AS u
-    WHERE u.lexeme = ANY(%(lexemes)s::text[])
+    FROM pooled p, unnest(ts_filter(setweight(p.fts, 'A', %(lexemes)s::text[]), '{{a}}')) AS u
     UNION ALL
     SELECT p.id, l.lexeme, 1::float8, length(p.fts)::float8
-    FROM pooled p,
-         unnest(tsvector_to_array(to_tsvector('english', replace(p.path::text, '.', ' '))))
-           AS l(lexeme)
-    WHERE l.lexeme = ANY(%(lexemes)s::text[])
-      AND NOT l.lexeme = ANY(tsvector_to_array(p.fts))
+    FROM pooled p JOIN path_terms t ON t.path = p.path, unnest(t.lexemes) AS l(lexeme)
+    WHERE NOT l.lexeme = ANY(tsvector_to_array(p.fts))
 ),
 idf AS (  -- document frequency among the matches (every match below the caps)
     SELECT h.lexeme, count(*)::float8 AS df,
@@ -335,8 +357,11 @@ SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::te
        CASE WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
             WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
        END AS window_match,
-       (SELECT sum(coalesce(i.idf, ln(1 + (c.n + 0.5) / 0.5)))  -- a word nothing holds
-        FROM unnest(%(lexemes)s::text[]) AS l LEFT JOIN idf i ON i.lexeme = l, corpus c)
+       -- a word nothing holds counts as df 0; summed in the query's word order (in a join's
+       -- order, the last bit of the sum was the plan's choice)
+       (SELECT sum(coalesce(i.idf, ln(1 + (c.n + 0.5) / 0.5)) ORDER BY l.pos)
+        FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS l(lexeme, pos)
+             LEFT JOIN idf i ON i.lexeme = l.lexeme, corpus c)
          AS idf_sum,
        (SELECT small FROM scope) AS vec_exact, (SELECT yes FROM own_index) AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
@@ -388,20 +413,28 @@ EXACT_SCOPE_MAX = 20_000
 EXACT_SCOPE_SHARE = 0.05
 
 
+# No parallel workers for the search transaction: a Gather under the text arm's LIMIT would
+# return its rows in whichever order the workers produce them (the arm's sample is "the
+# first rows in heap order"), and on a request's path a worker's start-up costs more than
+# it saves. The planner chose one for broad matches once the text arm was fenced (OFFSET 0).
+_NO_PARALLEL = "set_config('max_parallel_workers_per_gather', '0', true) AS no_parallel"
+
+
 def _prelude(iterative: bool) -> str:
     """The search transaction's settings and the query's terms, in one statement.
 
     ``plan_cache_mode = force_custom_plan``: every search is planned for its own parameters
     -- the text arm's match queries and the tenant are what the planner needs to pick the
     tenant-keyed text index and a tenant's own vector index, and a generic plan (which
-    psycopg's prepared statements invite after a few executions) cannot know them. On
-    pgvector 0.8+, the iterative scan and ``HNSW_EF_SEARCH`` (``OWN_INDEX_EF_SEARCH`` when
-    the tenant has a valid index of its own; ``has_own_index`` tells the statement which,
-    so the catalog is asked once)."""
+    psycopg's prepared statements invite after a few executions) cannot know them. No
+    parallel workers (``_NO_PARALLEL``). On pgvector 0.8+, the iterative scan and
+    ``HNSW_EF_SEARCH`` (``OWN_INDEX_EF_SEARCH`` when the tenant has a valid index of its
+    own; ``has_own_index`` tells the statement which, so the catalog is asked once)."""
     if not iterative:
         return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
-                f" false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
+                f" {_NO_PARALLEL}, false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
     return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
+            f" {_NO_PARALLEL},"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
             f" set_config('hnsw.ef_search', CASE WHEN o.yes THEN '{OWN_INDEX_EF_SEARCH}'"
             f" ELSE '{HNSW_EF_SEARCH}' END, true) AS ef_search, o.yes AS has_own_index, t.*"
@@ -560,6 +593,33 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
     """Every memory either arm finds for ``req`` (at most ``ARM_DEPTH`` each, or ``limit`` if
     larger), with both raw scores: the input of :func:`strata.ranking.fuse`. Not audited on its
     own: :func:`search` is the entry point."""
+    params, windows = _search_params(caller, req, embedder, now=now,
+                                     ignore_status=ignore_status)
+    use_vec = params["use_vec"]
+    with db.connection() as conn:
+        params["iterative"] = use_vec and _iterative_scan(db, conn)
+        rows = _rows(conn, params)
+    found = [ranking.Candidate(
+        id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
+        cosine=None if r["cosine"] is None else float(r["cosine"]),
+        bm25=None if r["bm25"] is None else float(r["bm25"]),
+        window_match=r["window_match"], importance=r["importance"],
+        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
+    first = rows[0] if rows else {}
+    route = None
+    if use_vec and first:
+        route = ("exact" if first["vec_exact"] else
+                 "tenant_index" if first["own_index"] else "shared_index")
+    return Found(candidates=found,
+                 idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
+                 vec_route=route, windows=windows)
+
+
+def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
+                   now: datetime | None, ignore_status: bool
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The statement's parameters for ``req`` (without ``iterative``, which the connection's
+    database decides), and the query's time windows."""
     for i, p in enumerate(req.paths or []):
         validate_path(p, field=f"paths[{i}]")
     meta, meta_ops = meta_filter.split(req.meta)
@@ -579,29 +639,19 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
         "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
     }
-    with db.connection() as conn:
-        params["iterative"] = use_vec and _iterative_scan(db, conn)
-        # One transaction (the settings are SET LOCAL: this search only), pipelined: BEGIN
-        # travels with the first statement and COMMIT with the second.
-        with conn.pipeline(), conn.transaction():
-            terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
-            params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
-                                                  "has_own_index")})
-            rows = conn.execute(_SEARCH, params).fetchall()
-    found = [ranking.Candidate(
-        id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
-        cosine=None if r["cosine"] is None else float(r["cosine"]),
-        bm25=None if r["bm25"] is None else float(r["bm25"]),
-        window_match=r["window_match"], importance=r["importance"],
-        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
-    first = rows[0] if rows else {}
-    route = None
-    if use_vec and first:
-        route = ("exact" if first["vec_exact"] else
-                 "tenant_index" if first["own_index"] else "shared_index")
-    return Found(candidates=found,
-                 idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
-                 vec_route=route, windows=windows)
+    return params, windows
+
+
+def _rows(conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Both arms' candidates: the prelude (settings, the query's terms) and the statement,
+    in one transaction. ``params`` gains the prelude's terms."""
+    # One transaction (the settings are SET LOCAL: this search only), pipelined: BEGIN
+    # travels with the first statement and COMMIT with the second.
+    with conn.pipeline(), conn.transaction():
+        terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
+        params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
+                                              "has_own_index")})
+        return conn.execute(_SEARCH, params).fetchall()
 
 
 def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> dict[str, Any]:
