@@ -175,3 +175,25 @@ def test_path_words_count_once_where_the_content_lacks_them(db, embedder, corpus
     lacking = [r for r in got if r["path"] == "conv.c26.caroline"
                and "caroline" not in r["content"].lower() and r["bm25"] > 0]
     assert lacking, "no row scored by its path alone"
+
+
+def test_the_statement_is_not_parsed_again_on_every_search(db, embedder, corpus, monkeypatch):
+    """psycopg's placeholder parse of the (long) search statement is cached
+    (strata.search._parse_once); control: the uncached path is what would run without it."""
+    from psycopg import _queries
+
+    parsed: list[bytes] = []
+    uncached = _queries._query2pg_nocache
+
+    def spy(query, encoding):
+        parsed.append(query)
+        return uncached(query, encoding)
+
+    monkeypatch.setattr(_queries, "_query2pg_nocache", spy)
+    caller = authenticate(db, corpus.key)
+    for _ in range(3):
+        S.candidates(db, caller, SearchRequest(query="budget travel notes"), embedder, now=NOW)
+    assert not [q for q in parsed if b"path_terms" in q]
+    monkeypatch.setattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", 4096)
+    S.candidates(db, caller, SearchRequest(query="budget travel notes"), embedder, now=NOW)
+    assert [q for q in parsed if b"path_terms" in q]
