@@ -646,3 +646,35 @@ def test_read_entries_commit_asynchronously_without_leaking_the_setting(db, tena
         single.close()
     assert None not in seqs and seqs[1] == seqs[0] + 1
     assert audit.verify(db, tenant.tenant_id)["ok"] is True
+
+
+def test_a_pipelined_read_append_that_loses_the_race_commits_nothing_and_retries(
+        db, tenant, monkeypatch):
+    """A read's append is pipelined (the head's read with BEGIN, the append with COMMIT), so
+    whether it moved the head is known only after COMMIT. When another append moves the head
+    between the read and the append, the first attempt must commit no entry and the retry
+    link to the new head: seqs contiguous, one entry each, the chain verifies, no failure
+    counted. Control: the interloper's append did land in between."""
+    from strata.audit import chain
+
+    caller = Caller.system(tenant.tenant_id)
+    base = audit.failure_count()
+    real = chain._next_row
+    interloper: list[int | None] = []
+
+    def racing(conn, caller_, event, **kw):
+        row = real(conn, caller_, event, **kw)
+        if row is not None and not interloper:  # once: someone else appends meanwhile
+            interloper.append(None)
+            interloper[0] = audit.append(db, caller_, audit.AuditEvent("write", "test.race"))
+        return row
+
+    monkeypatch.setattr(chain, "_next_row", racing)
+    seq = audit.append(db, caller, audit.AuditEvent("read", "test.read"))
+    monkeypatch.setattr(chain, "_next_row", real)
+    assert interloper[0] is not None and seq == interloper[0] + 1
+    rows = audit_rows(db, tenant.tenant_id)
+    assert [r["seq"] for r in rows] == list(range(1, seq + 1))
+    assert [r["operation"] for r in rows][-2:] == ["test.race", "test.read"]
+    assert audit.failure_count() == base
+    assert audit.verify(db, tenant.tenant_id)["ok"] is True
