@@ -661,13 +661,16 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
 def _rows(conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
     """Both arms' candidates: the prelude (settings, the query's terms) and the statement,
     in one transaction. ``params`` gains the prelude's terms."""
-    # One transaction (the settings are SET LOCAL: this search only), pipelined: BEGIN
-    # travels with the first statement and COMMIT with the second.
-    with conn.pipeline(), conn.transaction():
-        terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
-        params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
-                                              "has_own_index")})
-        return conn.execute(_SEARCH, params).fetchall()
+    # One transaction (the settings are SET LOCAL: this search only), pipelined: two round
+    # trips, BEGIN with the first statement and COMMIT with the second (its rows are read
+    # once the pipeline has synced).
+    with conn.pipeline():
+        with conn.transaction():
+            terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
+            params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
+                                                  "has_own_index")})
+            cur = conn.execute(_SEARCH, params)
+    return cur.fetchall()
 
 
 def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> dict[str, Any]:
