@@ -64,15 +64,31 @@ Text arm
     own tenant's posting lists (the plain index on ``fts`` held one list per lexeme for the
     whole table, and decoding other tenants' matches was most of the arm's time). Its
     candidates are every row sharing at least two lexemes with the query (up to
-    ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one; they are
-    scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (``unnest(fts)``
-    kept to the query's), which also yields each lexeme's document frequency; the statement
-    takes the query's lexemes and match queries as constants (``_QUERY_TERMS``, one round
-    trip before it) so the planner sees the words, and ``plan_cache_mode`` is forced to
-    custom plans for the search transaction. Below the caps this is exactly "score every row
-    that matches any lexeme". Above them -- a broad query over a large tenant, where
-    thousands of rows share a common word -- the rows sharing a single lexeme are a sample in
-    index order: the weakest text evidence, and the vector arm still ranks the whole scope.
+    ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one. Each match
+    is a scan of that index alone, fenced (``OFFSET 0``) from the filters, which apply to its
+    rows: planned together, the planner ANDed the match with a bitmap of the tenant's every
+    active row (~8,000 entries at a 10k-row tenant; half the arm's time) that the
+    tenant-keyed lexemes already imply. The arm keeps the ``fts`` and path of the rows it
+    read, so the BM25 pass reads from the table only the vector arm's other rows. They are
+    scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (each row's
+    ``fts`` cut to the query's lexemes by ``setweight``/``ts_filter``, then unnested; a
+    query word a row's path names is looked up once per distinct path), which also yields
+    each lexeme's document frequency; the statement takes the query's lexemes and match
+    queries as constants (``_QUERY_TERMS``, one round trip before it) so the planner sees
+    the words, and ``plan_cache_mode`` is forced to custom plans for the search transaction
+    (no parallel workers either: see ``_NO_PARALLEL``). Below the caps this is exactly
+    "score every row that matches any lexeme". Above them -- a broad query over a large
+    tenant, where thousands of rows share a common word -- the rows sharing a single lexeme
+    are a sample in heap order: the weakest text evidence, and the vector arm still ranks
+    the whole scope.
+
+    Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
+    indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
+    the carried rows, the per-path lookup and the ``ts_filter`` cut took ~1.5-2 ms of the
+    execution, with the same rows and scores (tests/test_search_equivalence.py holds the
+    statement to the one before, frozen in tests/search_reference.py). The search is two
+    round trips (settings and terms with BEGIN; the statement with COMMIT), and psycopg
+    keeps the statement's placeholder parse (``_parse_once``).
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
