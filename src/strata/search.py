@@ -245,7 +245,8 @@ WITH corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
     FROM (SELECT 1 FROM memories m
           WHERE %(use_txt)s AND {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
 ),
-cand_rows AS (  -- the text arm's candidates (see "Text arm" above), with what BM25 reads
+cand_rows AS MATERIALIZED (  -- the text arm's candidates (see "Text arm" above), with
+                             -- what BM25 reads (materialized: ~0.15 ms less planning)
     -- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters
     -- applied to its rows: planned as one query the planner ANDed that bitmap with one of
     -- the tenant's every active row (~8,000 entries, half the arm's time), which the
@@ -362,7 +363,7 @@ windows AS (
     SELECT tstzrange(w.lo, w.hi) AS r
     FROM unnest(%(win_lo)s::timestamptz[], %(win_hi)s::timestamptz[]) AS w(lo, hi)
 ),
-pool AS (SELECT id FROM vec UNION SELECT id FROM txt)
+pool AS MATERIALIZED (SELECT id FROM vec UNION SELECT id FROM txt)
 -- Every candidate with both arms' scores: strata.ranking.fuse orders them.
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
        m.origin::text AS origin,
