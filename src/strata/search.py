@@ -413,6 +413,7 @@ JOIN memories m ON m.id = x.id
 ORDER BY x.pos, x.edge, m.id
 """
 
+
 def _parse_once(*statements: str) -> None:
     """psycopg turns a statement's ``%(name)s`` placeholders into ``$n`` on every execute
     and keeps the result only for statements up to ``MAX_CACHED_STATEMENT_LENGTH`` bytes
