@@ -118,7 +118,7 @@ def assert_same(db, embedder, caller, body: dict, cap: dict, *, iterative: bool,
     params.update(cap, iterative=iterative and params["use_vec"])
     with db.connection() as conn:
         expected = search_reference.rows(conn, params)
-        got = S._rows(conn, dict(params))
+        got, _ = S._rows(conn, dict(params))
     assert canonical(got) == canonical(expected)
     sums = {r["idf_sum"] for r in got} | {r["idf_sum"] for r in expected}
     assert len(sums) <= 2 and (None not in sums or sums == {None})

@@ -129,6 +129,7 @@ from pydantic import BaseModel, ConfigDict
 
 from strata import meta_filter, ranking, vector_index
 from strata.audit import audited
+from strata.audit.chain import HEAD as _AUDIT_HEAD
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.db.routing import Reads
@@ -531,14 +532,15 @@ def run(
         source, read_from = reads.database(caller) if reads is not None else (db, "writer")
         try:
             found = candidates(source, caller, req, embedder, now=now,
-                               ignore_status=ignore_status)
+                               ignore_status=ignore_status, audit_head=source is db)
         except Unavailable:
             if source is db:
                 raise
             log.warning("replica unavailable; search runs on the writer")
             found, read_from = candidates(db, caller, req, embedder, now=now,
-                                          ignore_status=ignore_status), "writer"
+                                          ignore_status=ignore_status, audit_head=True), "writer"
         found.read_from = read_from
+        event.head = found.audit_head  # read beside the statement: the entry's one round trip
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
         hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
@@ -620,19 +622,23 @@ class Found(BaseModel):
     vec_route: str | None  # exact | tenant_index | shared_index (None: no vector arm)
     windows: list[dict[str, Any]]
     read_from: str = "writer"  # writer | replica (strata.db.routing)
+    audit_head: tuple[int, bytes] | None = None  # the tenant's audit head (strata.audit.HEAD)
 
 
 def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embedder, *,
-               now: datetime | None = None, ignore_status: bool = False) -> Found:
+               now: datetime | None = None, ignore_status: bool = False,
+               audit_head: bool = False) -> Found:
     """Every memory either arm finds for ``req`` (at most ``ARM_DEPTH`` each, or ``limit`` if
     larger), with both raw scores: the input of :func:`strata.ranking.fuse`. Not audited on its
-    own: :func:`search` is the entry point."""
+    own: :func:`search` is the entry point. ``audit_head``: also read the tenant's audit head
+    (``Found.audit_head``) in the statement's round trip, for the search's audit entry when
+    ``db`` is where it goes."""
     params, windows = _search_params(caller, req, embedder, now=now,
                                      ignore_status=ignore_status)
     use_vec = params["use_vec"]
     with db.connection() as conn:
         params["iterative"] = use_vec and _iterative_scan(db, conn)
-        rows = _rows(conn, params)
+        rows, head = _rows(conn, params, audit_head=audit_head)
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
         cosine=None if r["cosine"] is None else float(r["cosine"]),
@@ -646,7 +652,8 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
                  "tenant_index" if first["own_index"] else "shared_index")
     return Found(candidates=found,
                  idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
-                 vec_route=route, windows=windows)
+                 vec_route=route, windows=windows,
+                 audit_head=None if head is None else (head["seq"], bytes(head["row_hash"])))
 
 
 def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
@@ -676,9 +683,11 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
     return params, windows
 
 
-def _rows(conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(conn: Any, params: dict[str, Any], *, audit_head: bool = False
+          ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Both arms' candidates: the prelude (settings, the query's terms) and the statement,
-    in one transaction. ``params`` gains the prelude's terms."""
+    in one transaction, and (``audit_head``) the tenant's audit head as that transaction
+    saw it. ``params`` gains the prelude's terms."""
     # One transaction (the settings are SET LOCAL: this search only), pipelined: two round
     # trips, BEGIN with the first statement and COMMIT with the second (its rows are read
     # once the pipeline has synced).
@@ -688,7 +697,9 @@ def _rows(conn: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
             params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
                                                   "has_own_index")})
             cur = conn.execute(_SEARCH, params)
-    return cur.fetchall()
+            head = (conn.cursor().execute(_AUDIT_HEAD, {"tenant_id": params["tenant"]})
+                    if audit_head else None)
+    return cur.fetchall(), None if head is None else head.fetchone()
 
 
 def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> dict[str, Any]:
