@@ -87,7 +87,9 @@ Text arm
     the carried rows, the per-path lookup and the ``ts_filter`` cut took ~1.5-2 ms of the
     execution, with the same rows and scores (tests/test_search_equivalence.py holds the
     statement to the one before, frozen in tests/search_reference.py). The search is two
-    round trips (settings and terms with BEGIN; the statement with COMMIT), and psycopg
+    round trips (settings and terms with BEGIN; the statement with COMMIT); on the writer
+    the second also reads the tenant's audit head, so the search's audit entry is one more
+    (:func:`strata.audit.append`; a head moved meanwhile costs the usual retry). psycopg
     keeps the statement's placeholder parse (``_parse_once``).
 
 Statuses
