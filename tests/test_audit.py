@@ -646,3 +646,98 @@ def test_read_entries_commit_asynchronously_without_leaking_the_setting(db, tena
         single.close()
     assert None not in seqs and seqs[1] == seqs[0] + 1
     assert audit.verify(db, tenant.tenant_id)["ok"] is True
+
+
+def test_a_pipelined_read_append_that_loses_the_race_commits_nothing_and_retries(
+        db, tenant, monkeypatch):
+    """A read's append is pipelined (the head's read with BEGIN, the append with COMMIT), so
+    whether it moved the head is known only after COMMIT. When another append moves the head
+    between the read and the append, the first attempt must commit no entry and the retry
+    link to the new head: seqs contiguous, one entry each, the chain verifies, no failure
+    counted. Control: the interloper's append did land in between."""
+    from strata.audit import chain
+
+    caller = Caller.system(tenant.tenant_id)
+    base = audit.failure_count()
+    real = chain._next_row
+    interloper: list[int | None] = []
+
+    def racing(conn, caller_, event, **kw):
+        row = real(conn, caller_, event, **kw)
+        if row is not None and not interloper:  # once: someone else appends meanwhile
+            interloper.append(None)
+            interloper[0] = audit.append(db, caller_, audit.AuditEvent("write", "test.race"))
+        return row
+
+    monkeypatch.setattr(chain, "_next_row", racing)
+    seq = audit.append(db, caller, audit.AuditEvent("read", "test.read"))
+    monkeypatch.setattr(chain, "_next_row", real)
+    assert interloper[0] is not None and seq == interloper[0] + 1
+    rows = audit_rows(db, tenant.tenant_id)
+    assert [r["seq"] for r in rows] == list(range(1, seq + 1))
+    assert [r["operation"] for r in rows][-2:] == ["test.race", "test.read"]
+    assert audit.failure_count() == base
+    assert audit.verify(db, tenant.tenant_id)["ok"] is True
+
+
+def test_a_read_append_with_the_head_read_beforehand_takes_one_attempt_or_retries(
+        db, tenant, monkeypatch):
+    """An operation that read the tenant's head beside its own statement (``event.head``, as
+    search does) appends without reading it again; a head that moved since (control: another
+    append in between) makes that attempt commit nothing, and the retry links to the new
+    head. Both chains verify, no failure counted, the prefetched head is used only once."""
+    from strata.audit import chain
+
+    caller = Caller.system(tenant.tenant_id)
+    base = audit.failure_count()
+    reads: list[str] = []
+    real = chain._next_row
+
+    def counting(conn, caller_, event, **kw):
+        reads.append(event.operation)
+        return real(conn, caller_, event, **kw)
+
+    def head():
+        with db.connection() as conn:
+            r = conn.execute(chain.HEAD, {"tenant_id": tenant.tenant_id}).fetchone()
+        return r["seq"], bytes(r["row_hash"])
+
+    monkeypatch.setattr(chain, "_next_row", counting)
+    fresh = audit.AuditEvent("read", "test.fresh")
+    fresh.head = head()
+    first = audit.append(db, caller, fresh)
+    assert first is not None and head()[0] == first
+    assert reads == [] and fresh.head is None  # no head read: the prefetched one held
+
+    stale = audit.AuditEvent("read", "test.stale")
+    stale.head = head()
+    between = audit.append(db, caller, audit.AuditEvent("write", "test.between"))
+    second = audit.append(db, caller, stale)
+    assert between == first + 1 and second == between + 1
+    assert reads == ["test.between", "test.stale"]  # the stale head lost; read again
+    rows = audit_rows(db, tenant.tenant_id)
+    assert [r["seq"] for r in rows] == list(range(1, second + 1))
+    assert [r["operation"] for r in rows][-3:] == ["test.fresh", "test.between", "test.stale"]
+    assert audit.failure_count() == base
+    assert audit.verify(db, tenant.tenant_id)["ok"] is True
+
+
+def test_a_search_reads_the_audit_head_beside_its_statement(client, db, tenant, monkeypatch):
+    """A search on the writer prefetches the head: its audit entry is appended without the
+    head being read again, and the chain verifies (control: the entry is there)."""
+    from strata.audit import chain
+
+    reads: list[str] = []
+    real = chain._next_row
+
+    def counting(conn, caller_, event, **kw):
+        reads.append(event.operation)
+        return real(conn, caller_, event, **kw)
+
+    monkeypatch.setattr(chain, "_next_row", counting)
+    r = client.post("/v1/search", headers=tenant.headers, json={"query": "anything at all"})
+    assert r.status_code == 200, r.text
+    assert "memory.search" not in reads
+    rows = audit_rows(db, tenant.tenant_id)
+    assert rows[-1]["operation"] == "memory.search"
+    assert audit.verify(db, tenant.tenant_id)["ok"] is True

@@ -64,15 +64,33 @@ Text arm
     own tenant's posting lists (the plain index on ``fts`` held one list per lexeme for the
     whole table, and decoding other tenants' matches was most of the arm's time). Its
     candidates are every row sharing at least two lexemes with the query (up to
-    ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one; they are
-    scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (``unnest(fts)``
-    kept to the query's), which also yields each lexeme's document frequency; the statement
-    takes the query's lexemes and match queries as constants (``_QUERY_TERMS``, one round
-    trip before it) so the planner sees the words, and ``plan_cache_mode`` is forced to
-    custom plans for the search transaction. Below the caps this is exactly "score every row
-    that matches any lexeme". Above them -- a broad query over a large tenant, where
-    thousands of rows share a common word -- the rows sharing a single lexeme are a sample in
-    index order: the weakest text evidence, and the vector arm still ranks the whole scope.
+    ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one. Each match
+    is a scan of that index alone, fenced (``OFFSET 0``) from the filters, which apply to its
+    rows: planned together, the planner ANDed the match with a bitmap of the tenant's every
+    active row (~8,000 entries at a 10k-row tenant; half the arm's time) that the
+    tenant-keyed lexemes already imply. The arm keeps the ``fts`` and path of the rows it
+    read, so the BM25 pass reads from the table only the vector arm's other rows. They are
+    scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (each row's
+    ``fts`` cut to the query's lexemes by ``setweight``/``ts_filter``, then unnested; a
+    query word a row's path names is looked up once per distinct path), which also yields
+    each lexeme's document frequency; the statement takes the query's lexemes and match
+    queries as constants (``_QUERY_TERMS``, one round trip before it) so the planner sees
+    the words, and ``plan_cache_mode`` is forced to custom plans for the search transaction
+    (no parallel workers either: see ``_NO_PARALLEL``). Below the caps this is exactly
+    "score every row that matches any lexeme". Above them -- a broad query over a large
+    tenant, where thousands of rows share a common word -- the rows sharing a single lexeme
+    are a sample in heap order: the weakest text evidence, and the vector arm still ranks
+    the whole scope.
+
+    Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
+    indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
+    the carried rows, the per-path lookup and the ``ts_filter`` cut took ~1.5-2 ms of the
+    execution, with the same rows and scores (tests/test_search_equivalence.py holds the
+    statement to the one before, frozen in tests/search_reference.py). The search is two
+    round trips (settings and terms with BEGIN; the statement with COMMIT); on the writer
+    the second also reads the tenant's audit head, so the search's audit entry is one more
+    (:func:`strata.audit.append`; a head moved meanwhile costs the usual retry). psycopg
+    keeps the statement's placeholder parse (``_parse_once``).
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
@@ -113,6 +131,7 @@ from pydantic import BaseModel, ConfigDict
 
 from strata import meta_filter, ranking, vector_index
 from strata.audit import audited
+from strata.audit.chain import HEAD as _AUDIT_HEAD
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.db.routing import Reads
@@ -229,19 +248,29 @@ WITH corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
     FROM (SELECT 1 FROM memories m
           WHERE %(use_txt)s AND {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
 ),
-cand AS (  -- the text arm's candidates (see "Text arm" above)
-    (SELECT m.id FROM memories m
-     WHERE %(use_txt)s
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
-       AND {_FILTERS}
+cand_rows AS MATERIALIZED (  -- the text arm's candidates (see "Text arm" above), with
+                             -- what BM25 reads (materialized: ~0.15 ms less planning)
+    -- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters
+    -- applied to its rows: planned as one query the planner ANDed that bitmap with one of
+    -- the tenant's every active row (~8,000 entries, half the arm's time), which the
+    -- tenant-keyed lexemes already imply. Rows come in heap order either way.
+    (SELECT m.id, m.fts, m.path
+     FROM (SELECT * FROM memories m
+           WHERE %(use_txt)s
+             AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
+           OFFSET 0) m
+     WHERE {_FILTERS}
      LIMIT %(two_cap)s)
-    UNION
-    (SELECT m.id FROM memories m
-     WHERE %(use_txt)s
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
-       AND {_FILTERS}
+    UNION ALL
+    (SELECT m.id, m.fts, m.path
+     FROM (SELECT * FROM memories m
+           WHERE %(use_txt)s
+             AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
+           OFFSET 0) m
+     WHERE {_FILTERS}
      LIMIT %(one_cap)s)
 ),
+cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),
 exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
     SELECT least(%(exact_max)s, greatest(%(exact_min)s,
                  (c.reltuples * %(exact_share)s)::bigint)) AS n
@@ -280,27 +309,40 @@ vec AS (
          ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)
     ) v
 ),
-pooled AS (  -- the candidates of both arms, so each gets both scores
-    SELECT m.id, m.fts, m.path FROM (SELECT id FROM cand UNION SELECT id FROM vec) p
-    JOIN memories m ON m.id = p.id
-    WHERE %(use_txt)s
+pooled AS (  -- the candidates of both arms, so each gets both scores: the text arm's
+            -- rows as it read them, the vector arm's others read here
+    SELECT c.id, c.fts, c.path FROM cand c WHERE %(use_txt)s
+    UNION ALL
+    SELECT m.id, m.fts, m.path FROM (SELECT DISTINCT id FROM vec) v
+    JOIN memories m ON m.id = v.id
+    WHERE %(use_txt)s AND v.id NOT IN (SELECT id FROM cand)
+),
+path_terms AS MATERIALIZED (  -- per distinct path (a few dozen among hundreds of rows)
+                             -- naming a query lexeme: those lexemes, in its lexemes' order
+    SELECT t.path, t.lexemes
+    FROM (SELECT d.path, ARRAY(
+                     SELECT l
+                     FROM unnest(tsvector_to_array(
+                              to_tsvector('english', replace(d.path::text, '.', ' ')))) AS l
+                     WHERE l = ANY(%(lexemes)s::text[])) AS lexemes
+          FROM (SELECT DISTINCT p.path FROM pooled p) d) t
+    WHERE cardinality(t.lexemes) > 0
 ),
 hits AS (
     -- One pass over their lexemes: every (memory, query lexeme) it holds, with the term
     -- frequency; and a query word its path names ("caroline" of conv.c26.caroline, "alice"
     -- of users.alice) counts once where the content does not hold it ("The user moved to
     -- Porto", extracted from Caroline's messages and filed under her path).
+    -- The query's lexemes of fts: marked (weight A) and kept, one unnest row each, instead
+    -- of unnesting every lexeme of every row and filtering. fts is to_tsvector's: every
+    -- lexeme has positions, all of weight D, so the kept positions are all of them.
     SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
            length(p.fts)::float8 AS len
-    FROM pooled p, unnest(p.fts) AS u
-    WHERE u.lexeme = ANY(%(lexemes)s::text[])
+    FROM pooled p, unnest(ts_filter(setweight(p.fts, 'A', %(lexemes)s::text[]), '{{a}}')) AS u
     UNION ALL
     SELECT p.id, l.lexeme, 1::float8, length(p.fts)::float8
-    FROM pooled p,
-         unnest(tsvector_to_array(to_tsvector('english', replace(p.path::text, '.', ' '))))
-           AS l(lexeme)
-    WHERE l.lexeme = ANY(%(lexemes)s::text[])
-      AND NOT l.lexeme = ANY(tsvector_to_array(p.fts))
+    FROM pooled p JOIN path_terms t ON t.path = p.path, unnest(t.lexemes) AS l(lexeme)
+    WHERE NOT l.lexeme = ANY(tsvector_to_array(p.fts))
 ),
 idf AS (  -- document frequency among the matches (every match below the caps)
     SELECT h.lexeme, count(*)::float8 AS df,
@@ -324,7 +366,7 @@ windows AS (
     SELECT tstzrange(w.lo, w.hi) AS r
     FROM unnest(%(win_lo)s::timestamptz[], %(win_hi)s::timestamptz[]) AS w(lo, hi)
 ),
-pool AS (SELECT id FROM vec UNION SELECT id FROM txt)
+pool AS MATERIALIZED (SELECT id FROM vec UNION SELECT id FROM txt)
 -- Every candidate with both arms' scores: strata.ranking.fuse orders them.
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
        m.origin::text AS origin,
@@ -335,8 +377,11 @@ SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::te
        CASE WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
             WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
        END AS window_match,
-       (SELECT sum(coalesce(i.idf, ln(1 + (c.n + 0.5) / 0.5)))  -- a word nothing holds
-        FROM unnest(%(lexemes)s::text[]) AS l LEFT JOIN idf i ON i.lexeme = l, corpus c)
+       -- a word nothing holds counts as df 0; summed in the query's word order (in a join's
+       -- order, the last bit of the sum was the plan's choice)
+       (SELECT sum(coalesce(i.idf, ln(1 + (c.n + 0.5) / 0.5)) ORDER BY l.pos)
+        FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS l(lexeme, pos)
+             LEFT JOIN idf i ON i.lexeme = l.lexeme, corpus c)
          AS idf_sum,
        (SELECT small FROM scope) AS vec_exact, (SELECT yes FROM own_index) AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
@@ -371,6 +416,21 @@ JOIN memories m ON m.id = x.id
 ORDER BY x.pos, x.edge, m.id
 """
 
+
+def _parse_once(*statements: str) -> None:
+    """psycopg turns a statement's ``%(name)s`` placeholders into ``$n`` on every execute
+    and keeps the result only for statements up to ``MAX_CACHED_STATEMENT_LENGTH`` bytes
+    (4 KiB). The search statement is ~12 KiB: re-parsing it cost 0.4-0.7 ms of every
+    search (a regex over the text, measured on eval/bench_search.py's machine). Raise the
+    limit to cover these statements; psycopg's cache is an LRU of 128 entries, so a longer
+    statement of other code costs memory only while it is in use."""
+    from psycopg import _queries
+
+    longest = max(len(s.encode()) for s in statements)
+    if getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", longest) < longest:
+        _queries.MAX_CACHED_STATEMENT_LENGTH = longest
+
+
 # Candidates per iterative-scan batch. Measured on eval/bench_search.py's 10 % tenant (10k
 # rows of 101k; interleaved, rotating which setting runs first): 100 -> recall@10 0.991,
 # 200 -> 0.992 at the same p50 (11 ms for the statement); 40 -> 0.984. At 100k rows per
@@ -388,25 +448,35 @@ EXACT_SCOPE_MAX = 20_000
 EXACT_SCOPE_SHARE = 0.05
 
 
+# No parallel workers for the search transaction: a Gather under the text arm's LIMIT would
+# return its rows in whichever order the workers produce them (the arm's sample is "the
+# first rows in heap order"), and on a request's path a worker's start-up costs more than
+# it saves. The planner chose one for broad matches once the text arm was fenced (OFFSET 0).
+_NO_PARALLEL = "set_config('max_parallel_workers_per_gather', '0', true) AS no_parallel"
+
+
 def _prelude(iterative: bool) -> str:
     """The search transaction's settings and the query's terms, in one statement.
 
     ``plan_cache_mode = force_custom_plan``: every search is planned for its own parameters
     -- the text arm's match queries and the tenant are what the planner needs to pick the
     tenant-keyed text index and a tenant's own vector index, and a generic plan (which
-    psycopg's prepared statements invite after a few executions) cannot know them. On
-    pgvector 0.8+, the iterative scan and ``HNSW_EF_SEARCH`` (``OWN_INDEX_EF_SEARCH`` when
-    the tenant has a valid index of its own; ``has_own_index`` tells the statement which,
-    so the catalog is asked once)."""
+    psycopg's prepared statements invite after a few executions) cannot know them. No
+    parallel workers (``_NO_PARALLEL``). On pgvector 0.8+, the iterative scan and
+    ``HNSW_EF_SEARCH`` (``OWN_INDEX_EF_SEARCH`` when the tenant has a valid index of its
+    own; ``has_own_index`` tells the statement which, so the catalog is asked once)."""
     if not iterative:
         return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
-                f" false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
+                f" {_NO_PARALLEL}, false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
     return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
+            f" {_NO_PARALLEL},"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
             f" set_config('hnsw.ef_search', CASE WHEN o.yes THEN '{OWN_INDEX_EF_SEARCH}'"
             f" ELSE '{HNSW_EF_SEARCH}' END, true) AS ef_search, o.yes AS has_own_index, t.*"
             f" FROM (SELECT EXISTS ({_OWN_INDEX}) AS yes) o, ({_QUERY_TERMS}) t")
 
+
+_parse_once(_SEARCH, _EXPAND, _prelude(True), _prelude(False))
 
 _ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDictionary()
 
@@ -464,14 +534,15 @@ def run(
         source, read_from = reads.database(caller) if reads is not None else (db, "writer")
         try:
             found = candidates(source, caller, req, embedder, now=now,
-                               ignore_status=ignore_status)
+                               ignore_status=ignore_status, audit_head=source is db)
         except Unavailable:
             if source is db:
                 raise
             log.warning("replica unavailable; search runs on the writer")
             found, read_from = candidates(db, caller, req, embedder, now=now,
-                                          ignore_status=ignore_status), "writer"
+                                          ignore_status=ignore_status, audit_head=True), "writer"
         found.read_from = read_from
+        event.head = found.audit_head  # read beside the statement: the entry's one round trip
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
         hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
@@ -553,13 +624,45 @@ class Found(BaseModel):
     vec_route: str | None  # exact | tenant_index | shared_index (None: no vector arm)
     windows: list[dict[str, Any]]
     read_from: str = "writer"  # writer | replica (strata.db.routing)
+    audit_head: tuple[int, bytes] | None = None  # the tenant's audit head (strata.audit.HEAD)
 
 
 def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embedder, *,
-               now: datetime | None = None, ignore_status: bool = False) -> Found:
+               now: datetime | None = None, ignore_status: bool = False,
+               audit_head: bool = False) -> Found:
     """Every memory either arm finds for ``req`` (at most ``ARM_DEPTH`` each, or ``limit`` if
     larger), with both raw scores: the input of :func:`strata.ranking.fuse`. Not audited on its
-    own: :func:`search` is the entry point."""
+    own: :func:`search` is the entry point. ``audit_head``: also read the tenant's audit head
+    (``Found.audit_head``) in the statement's round trip, for the search's audit entry when
+    ``db`` is where it goes."""
+    params, windows = _search_params(caller, req, embedder, now=now,
+                                     ignore_status=ignore_status)
+    use_vec = params["use_vec"]
+    with db.connection() as conn:
+        params["iterative"] = use_vec and _iterative_scan(db, conn)
+        rows, head = _rows(conn, params, audit_head=audit_head)
+    found = [ranking.Candidate(
+        id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
+        cosine=None if r["cosine"] is None else float(r["cosine"]),
+        bm25=None if r["bm25"] is None else float(r["bm25"]),
+        window_match=r["window_match"], importance=r["importance"],
+        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
+    first = rows[0] if rows else {}
+    route = None
+    if use_vec and first:
+        route = ("exact" if first["vec_exact"] else
+                 "tenant_index" if first["own_index"] else "shared_index")
+    return Found(candidates=found,
+                 idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
+                 vec_route=route, windows=windows,
+                 audit_head=None if head is None else (head["seq"], bytes(head["row_hash"])))
+
+
+def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
+                   now: datetime | None, ignore_status: bool
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The statement's parameters for ``req`` (without ``iterative``, which the connection's
+    database decides), and the query's time windows."""
     for i, p in enumerate(req.paths or []):
         validate_path(p, field=f"paths[{i}]")
     meta, meta_ops = meta_filter.split(req.meta)
@@ -579,29 +682,26 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
         "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
     }
-    with db.connection() as conn:
-        params["iterative"] = use_vec and _iterative_scan(db, conn)
-        # One transaction (the settings are SET LOCAL: this search only), pipelined: BEGIN
-        # travels with the first statement and COMMIT with the second.
-        with conn.pipeline(), conn.transaction():
+    return params, windows
+
+
+def _rows(conn: Any, params: dict[str, Any], *, audit_head: bool = False
+          ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Both arms' candidates: the prelude (settings, the query's terms) and the statement,
+    in one transaction, and (``audit_head``) the tenant's audit head as that transaction
+    saw it. ``params`` gains the prelude's terms."""
+    # One transaction (the settings are SET LOCAL: this search only), pipelined: two round
+    # trips, BEGIN with the first statement and COMMIT with the second (its rows are read
+    # once the pipeline has synced).
+    with conn.pipeline():
+        with conn.transaction():
             terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
             params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
                                                   "has_own_index")})
-            rows = conn.execute(_SEARCH, params).fetchall()
-    found = [ranking.Candidate(
-        id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
-        cosine=None if r["cosine"] is None else float(r["cosine"]),
-        bm25=None if r["bm25"] is None else float(r["bm25"]),
-        window_match=r["window_match"], importance=r["importance"],
-        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
-    first = rows[0] if rows else {}
-    route = None
-    if use_vec and first:
-        route = ("exact" if first["vec_exact"] else
-                 "tenant_index" if first["own_index"] else "shared_index")
-    return Found(candidates=found,
-                 idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
-                 vec_route=route, windows=windows)
+            cur = conn.execute(_SEARCH, params)
+            head = (conn.cursor().execute(_AUDIT_HEAD, {"tenant_id": params["tenant"]})
+                    if audit_head else None)
+    return cur.fetchall(), None if head is None else head.fetchone()
 
 
 def _access_params(caller: Caller, req: SearchRequest, ignore_status: bool) -> dict[str, Any]:
