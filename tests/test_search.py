@@ -660,3 +660,28 @@ def test_why_not_says_why_each_named_memory_is_missing(client, tenant, make_tena
     owner = client.post("/v1/search", headers=h, json={**query, "why_not": [hidden]}).json()
     assert owner["why_not"][0]["reasons"] != ["not_visible"]
     assert plain.get("why_not") is None
+
+
+def test_a_tenants_own_index_is_walked_with_an_ef_search_for_its_size(db):
+    """The prelude's ef_search for a tenant's own index, in SQL over the index's reltuples,
+    agrees with own_index_ef_search for generated sizes around and between the steps: larger
+    indexes walk wider (the 100k-row measurement), the smallest keep 64; without an index of
+    its own the shared index's HNSW_EF_SEARCH applies (control)."""
+    import strata.search as S
+
+    steps = [least for least, _ in S.OWN_INDEX_EF_SEARCH]
+    sizes = sorted({0, 1, 9_999, 10_000, 10**6} | {s + d for s in steps for d in (-1, 0, 1)
+                                                   if s + d >= 0})
+    with db.connection() as conn:
+        for rows in sizes:
+            got = conn.execute(f"SELECT {S._OWN_INDEX_EF_SQL} AS ef FROM (SELECT %s::real AS rows) o",
+                               (rows,)).fetchone()["ef"]
+            assert int(got) == S.own_index_ef_search(rows), rows
+        none = conn.execute(
+            f"SELECT CASE WHEN o.rows IS NOT NULL THEN {S._OWN_INDEX_EF_SQL}"
+            f" ELSE '{S.HNSW_EF_SEARCH}' END AS ef FROM (SELECT NULL::real AS rows) o"
+        ).fetchone()["ef"]
+    assert int(none) == S.HNSW_EF_SEARCH
+    assert S.own_index_ef_search(5_000) == 64 and S.own_index_ef_search(100_000) >= 400
+    assert [S.own_index_ef_search(n) for n in sizes] == sorted(
+        S.own_index_ef_search(n) for n in sizes)  # never narrower for a larger index
