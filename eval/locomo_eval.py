@@ -776,6 +776,13 @@ class NoConversations(SystemExit):
     """``--data`` holds no (or not the asked) LoCoMo conversations."""
 
 
+def data_argument(parser) -> None:
+    """``--data``, as every LoCoMo script takes it."""
+    parser.add_argument("--data", required=True, type=Path,
+                        help="LoCoMo-10: data/locomo10.json of a clone of "
+                        "https://github.com/snap-research/locomo, or a folder of <id>.json")
+
+
 def read_conversations(data: Path, only: Sequence[str] | None) -> dict[str, dict[str, Any]]:
     if data.is_file():
         convs = {cid: conv for cid, conv in _samples(data).items() if not only or cid in only}

@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo_eval import (  # noqa: E402
+    data_argument,
     group_members,
     ingest_requests,
     kept_counts,
@@ -183,9 +184,7 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="locomo_extract", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path,
-                        help="LoCoMo-10: data/locomo10.json of a clone of "
-                        "https://github.com/snap-research/locomo, or a folder of <id>.json")
+    data_argument(parser)
     parser.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
     parser.add_argument("--show", type=int, default=0, metavar="N",
                         help="N random missed turns and N imprecise candidates")

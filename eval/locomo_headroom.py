@@ -187,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     from strata.providers.embedders import get_embedder
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path,
-                        help="LoCoMo-10: data/locomo10.json of a clone of "
-                        "https://github.com/snap-research/locomo, or a folder of <id>.json")
+    L.data_argument(parser)
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument("--conversations", default=None,
                         help="comma-separated ids (default: all)")

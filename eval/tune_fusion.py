@@ -79,9 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     from strata.ranking import DEFAULT
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path,
-                        help="LoCoMo-10: data/locomo10.json of a clone of "
-                        "https://github.com/snap-research/locomo, or a folder of <id>.json")
+    L.data_argument(parser)
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument("--conversations", default=",".join(sorted(L.TUNE)))
     parser.add_argument("--top", type=int, default=15)
