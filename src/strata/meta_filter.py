@@ -33,9 +33,13 @@ _ORDERED = ("gt", "gte", "lt", "lte")
 MAX_IN = 100
 
 # One row per condition; the memory passes when none fails. A comparison first requires the
-# same JSON type: jsonb orders across types (a boolean sorts above every number).
+# same JSON type: jsonb orders across types (a boolean sorts above every number). Each operand
+# travels wrapped in a one-element array (see split): jsonb_to_recordset reads a JSON null
+# field as SQL NULL, which equals nothing, while ``[null] -> 0`` is the JSON null itself.
 CONDITIONS_SQL = """NOT EXISTS (
-        SELECT 1 FROM jsonb_to_recordset(%(meta_ops)s::jsonb) AS c(key text, op text, val jsonb)
+        SELECT 1 FROM (SELECT r.key, r.op, r.val -> 0 AS val
+                       FROM jsonb_to_recordset(%(meta_ops)s::jsonb)
+                         AS r(key text, op text, val jsonb)) c
         WHERE NOT coalesce(CASE c.op
             WHEN 'eq' THEN m.meta -> c.key = c.val
             WHEN 'ne' THEN (m.meta -> c.key) IS DISTINCT FROM c.val
@@ -76,7 +80,8 @@ def _check(key: str, op: str, value: Any) -> None:
 
 def split(meta: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """``(containment, conditions)`` for a request's ``meta``: the keys to match by
-    containment (or None), and one ``{"key", "op", "val"}`` per operator."""
+    containment (or None), and one ``{"key", "op", "val": [operand]}`` per operator (the
+    operand wrapped: see CONDITIONS_SQL)."""
     if not meta:
         return None, []
     contains: dict[str, Any] = {}
@@ -92,5 +97,5 @@ def split(meta: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[dict
                 f"{', '.join(OPERATORS)})", field=f"meta.{key}")
         for op, operand in value.items():
             _check(key, op, operand)
-            conditions.append({"key": key, "op": op, "val": operand})
+            conditions.append({"key": key, "op": op, "val": [operand]})
     return contains or None, conditions
