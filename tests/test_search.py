@@ -670,8 +670,8 @@ def test_a_tenants_own_index_is_walked_with_an_ef_search_for_its_size(db):
     import strata.search as S
 
     steps = [least for least, _ in S.OWN_INDEX_EF_SEARCH]
-    sizes = sorted({0, 1, 9_999, 10_000, 10**6} | {s + d for s in steps for d in (-1, 0, 1)
-                                                   if s + d >= 0})
+    sizes = sorted({-1, 0, 1, 9_999, 10_000, 10**6}  # -1: reltuples of a relation never counted
+                   | {s + d for s in steps for d in (-1, 0, 1) if s + d >= 0})
     with db.connection() as conn:
         for rows in sizes:
             got = conn.execute(f"SELECT {S._OWN_INDEX_EF_SQL} AS ef FROM (SELECT %s::real AS rows) o",
@@ -683,5 +683,6 @@ def test_a_tenants_own_index_is_walked_with_an_ef_search_for_its_size(db):
         ).fetchone()["ef"]
     assert int(none) == S.HNSW_EF_SEARCH
     assert S.own_index_ef_search(5_000) == 64 and S.own_index_ef_search(100_000) >= 400
+    assert S.own_index_ef_search(-1) == 64
     assert [S.own_index_ef_search(n) for n in sizes] == sorted(
         S.own_index_ef_search(n) for n in sizes)  # never narrower for a larger index

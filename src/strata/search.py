@@ -448,13 +448,16 @@ OWN_INDEX_EF_SEARCH = ((50_000, 400), (20_000, 200), (0, 64))
 
 
 def own_index_ef_search(rows: float) -> int:
-    """ef_search for a walk through a tenant's own index of ``rows`` rows."""
-    return next(ef for least, ef in OWN_INDEX_EF_SEARCH if rows >= least)
+    """ef_search for a walk through a tenant's own index of ``rows`` rows (the smallest
+    step's for an unknown size: reltuples is -1 for a relation never counted)."""
+    return next((ef for least, ef in OWN_INDEX_EF_SEARCH if rows >= least),
+                OWN_INDEX_EF_SEARCH[-1][1])
 
 
 # The same choice in SQL, over the index's reltuples (``o.rows``) in the prelude.
 _OWN_INDEX_EF_SQL = "CASE " + " ".join(
-    f"WHEN o.rows >= {least} THEN '{ef}'" for least, ef in OWN_INDEX_EF_SEARCH) + " END"
+    f"WHEN o.rows >= {least} THEN '{ef}'" for least, ef in OWN_INDEX_EF_SEARCH[:-1]
+) + f" ELSE '{OWN_INDEX_EF_SEARCH[-1][1]}' END"
 # A scope (the tenant's rows in the requested statuses) of at most EXACT_SCOPE_SHARE of the
 # table, but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, is ranked
 # exactly, whatever the planner estimates: see "Vector arm".
