@@ -36,14 +36,20 @@ MIX = (
 )
 
 _SEED_MEMORIES = """
-INSERT INTO memories (tenant_id, path, content, canonical, value_hash, kind, status, importance,
-                      pinned, access_count, tier, expires_at, created_at)
-SELECT %(tenant)s, 'users.bench', 'bench memory ' || g, 'bench memory ' || g,
-       sha256(('bench memory ' || g)::bytea), 'fact', %(status)s::memory_status, %(importance)s,
-       %(pinned)s, %(uses)s, %(tier)s::memory_tier,
-       CASE WHEN %(tier)s = 'short_term' THEN %(now)s::timestamptz + %(expires_in)s * interval '1 day' END,
-       %(now)s::timestamptz - %(age)s * interval '1 day' - g * interval '1 second'
-FROM generate_series(1, %(n)s) g
+WITH m AS (
+    INSERT INTO memories (tenant_id, path, content, canonical, value_hash, kind, status,
+                          importance, pinned, tier, expires_at, created_at)
+    SELECT %(tenant)s, 'users.bench', 'bench memory ' || g, 'bench memory ' || g,
+           sha256(('bench memory ' || g)::bytea), 'fact', %(status)s::memory_status,
+           %(importance)s, %(pinned)s, %(tier)s::memory_tier,
+           CASE WHEN %(tier)s = 'short_term'
+                THEN %(now)s::timestamptz + %(expires_in)s * interval '1 day' END,
+           %(now)s::timestamptz - %(age)s * interval '1 day' - g * interval '1 second'
+    FROM generate_series(1, %(n)s) g
+    RETURNING id, tenant_id
+)
+INSERT INTO memory_access (memory_id, tenant_id, access_count, last_accessed_at)
+SELECT id, tenant_id, %(uses)s, %(now)s FROM m WHERE %(uses)s > 0
 """
 
 KINDS = {

@@ -32,6 +32,11 @@ excluded):
     the same tenant through the write path (``create_memories``: gate, history, audit; batches
     of ``--write-batch``), beside the same queries without it, in the same run.
 
+Searches run as served: access bookkeeping on (it writes ``memory_access``, never
+``memories``). Every run starts with ``VACUUM ANALYZE memories``, and the rows written under
+writes are deleted and vacuumed after it (``vacuum_seconds``): the state autovacuum keeps a
+table in, and a kept seed stays as it was seeded.
+
 ``--keep DIR`` keeps the database (embedded PostgreSQL data directory and the tenants' keys)
 in DIR and reuses it when the seed parameters match: seeding 100k rows costs about a minute.
 Prints one JSON object.
@@ -67,7 +72,7 @@ from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
 from strata import vector_index
-from strata.search import ACCESS_LOG, AccessLog, SearchRequest, search
+from strata.search import ACCESS_LOG, SearchRequest, search
 
 from harness import percentile, serving
 
@@ -285,7 +290,7 @@ def under_writes(db, tenant, texts, embedder, centroids, words, batch: int) -> d
     from strata.memories.store import create_memories
 
     caller = authenticate(db, tenant["key"], surface="http")
-    log = AccessLog(autostart=False)
+    log = ACCESS_LOG
 
     def run_queries() -> list[float]:
         ms = []
@@ -319,6 +324,7 @@ def under_writes(db, tenant, texts, embedder, centroids, words, batch: int) -> d
     stop.set()
     thread.join()
     seconds = time.perf_counter() - t0
+    ACCESS_LOG.flush()
     with db.connection() as conn:  # keep a kept seed as it was
         conn.execute("DELETE FROM memories WHERE tenant_id = %s AND path = 'users.writer'",
                      (tenant["id"],))
@@ -327,12 +333,22 @@ def under_writes(db, tenant, texts, embedder, centroids, words, batch: int) -> d
             "write_batch": batch}
 
 
+def vacuum(url: str) -> float:
+    """VACUUM ANALYZE memories (what autovacuum does after a load or a batch of deletes: the
+    visibility map current, dead rows gone); seconds. A kept seed starts every run so, and the
+    writes measured under_writes are vacuumed away after it."""
+    t0 = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE memories")
+    return round(time.perf_counter() - t0, 1)
+
+
 def measure_scope(db, conn, tenant, args, centroids, words, embedder, base_url) -> dict:
     rng = np.random.default_rng(zlib.crc32(tenant["name"].encode()))
     caller = authenticate(db, tenant["key"], surface="http")
     ids, mat = active_rows(conn, tenant["id"])
     texts, vecs = make_queries(rng, centroids, words, embedder, args.queries, tenant["name"], mat)
-    log = AccessLog(autostart=False)  # no bookkeeping writes in the in-process loop
+    log = ACCESS_LOG  # bookkeeping on, as served: it writes memory_access, never memories
     exact = exact_top(ids, mat, vecs)
 
     for t in texts[:10]:  # warm the pool, plans and caches
@@ -452,6 +468,8 @@ def main() -> None:
             big = state["tenants"][0]
             small = state["tenants"][-1]
             report["designs"] = {}
+            conn.commit()  # an open snapshot would keep VACUUM from marking pages all-visible
+            report["vacuum_seconds"] = vacuum(url)
             for design in [d.strip() for d in args.designs.split(",") if d.strip()]:
                 conn.commit()  # CREATE INDEX CONCURRENTLY waits for every open transaction
                 t0 = time.perf_counter()
@@ -469,6 +487,8 @@ def main() -> None:
                     if label == "tenant_10pct" and args.write_batch:
                         scopes[label]["under_writes"] = under_writes(
                             db, t, texts, embedder, centroids, words, args.write_batch)
+                        conn.commit()
+                        scopes[label]["under_writes"]["vacuum_seconds_after"] = vacuum(url)
                 report["designs"][design] = {"indexes": built, "scopes": scopes}
         ACCESS_LOG.flush()  # the HTTP requests' bookkeeping, before the database stops
     print(json.dumps(report, indent=2))

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from strata import audit
+from strata.write import bookkeeping
 from strata.config import Settings
 from strata.errors import VersionConflict
 from strata import decay
@@ -50,16 +51,22 @@ def make(db, caller, embedder, *contents: str, path: str = "users.alice") -> lis
 
 def age(db, memory_id, *, created_days: float, **columns) -> None:
     """Set a memory's clock-dependent columns relative to NOW (created_at, and e.g.
-    last_accessed_at as ``accessed_days``, expires_at as ``expires_days``)."""
+    expires_at as ``expires_days``), and its use by search (``access_count``, and
+    last_accessed_at as ``accessed_days``: memory_access, as search's bookkeeping writes it)."""
     sets = {"created_at": NOW - timedelta(days=created_days)}
+    used = {"n": columns.pop("access_count", 0), "at": None}
     if "accessed_days" in columns:
-        sets["last_accessed_at"] = NOW - timedelta(days=columns.pop("accessed_days"))
+        used["at"] = NOW - timedelta(days=columns.pop("accessed_days"))
     if "expires_days" in columns:
         sets["expires_at"] = NOW + timedelta(days=columns.pop("expires_days"))
     sets |= columns
     assignments = ", ".join(f"{k} = %({k})s" for k in sets)
     with db.transaction(cause="test.setup") as cur:
         cur.execute(f"UPDATE memories SET {assignments} WHERE id = %(id)s", {**sets, "id": memory_id})
+        if used["n"]:
+            cur.execute("INSERT INTO memory_access (memory_id, tenant_id, access_count,"
+                        " last_accessed_at) SELECT id, tenant_id, %(n)s, coalesce(%(at)s, now())"
+                        " FROM memories WHERE id = %(id)s", {**used, "id": memory_id})
 
 
 def row(db, memory_id) -> dict | None:
@@ -118,12 +125,14 @@ def test_strength_in_sql_matches_the_python_formula(db, tenant, caller_for, embe
             access_count=uses)
     with db.connection() as conn:
         got = conn.execute(f"SELECT m.id, {decay.strength_sql('m')} AS s, m.importance, m.kind::text"
-                           " AS kind, m.access_count, m.last_accessed_at FROM memories m"
+                           f" AS kind, {bookkeeping.count_sql('m')} AS access_count,"
+                           f" {bookkeeping.last_sql('m')} AS last_accessed_at, m.created_at"
+                           " FROM memories m"
                            " WHERE m.id = ANY(%(ids)s)", {**decay.sql_params(NOW), "ids": ids}).fetchall()
     assert len(got) == len(grid)
     for r in got:
         want = decay.strength(kind=r["kind"], importance=r["importance"], access_count=r["access_count"],
-                              last_used=r["last_accessed_at"], now=NOW)
+                              last_used=r["last_accessed_at"] or r["created_at"], now=NOW)
         # importance is a real (float4) column: SQL widens 0.3 to 0.30000001..., Python reads 0.3
         assert math.isclose(r["s"], want, rel_tol=1e-6), r
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -465,3 +466,40 @@ def test_0009_repairs_races_of_earlier_writers_before_guarding(empty_db_url, set
         empty_db_url, "SELECT memory_id, cause FROM memory_history")}
     assert causes == {old_copy: "migration.0009_one_active_holder",
                       old_holder: "migration.0009_one_active_holder"}
+
+
+def test_0021_moves_access_counts_out_of_memories(empty_db_url, settings):
+    """Given a store migrated to 0020 with a memory search returned 3 times, one returned
+    but never timed (an older writer), and one never returned (the control), when the
+    remaining migrations run, then memory_access holds the first two with their counts
+    (the untimed one at its updated_at) and nothing for the third, memories has no access
+    columns left, and deleting a memory deletes its access row."""
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_migrations ("
+                     " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        for name, sql in migration_files():
+            if name >= "0021":
+                break
+            with conn.transaction():
+                conn.execute(render(sql, settings))
+                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+    tenant = query(empty_db_url, "INSERT INTO tenants (name) VALUES ('acme') RETURNING id")[0]["id"]
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    used = insert_memory(empty_db_url, tenant, access_count=3, last_accessed_at=at)["id"]
+    untimed = insert_memory(empty_db_url, tenant, path="users.bob", access_count=1)["id"]
+    unused = insert_memory(empty_db_url, tenant, path="users.carol")["id"]
+
+    assert "0021_access_apart.sql" in migrate(empty_db_url, settings)
+
+    rows = {r["memory_id"]: r for r in query(
+        empty_db_url, "SELECT memory_id, access_count, last_accessed_at FROM memory_access")}
+    updated = query(empty_db_url, "SELECT updated_at FROM memories WHERE id = %(id)s",
+                    {"id": untimed})[0]["updated_at"]
+    assert {m: (r["access_count"], r["last_accessed_at"]) for m, r in rows.items()} == {
+        used: (3, at), untimed: (1, updated)}
+    assert unused not in rows
+    assert query(empty_db_url, "SELECT count(*) AS n FROM information_schema.columns"
+                 " WHERE table_name = 'memories' AND column_name LIKE '%%access%%'")[0]["n"] == 0
+    query(empty_db_url, "DELETE FROM memories WHERE id = %(id)s RETURNING id", {"id": used})
+    assert [r["memory_id"] for r in query(
+        empty_db_url, "SELECT memory_id FROM memory_access")] == [untimed]

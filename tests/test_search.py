@@ -6,6 +6,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from strata.ranking import DEFAULT
 from support import assert_error
 
@@ -132,6 +135,7 @@ from strata.search import (  # noqa: E402
     ACCESS_LOG, AccessLog, SearchRequest, time_windows,
 )
 from strata.search import search as core_search  # noqa: E402
+from strata.write import bookkeeping  # noqa: E402
 
 
 def create(client, headers, *memories: dict) -> list[str]:
@@ -360,7 +364,9 @@ def test_status_override_is_not_reachable_over_http(client, tenant):
 def memory_row(db, memory_id: str) -> dict:
     with db.connection() as conn:
         return conn.execute(
-            "SELECT access_count, last_accessed_at, version, updated_at,"
+            f"SELECT {bookkeeping.count_sql('m')} AS access_count,"
+            f" {bookkeeping.last_sql('m')} AS last_accessed_at, version, updated_at,"
+            " m.xmin::text AS written_by,"  # the transaction that last wrote the memory's row
             " (SELECT count(*) FROM memory_history h WHERE h.memory_id = m.id) AS history"
             " FROM memories m WHERE id = %s", (memory_id,)).fetchone()
 
@@ -372,8 +378,9 @@ def test_access_bookkeeping_is_written_after_the_query_for_returned_results_only
     When the core searches with limit 1 through an access log that is not flushed
     Then nothing was written on the query path (count still 0); after flush() the returned
     memory has access_count 1 and last_accessed_at set, the other (not returned) stays at 0
-    (control); version and updated_at do not move and no history row is written -- while a
-    real PATCH still writes history (control for the trigger)."""
+    (control); the memory's row is not written at all (the bookkeeping lives in
+    memory_access): version, updated_at and the row's writing transaction do not move and no
+    history row is written -- while a real PATCH still writes the row and history (control)."""
     found, missed = create(client, tenant.headers,
         {"content": "The staging cluster runs in Frankfurt", "path": "shared.ops"},
         {"content": "Lunch is ordered on Thursdays", "path": "shared.ops"})
@@ -387,8 +394,8 @@ def test_access_bookkeeping_is_written_after_the_query_for_returned_results_only
     assert log.flush() == 1
     row = memory_row(db, found)
     assert row["access_count"] == 1 and row["last_accessed_at"] is not None
-    assert (row["version"], row["updated_at"], row["history"]) == (
-        before["version"], before["updated_at"], 0)
+    assert (row["version"], row["updated_at"], row["written_by"], row["history"]) == (
+        before["version"], before["updated_at"], before["written_by"], 0)
     assert memory_row(db, missed)["access_count"] == 0
     for _ in range(3):
         core_search(db, caller, req, embedder, access_log=log)
@@ -398,6 +405,8 @@ def test_access_bookkeeping_is_written_after_the_query_for_returned_results_only
                      json={"expected_version": before["version"], "importance": 0.8})
     assert r.status_code == 200, r.text
     assert memory_row(db, found)["history"] == 1
+    assert memory_row(db, found)["written_by"] != before["written_by"]
+    assert memory_row(db, found)["access_count"] == 4  # an edit keeps the memory's use
 
 
 def test_access_bookkeeping_over_http_and_a_locked_row_is_retried(client, tenant, db):
@@ -416,6 +425,78 @@ def test_access_bookkeeping_over_http_and_a_locked_row_is_retried(client, tenant
         assert log.flush() == 0 and log.pending() == 1  # skipped, not blocked
     assert log.flush() == 1 and memory_row(db, mid)["access_count"] == 2
     assert memory_row(db, mid)["history"] == 0
+
+
+_BOOKKEEPING_STEP = st.one_of(
+    st.tuples(st.just("record"), st.lists(st.integers(0, 3), min_size=1, max_size=6)),
+    st.tuples(st.just("flush"), st.none()),
+    st.tuples(st.just("edit"), st.integers(0, 3)),
+    st.tuples(st.just("forget"), st.integers(0, 3)),
+)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(_BOOKKEEPING_STEP, min_size=1, max_size=12))
+def test_access_bookkeeping_never_writes_a_memory_and_counts_every_return(
+        client, tenant, db, steps):
+    """Generated interleavings of returned results (recorded), flushes, edits and forgets of
+    four memories: after every flush each live memory's access_count is the number of times
+    it was returned, its row was written only by its edits (never by bookkeeping), and no
+    bookkeeping row outlives its memory -- a memory forgotten with returns still pending
+    leaves none behind. Controls: an edit does move the row's writing transaction, and a
+    memory returned and flushed has its bookkeeping row until it is forgotten."""
+    h = tenant.headers
+    run = uuid.uuid4().hex[:8]  # examples share the tenant: each writes memories of its own
+    mids = create(client, h, *[{"content": f"Bookkeeping probe {w} note {run}",
+                                "path": f"shared.bk{run}"}
+                               for w in ("amber", "basalt", "cobalt", "dune")])
+    log = AccessLog(autostart=False)
+
+    def access_rows(mid: str) -> int:
+        with db.connection() as conn:
+            return conn.execute("SELECT count(*) AS n FROM memory_access WHERE memory_id = %s",
+                                (mid,)).fetchone()["n"]
+
+    flushed = [False] * 4  # a bookkeeping row written for it
+    returned = [0] * 4
+    alive = [True] * 4
+    written_by = [memory_row(db, m)["written_by"] for m in mids]
+    for op, arg in steps + [("flush", None)]:
+        if op == "record":
+            log.record(db, tenant.tenant_id, [uuid.UUID(mids[i]) for i in arg])
+            for i in arg:
+                returned[i] += 1
+        elif op == "edit" and alive[arg]:
+            version = client.get(f"/v1/memories/{mids[arg]}", headers=h).json()["version"]
+            r = client.patch(f"/v1/memories/{mids[arg]}", headers=h,
+                             json={"expected_version": version, "importance": 0.1 + 0.01 * version})
+            assert r.status_code == 200, r.text
+            assert memory_row(db, mids[arg])["written_by"] != written_by[arg]  # control
+            written_by[arg] = memory_row(db, mids[arg])["written_by"]
+        elif op == "forget" and alive[arg]:
+            assert access_rows(mids[arg]) == (1 if flushed[arg] else 0)  # control
+            r = client.post(f"/v1/memories/{mids[arg]}/forget", headers=h)
+            assert r.status_code == 200, r.text
+            alive[arg] = False
+            assert access_rows(mids[arg]) == 0
+        elif op == "flush":
+            log.flush()
+            flushed = [alive[i] and returned[i] > 0 for i in range(4)]
+            for i, mid in enumerate(mids):
+                if alive[i]:
+                    row = memory_row(db, mid)
+                    assert (row["access_count"], row["written_by"]) == (returned[i], written_by[i])
+                    assert (row["last_accessed_at"] is not None) == (returned[i] > 0)
+            with db.connection() as conn:
+                assert conn.execute(
+                    "SELECT count(*) AS n FROM memory_access a WHERE a.tenant_id = %s AND NOT"
+                    " EXISTS (SELECT 1 FROM memories m WHERE m.id = a.memory_id)",
+                    (tenant.tenant_id,)).fetchone()["n"] == 0
+                assert conn.execute(
+                    "SELECT count(*) AS n FROM memory_access WHERE memory_id = ANY(%s::uuid[])",
+                    ([m for i, m in enumerate(mids) if alive[i] and returned[i]],)
+                ).fetchone()["n"] == sum(1 for i in range(4) if alive[i] and returned[i])
 
 
 def test_text_arm_keeps_every_multi_lexeme_match_above_the_single_lexeme_cap(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from strata.write import bookkeeping
+
 # Decay per 30 days by kind. fact/strategy/assumption/failure are the issue's starting
 # points; preferences and instructions are standing orders (slow); events are facts about a
 # moment (as a fact); reflections and summaries condense others (as a fact, as a strategy).
@@ -57,9 +59,9 @@ def strength_sql(alias: str = "m") -> str:
                    AS r(kind, rate) WHERE r.kind = {alias}.kind) / 30.0
               * (1 - {IMPORTANCE_SLOWS} * {alias}.importance)
               * GREATEST(0, extract(epoch FROM %(now)s::timestamptz
-                                    - COALESCE({alias}.last_accessed_at, {alias}.created_at))
+                                    - COALESCE({bookkeeping.last_sql(alias)}, {alias}.created_at))
                             / {SECONDS_PER_DAY}))
-        * (1 + {ACCESS_LIFT} * {alias}.access_count))"""
+        * (1 + {ACCESS_LIFT} * {bookkeeping.count_sql(alias)}))"""
 
 
 def sql_params(now: datetime) -> dict[str, object]:

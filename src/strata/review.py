@@ -20,7 +20,7 @@ from strata.errors import InvalidInput
 from strata.memories.models import Memory
 from strata.memories.store import decode_cursor, encode_cursor
 from strata.write import changes, locks
-from strata.write.rows import COLUMNS, scope
+from strata.write.rows import columns, scope
 
 
 class Contradiction(BaseModel):
@@ -51,7 +51,7 @@ def list_candidates(
         with db.connection() as conn:
             rows = conn.execute(
                 f"""
-                SELECT {COLUMNS},
+                SELECT {columns('m')},
                   COALESCE((SELECT jsonb_agg(jsonb_build_object(
                       'target_id', r.target_id, 'type', r.type, 'reason', r.reason,
                       'decided_by', r.decided_by, 'confidence', r.confidence))

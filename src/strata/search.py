@@ -111,8 +111,10 @@ Graph expansion (``expand: true``)
 Access bookkeeping
     ``access_count + 1`` and ``last_accessed_at`` for every returned result, recorded in
     :data:`ACCESS_LOG`, an in-process bounded queue that a daemon thread writes in batches
-    after the response -- never a write on the query's path. Migration 0004 keeps these
-    updates out of ``memory_history``.
+    after the response -- never a write on the query's path -- into ``memory_access``
+    (:mod:`strata.write.bookkeeping`, migration 0021), never into ``memories``: a search
+    rewrites no memory's page, so it leaves the visibility map that the next searches'
+    index-only scans rely on as it was.
 """
 
 from __future__ import annotations
@@ -795,7 +797,7 @@ class AccessLog:
 
     ``record`` only touches memory (a dict coalescing repeat hits per memory: count and
     latest time) and wakes a daemon thread, which writes pending entries in batches of
-    ``batch`` with one UPDATE each, at most every ``interval`` seconds (sooner once a batch
+    ``batch`` with one upsert each, at most every ``interval`` seconds (sooner once a batch
     is full). The queue is bounded by ``max_pending`` distinct memories; beyond it new
     entries are dropped and counted (``dropped``) -- bookkeeping is best effort and never
     slows or fails a search. Rows locked by another transaction are skipped and retried on
@@ -806,9 +808,9 @@ class AccessLog:
     thread is frozen between invocations and resumes with the next one; entries pending
     when a container is recycled are lost (access counts are advisory, not audited).
 
-    Updates change only ``access_count`` and ``last_accessed_at``: no version bump (a
-    client's ``If-Match`` stays valid), no ``updated_at``, and no history row
-    (migration 0004_access_bookkeeping).
+    Writes go to ``memory_access`` only (:mod:`strata.write.bookkeeping`): a memory's row,
+    its version (a client's ``If-Match`` stays valid), ``updated_at`` and history are never
+    touched.
     """
 
     def __init__(self, *, interval: float = 1.0, batch: int = 500, max_pending: int = 20_000,

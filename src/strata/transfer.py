@@ -64,7 +64,7 @@ from strata.auth.access import Caller
 from strata.db import Database
 from strata.db.vector import Vector
 from strata.errors import Conflict, InvalidInput
-from strata.write import imports
+from strata.write import bookkeeping, imports
 from strata.write.canonical import canonicalize, value_hash
 from strata.memories.models import Kind, Status
 from strata.providers import Embedder
@@ -256,10 +256,12 @@ SELECT (SELECT count(*) FROM memories WHERE tenant_id = %(t)s) AS memory,
        (SELECT count(*) FROM tombstones WHERE tenant_id = %(t)s) AS tombstone
 """
 
-_EXPORT_MEMORIES = """
+_EXPORT_MEMORIES = f"""
 SELECT id, asserted_at, path::text AS path, name, content, kind::text AS kind, slot, value,
        status::text AS status, origin::text AS origin, importance, confidence, pinned,
-       access_count, last_accessed_at, reinforcements, tier::text AS tier, expires_at,
+       {bookkeeping.count_sql("memories")} AS access_count,
+       {bookkeeping.last_sql("memories")} AS last_accessed_at,
+       reinforcements, tier::text AS tier, expires_at,
        lower(valid) AS valid_from, upper(valid) AS valid_to, recorded_at, embedding,
        embedding_model, version, evidence, meta, tags, created_at, updated_at,
        encode(value_hash, 'hex') AS value_hash

@@ -23,7 +23,7 @@ from strata.write import apply as persist
 from strata.write import changes, locks, secrets
 from strata.write import gate as gating
 from strata.write.canonical import canonicalize, value_hash
-from strata.write.rows import COLUMNS, evidence_entry, scope
+from strata.write.rows import COLUMNS, columns, evidence_entry, scope
 from strata.write.values import derive_value
 from strata.memories.models import CreateRequest, Memory, MemoryIn, MemoryPatch, WriteResult
 from strata.paths import validate_path
@@ -124,7 +124,7 @@ _STATUS = {
 
 # Rows an incoming batch may land on by name, locked for the rest of the transaction.
 _NAMED = f"""
-SELECT {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, m.value_hash, m.embedding
+SELECT {columns("m")}, m.value_hash, m.embedding
 FROM memories m
 JOIN unnest(%(paths)s::ltree[], %(names)s::text[]) AS n(path, name)
   ON m.tenant_id = %(tenant)s AND m.path = n.path AND m.name = n.name

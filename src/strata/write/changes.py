@@ -41,7 +41,7 @@ from strata.write import lexical, locks, slots
 from strata.write.apply import add_edge, retire
 from strata.write.derived import derived_from
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
-from strata.write.rows import COLUMNS, evidence_entry, scope
+from strata.write.rows import COLUMNS, columns, evidence_entry, scope
 from strata.write.tombstones import find_tombstone, insert_tombstone, lift
 from strata.write.values import derive_value
 
@@ -324,7 +324,7 @@ def merge(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
     row = cur.execute(
         "UPDATE memories t SET evidence = t.evidence || c.evidence || %s,"
         " reinforcements = t.reinforcements + 1, version = t.version + 1, updated_at = now()"
-        f" FROM memories c WHERE t.id = %s AND c.id = %s RETURNING {', '.join('t.' + c.strip() for c in COLUMNS.split(','))}",
+        f" FROM memories c WHERE t.id = %s AND c.id = %s RETURNING {columns('t')}",
         (Jsonb([evidence_entry(caller, "review.merge")]), into, memory_id),
     ).fetchone()
     cur.execute("UPDATE memories SET status = 'rejected', version = version + 1,"
@@ -485,12 +485,12 @@ def live_holders(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
 
 _RESTORE_INSERT = f"""
 INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-    value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
+    value, status, origin, importance, confidence, pinned,
     reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
     evidence, meta, tags, created_at, updated_at, asserted_at)
 SELECT r.id, r.tenant_id, r.path, r.name, r.content, r.canonical, r.value_hash, r.kind, r.slot,
-    r.value, r.status, r.origin, r.importance, r.confidence, r.pinned, r.access_count,
-    r.last_accessed_at, r.reinforcements, r.tier, r.expires_at, r.valid, r.recorded_at,
+    r.value, r.status, r.origin, r.importance, r.confidence, r.pinned,
+    r.reinforcements, r.tier, r.expires_at, r.valid, r.recorded_at,
     %(embedding)s, %(model)s, %(version)s, r.evidence || %(evidence)s, r.meta, r.tags,
     r.created_at, now(), r.asserted_at
 FROM jsonb_populate_record(NULL::memories, %(row)s) r

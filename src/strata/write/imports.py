@@ -31,17 +31,17 @@ from strata.write import lexical, locks, policy, slots
 from strata.write.apply import waves
 from strata.write.canonical import slot_value_hash
 
-# The memory and its lexical key (migration 0012) in one statement; a record already there
-# (ON CONFLICT) inserts neither.
+# The memory, its lexical key (migration 0012) and its use by search (0021) in one statement;
+# a record already there (ON CONFLICT) inserts none of them.
 _INSERT_MEMORY = """
 WITH m AS (
     INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-        value, status, origin, importance, confidence, pinned, access_count, last_accessed_at,
+        value, status, origin, importance, confidence, pinned,
         reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model,
         version, evidence, meta, tags, created_at, updated_at, asserted_at)
     VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
         %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
-        %(pinned)s, %(access_count)s, %(last_accessed_at)s, %(reinforcements)s, %(tier)s,
+        %(pinned)s, %(reinforcements)s, %(tier)s,
         %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, GREATEST(%(version)s, (
             -- a memory this store deleted comes back above every version it had here
             SELECT max(h.version) + 1 FROM memory_history h
@@ -49,6 +49,11 @@ WITH m AS (
         %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s)
     ON CONFLICT (id) DO NOTHING
     RETURNING id, tenant_id
+),
+used AS (  -- its use by search (strata.write.bookkeeping), when the file says it had one
+    INSERT INTO memory_access (memory_id, tenant_id, access_count, last_accessed_at)
+    SELECT id, tenant_id, %(access_count)s, coalesce(%(last_accessed_at)s, %(updated_at)s)
+    FROM m WHERE %(access_count)s > 0
 )
 INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash)
 SELECT id, tenant_id, %(lexical)s::bytea FROM m WHERE %(lexical)s::bytea IS NOT NULL

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from strata import decay
+from strata.write import bookkeeping
 
 KEEP_IMPORTANCE = 0.8  # never archived at or above this importance
 
@@ -35,13 +36,13 @@ _RETAINED = """EXISTS (SELECT 1 FROM memory_rules r0 WHERE r0.tenant_id = %(tena
 MEMORY_STEPS = (
     Step("promoted", "lifecycle.promote", "write", "expires_at",
          "m.tier = 'short_term' AND m.status = 'active'"
-         " AND (m.access_count >= %(promote_at)s OR m.pinned)",
+         f" AND ({bookkeeping.count_sql('m')} >= %(promote_at)s OR m.pinned)",
          f"tier = 'long_term', expires_at = NULL, {_BUMP}"),
     # Leaves what promotion keeps (used or pinned): a real run has promoted those already,
     # and a dry run, which promotes nothing, must not count them twice.
     Step("expired", "lifecycle.expire", "write", "expires_at",
          "m.tier = 'short_term' AND m.status = 'active' AND m.expires_at <= %(now)s"
-         " AND m.access_count < %(promote_at)s AND NOT m.pinned",
+         f" AND {bookkeeping.count_sql('m')} < %(promote_at)s AND NOT m.pinned",
          f"status = 'archived', {_BUMP}"),
     Step("candidates_rejected", "lifecycle.candidate_expire", "write", "created_at",
          "m.status = 'candidate' AND m.created_at < %(candidate_before)s",

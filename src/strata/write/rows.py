@@ -8,10 +8,26 @@ from typing import Any
 
 from strata.auth.access import Caller, Level
 
-COLUMNS = """id, path::text AS path, name, content, kind::text AS kind, slot, value,
-    status::text AS status, origin::text AS origin, importance, confidence, pinned,
-    tier::text AS tier, expires_at, valid, recorded_at, version, access_count, last_accessed_at,
-    reinforcements, embedding_model, evidence, meta, tags, created_at, updated_at"""
+from strata.write import bookkeeping
+
+_FIELDS = (
+    "id", "path::text AS path", "name", "content", "kind::text AS kind", "slot", "value",
+    "status::text AS status", "origin::text AS origin", "importance", "confidence", "pinned",
+    "tier::text AS tier", "expires_at", "valid", "recorded_at", "version", "reinforcements",
+    "embedding_model", "evidence", "meta", "tags", "created_at", "updated_at",
+)
+
+
+def columns(alias: str = "memories") -> str:
+    """A memory as the API shows it, from the row ``alias`` of ``memories`` (a SELECT's alias,
+    or the table's name in an INSERT's or UPDATE's RETURNING), with its use by search
+    (strata.write.bookkeeping)."""
+    return ", ".join([f"{alias}.{f}" for f in _FIELDS]
+                     + [f"{bookkeeping.count_sql(alias)} AS access_count",
+                        f"{bookkeeping.last_sql(alias)} AS last_accessed_at"])
+
+
+COLUMNS = columns()
 
 
 def scope(caller: Caller, **params: Any) -> dict[str, Any]:
