@@ -6,9 +6,10 @@ from __future__ import annotations
 import uuid
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
@@ -26,16 +27,27 @@ __all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "MemoryId"
            "get_db", "get_embedder", "get_reads"]
 
 
-def get_db(request: Request) -> Database:
-    return request.app.state.runtime.db
+async def _part(request: Request, name: str) -> Any:
+    """The runtime's part ``name``. Once resolved it is an attribute read, answered on the
+    event loop (a plain ``def`` dependency goes to the thread pool and back, ~0.1 ms a
+    request each); resolving it (the schema check, loading a model) may block, and runs in
+    the thread pool -- on every request while it fails (the database is down, say)."""
+    runtime = request.app.state.runtime
+    if name in vars(runtime):  # a cached_property already resolved
+        return vars(runtime)[name]
+    return await run_in_threadpool(getattr, runtime, name)
 
 
-def get_embedder(request: Request) -> Embedder:
-    return request.app.state.runtime.embedder
+async def get_db(request: Request) -> Database:
+    return await _part(request, "db")
 
 
-def get_reads(request: Request) -> Reads:
-    return request.app.state.runtime.reads
+async def get_embedder(request: Request) -> Embedder:
+    return await _part(request, "embedder")
+
+
+async def get_reads(request: Request) -> Reads:
+    return await _part(request, "reads")
 
 
 # Requests that change nothing although they are not GETs: no read-after-write stamp.
