@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
@@ -54,15 +54,18 @@ async def get_reads(request: Request) -> Reads:
 _READS = frozenset({"/v1/search"})
 
 
-def get_caller(request: Request) -> Iterator[Caller]:
+async def get_caller(request: Request) -> AsyncIterator[Caller]:
+    # The key's lookup in the thread pool; a read's way out stays on the event loop.
     runtime = request.app.state.runtime
-    caller = resolve_caller(runtime.db, runtime.settings, request.scope,
-                            request.headers.get("authorization"), surface="http")
+    db = await _part(request, "db")
+    caller = await run_in_threadpool(resolve_caller, db, runtime.settings, request.scope,
+                                     request.headers.get("authorization"), surface="http")
     yield caller
     # Reached only when the route returned (a refused or failed request raises at the yield):
     # the caller's reads stay on the writer for a while (strata.db.routing).
     if request.method not in ("GET", "HEAD", "OPTIONS") and request.url.path not in _READS:
-        runtime.reads.wrote(caller)
+        reads = await _part(request, "reads")
+        await run_in_threadpool(reads.wrote, caller)
 
 
 DB = Annotated[Database, Depends(get_db)]
