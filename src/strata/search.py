@@ -71,7 +71,8 @@ Text arm
     rows: planned together, the planner ANDed the match with a bitmap of the tenant's every
     active row (~8,000 entries at a 10k-row tenant; half the arm's time) that the
     tenant-keyed lexemes already imply. The arm keeps the ``fts`` and path of the rows it
-    read, so the BM25 pass reads from the table only the vector arm's other rows. They are
+    read, so the BM25 pass reads from the table only the vector arm's other rows (none when
+    the arm walks the tenant's own index: that walk hands over its rows' too). They are
     scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (each row's
     ``fts`` cut to the query's lexemes by ``setweight``/``ts_filter``, then unnested; a
     query word a row's path names is looked up once per distinct path), which also yields
@@ -282,7 +283,8 @@ cand_rows AS MATERIALIZED (  -- the text arm's candidates, with what BM25 reads
 cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),"""
 
 # The vector arm's two ways of ranking (see "Vector arm" above): exact (an ORDER BY no index
-# matches), or the index-usable distance (HNSW). ``{when}``: the route's one-time filter.
+# matches), or the index-usable distance (HNSW). ``{when}``: the route's one-time filter;
+# ``{carry}``: the columns the HNSW walk hands the BM25 pass (``_VEC_CARRIED``), if any.
 _VEC_EXACT = f"""
         (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
          FROM memories m
@@ -290,31 +292,41 @@ _VEC_EXACT = f"""
            AND {_FILTERS}
          ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(depth)s)"""
 _VEC_HNSW = f"""
-        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
+        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist{{carry}}
          FROM memories m
          WHERE {{when}}m.embedding IS NOT NULL
            AND {_FILTERS}
          ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)"""
 
 
-def _vec_arm(branches: str) -> str:
+def _vec_arm(branches: str, carry: str = "") -> str:
     return f"""
 vec AS (
-    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank
+    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank{carry}
     FROM ({branches}
     ) v
 ),"""
 
 
-# By route: the vector arm's CTEs, and the result's route flags (vec_exact, own_index).
+# The vector arm's rows for the BM25 pass (its rows the text arm did not read): read from the
+# table by id, or carried by the arm. Only the HNSW walk carries them: it reads each row
+# anyway, and saves a scan of the table to plan and its index lookups (~0.1 ms at the
+# 10k-row tenant); an exact ranking would copy them into its sort for every row of the scope.
+_VEC_READ = """SELECT m.id, m.fts, m.path FROM (SELECT DISTINCT id FROM vec) v
+    JOIN memories m ON m.id = v.id"""
+_VEC_CARRIED = "SELECT DISTINCT ON (v.id) v.id, v.fts, v.path FROM vec v"
+
+# By route: the vector arm's CTEs, its rows for the BM25 pass, and the result's route flags
+# (vec_exact, own_index).
 _VEC_ROUTES = {
     # no vector arm (keyword mode)
     None: ("\nvec AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false),",
-           "true", "false"),
+           _VEC_READ, "true", "false"),
     # pgvector 0.7: no iterative scans, every scope ranked exactly
-    "exact": (_vec_arm(_VEC_EXACT.format(when="")), "true", "false"),
+    "exact": (_vec_arm(_VEC_EXACT.format(when="")), _VEC_READ, "true", "false"),
     # through the tenant's own index (strata.vector_index), as the prelude found it
-    "tenant_index": (_vec_arm(_VEC_HNSW.format(when="")), "false", "true"),
+    "tenant_index": (_vec_arm(_VEC_HNSW.format(when="", carry=", m.fts, m.path"),
+                              carry=", v.fts, v.path"), _VEC_CARRIED, "false", "true"),
     # decided by the scope: exactly if it holds at most exact_rows rows, else through HNSW
     "scope": ("""
 exact_rows AS (  -- the largest scope ranked exactly
@@ -330,21 +342,22 @@ scope AS (
           LIMIT (SELECT n FROM exact_rows) + 1) s
 ),""" + _vec_arm(
         # One branch runs: the other's one-time filter is false.
-        _VEC_EXACT.format(when="(SELECT small FROM scope) AND ") + "\n        UNION ALL"
-        + _VEC_HNSW.format(when="NOT (SELECT small FROM scope) AND ")),
-        "(SELECT small FROM scope)", "false"),
+        _VEC_EXACT.format(when="(SELECT small FROM scope) AND ")
+        + "\n        UNION ALL"
+        + _VEC_HNSW.format(when="NOT (SELECT small FROM scope) AND ", carry="")),
+        _VEC_READ, "(SELECT small FROM scope)", "false"),
 }
 
 # The text arm's scores: BM25 over the candidates of both arms (see "Text arm" above).
-_TEXT_SCORES = """
+_POOLED = """
 pooled AS (  -- the candidates of both arms, so each gets both scores: the text arm's
-            -- rows as it read them, the vector arm's others read here
+            -- rows as it read them, the vector arm's others (_VEC_READ or _VEC_CARRIED)
     SELECT c.id, c.fts, c.path FROM cand c
     UNION ALL
-    SELECT m.id, m.fts, m.path FROM (SELECT DISTINCT id FROM vec) v
-    JOIN memories m ON m.id = v.id
+    {vec_rows}
     WHERE v.id NOT IN (SELECT id FROM cand)
-),
+),"""
+_TEXT_SCORES = """
 path_terms AS MATERIALIZED (  -- per distinct path (a few dozen among hundreds of rows)
                              -- naming a query lexeme: those lexemes, in its lexemes' order
     SELECT t.path, t.lexemes
@@ -433,9 +446,10 @@ ORDER BY m.id
 
 
 def _assemble(route: str | None, use_txt: bool, windows: bool) -> str:
-    vec_ctes, vec_exact, own_index = _VEC_ROUTES[route]
+    vec_ctes, vec_rows, vec_exact, own_index = _VEC_ROUTES[route]
+    text_scores = _POOLED.format(vec_rows=vec_rows) + _TEXT_SCORES
     ctes = ((_TEXT_MATCHES if use_txt else "") + vec_ctes
-            + (_TEXT_SCORES if use_txt else _NO_TEXT) + (_WINDOWS if windows else ""))
+            + (text_scores if use_txt else _NO_TEXT) + (_WINDOWS if windows else ""))
     return "WITH" + ctes + _RESULT.format(
         window_match=_WINDOW_MATCH if windows else "NULL::text",
         vec_exact=vec_exact, own_index=own_index)
