@@ -35,7 +35,9 @@ Vector arm
     index-only scan, ~0.2 us a row. A scope within the limit is ranked exactly (an ORDER BY
     no index matches: a bitmap scan on the tenant and a top-N sort, recall 1.0, ~1.5 ms for
     1,000 rows); a larger one through HNSW. Each branch sits under a one-time filter, so
-    only one runs. Why relative: a filtered HNSW walk loses recall as the tenant's share of
+    only one runs; a route known before the statement is sent (a tenant index, or pgvector
+    0.7's exact ranking) gets a statement with its branch alone (``_statement``), so the
+    planner does not plan the others. Why relative: a filtered HNSW walk loses recall as the tenant's share of
     the table shrinks (a 10,000-row tenant: recall@10 0.99 in a 101k-row table, 0.83 in a
     1M-row one), while an exact scan costs the same in both. Left to itself the planner sent
     a 1,000-row tenant of a 101k-row table to HNSW for some query shapes (0.875).
@@ -69,7 +71,8 @@ Text arm
     rows: planned together, the planner ANDed the match with a bitmap of the tenant's every
     active row (~8,000 entries at a 10k-row tenant; half the arm's time) that the
     tenant-keyed lexemes already imply. The arm keeps the ``fts`` and path of the rows it
-    read, so the BM25 pass reads from the table only the vector arm's other rows. They are
+    read, so the BM25 pass reads from the table only the vector arm's other rows (none when
+    the arm walks the tenant's own index: that walk hands over its rows' too). They are
     scored with BM25 (:mod:`strata.ranking`) in one pass over their lexemes (each row's
     ``fts`` cut to the query's lexemes by ``setweight``/``ts_filter``, then unnested; a
     query word a row's path names is looked up once per distinct path), which also yields
@@ -244,81 +247,121 @@ SELECT lx.l AS lexemes,
 FROM lx
 """
 
-_SEARCH = f"""
-WITH corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
+# The search statement, assembled from these fragments per variant (``_statement``): the
+# mode, whether the query names a time, and the vector arm's route are all known in Python
+# before the statement is sent (the route once the prelude has said whether the tenant has
+# an index of its own), so a branch that cannot run is left out rather than put under a
+# one-time filter -- the planner plans every branch it is given, run or not. Measured on
+# eval/bench_search.py's 10k-row tenant with its own index (interleaved, 60 queries): a
+# hybrid search planned in ~1.1 ms instead of ~1.4 ms (the exact branch, the scope count
+# and the window checks no longer beside the HNSW walk), a vector-only one in ~0.4 ms
+# instead of ~1.0 ms. Each variant returns the rows and columns the single statement did
+# (tests/test_search_equivalence.py).
+
+# The text arm's matches (see "Text arm" above), with BM25's N.
+_TEXT_MATCHES = f"""
+corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
     SELECT count(*)::float8 AS n
-    FROM (SELECT 1 FROM memories m
-          WHERE %(use_txt)s AND {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
+    FROM (SELECT 1 FROM memories m WHERE {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
 ),
-cand_rows AS MATERIALIZED (  -- the text arm's candidates (see "Text arm" above), with
-                             -- what BM25 reads (materialized: ~0.15 ms less planning)
+cand_rows AS MATERIALIZED (  -- the text arm's candidates, with what BM25 reads
+                             -- (materialized: ~0.15 ms less planning)
     -- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters
     -- applied to its rows: planned as one query the planner ANDed that bitmap with one of
     -- the tenant's every active row (~8,000 entries, half the arm's time), which the
     -- tenant-keyed lexemes already imply. Rows come in heap order either way.
     (SELECT m.id, m.fts, m.path
      FROM (SELECT * FROM memories m
-           WHERE %(use_txt)s
-             AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
+           WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
            OFFSET 0) m
      WHERE {_FILTERS}
      LIMIT %(two_cap)s)
     UNION ALL
     (SELECT m.id, m.fts, m.path
      FROM (SELECT * FROM memories m
-           WHERE %(use_txt)s
-             AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
+           WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
            OFFSET 0) m
      WHERE {_FILTERS}
      LIMIT %(one_cap)s)
 ),
-cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),
-exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
+cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),"""
+
+# The vector arm's two ways of ranking (see "Vector arm" above): exact (an ORDER BY no index
+# matches), or the index-usable distance (HNSW). ``{when}``: the route's one-time filter;
+# ``{carry}``: the columns the HNSW walk hands the BM25 pass (``_VEC_CARRIED``), if any.
+_VEC_EXACT = f"""
+        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
+         FROM memories m
+         WHERE {{when}}m.embedding IS NOT NULL
+           AND {_FILTERS}
+         ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(depth)s)"""
+_VEC_HNSW = f"""
+        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist{{carry}}
+         FROM memories m
+         WHERE {{when}}m.embedding IS NOT NULL
+           AND {_FILTERS}
+         ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)"""
+
+
+def _vec_arm(branches: str, carry: str = "") -> str:
+    return f"""
+vec AS (
+    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank{carry}
+    FROM ({branches}
+    ) v
+),"""
+
+
+# The vector arm's rows for the BM25 pass (its rows the text arm did not read): read from the
+# table by id, or carried by the arm. Only the HNSW walk carries them: it reads each row
+# anyway, and saves a scan of the table to plan and its index lookups (~0.1 ms at the
+# 10k-row tenant); an exact ranking would copy them into its sort for every row of the scope.
+_VEC_READ = """SELECT m.id, m.fts, m.path FROM (SELECT DISTINCT id FROM vec) v
+    JOIN memories m ON m.id = v.id"""
+_VEC_CARRIED = "SELECT DISTINCT ON (v.id) v.id, v.fts, v.path FROM vec v"
+
+# By route: the vector arm's CTEs, its rows for the BM25 pass, and the result's route flags
+# (vec_exact, own_index).
+_VEC_ROUTES = {
+    # no vector arm (keyword mode)
+    None: ("\nvec AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false),",
+           _VEC_READ, "true", "false"),
+    # pgvector 0.7: no iterative scans, every scope ranked exactly
+    "exact": (_vec_arm(_VEC_EXACT.format(when="")), _VEC_READ, "true", "false"),
+    # through the tenant's own index (strata.vector_index), as the prelude found it
+    "tenant_index": (_vec_arm(_VEC_HNSW.format(when="", carry=", m.fts, m.path"),
+                              carry=", v.fts, v.path"), _VEC_CARRIED, "false", "true"),
+    # decided by the scope: exactly if it holds at most exact_rows rows, else through HNSW
+    "scope": ("""
+exact_rows AS (  -- the largest scope ranked exactly
     SELECT least(%(exact_max)s, greatest(%(exact_min)s,
                  (c.reltuples * %(exact_share)s)::bigint)) AS n
     FROM pg_class c WHERE c.oid = 'memories'::regclass
 ),
-own_index AS (  -- a valid HNSW index of the tenant's own (strata.vector_index), as the
-                -- transaction's first statement found it (_prelude)
-    SELECT %(use_vec)s AND %(iterative)s AND %(has_own_index)s AS yes
-),
-scope AS (  -- rank exactly: without iterative scans, or over at most exact_rows rows and
-            -- without an index of the tenant's own
-    SELECT NOT %(iterative)s
-           OR (NOT (SELECT yes FROM own_index) AND count(*) <= (SELECT n FROM exact_rows))
-             AS small
+scope AS (
+    SELECT count(*) <= (SELECT n FROM exact_rows) AS small
     FROM (SELECT 1 FROM memories m
-          WHERE %(use_vec)s AND %(iterative)s AND NOT (SELECT yes FROM own_index)
-            AND m.tenant_id = %(tenant)s
+          WHERE m.tenant_id = %(tenant)s
             AND (m.status = ANY(%(statuses)s::memory_status[]) OR %(any_status)s)
           LIMIT (SELECT n FROM exact_rows) + 1) s
-),
-vec AS (
-    -- One branch runs (the other's one-time filter is false): exact (an ORDER BY no index
-    -- matches), or the index-usable distance (HNSW). See "Vector arm" above.
-    SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank
-    FROM (
-        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
-         FROM memories m
-         WHERE %(use_vec)s AND (SELECT small FROM scope) AND m.embedding IS NOT NULL
-           AND {_FILTERS}
-         ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(depth)s)
-        UNION ALL
-        (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist
-         FROM memories m
-         WHERE %(use_vec)s AND NOT (SELECT small FROM scope) AND m.embedding IS NOT NULL
-           AND {_FILTERS}
-         ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)
-    ) v
-),
+),""" + _vec_arm(
+        # One branch runs: the other's one-time filter is false.
+        _VEC_EXACT.format(when="(SELECT small FROM scope) AND ")
+        + "\n        UNION ALL"
+        + _VEC_HNSW.format(when="NOT (SELECT small FROM scope) AND ", carry="")),
+        _VEC_READ, "(SELECT small FROM scope)", "false"),
+}
+
+# The text arm's scores: BM25 over the candidates of both arms (see "Text arm" above).
+_POOLED = """
 pooled AS (  -- the candidates of both arms, so each gets both scores: the text arm's
-            -- rows as it read them, the vector arm's others read here
-    SELECT c.id, c.fts, c.path FROM cand c WHERE %(use_txt)s
+            -- rows as it read them, the vector arm's others (_VEC_READ or _VEC_CARRIED)
+    SELECT c.id, c.fts, c.path FROM cand c
     UNION ALL
-    SELECT m.id, m.fts, m.path FROM (SELECT DISTINCT id FROM vec) v
-    JOIN memories m ON m.id = v.id
-    WHERE %(use_txt)s AND v.id NOT IN (SELECT id FROM cand)
-),
+    {vec_rows}
+    WHERE v.id NOT IN (SELECT id FROM cand)
+),"""
+_TEXT_SCORES = """
 path_terms AS MATERIALIZED (  -- per distinct path (a few dozen among hundreds of rows)
                              -- naming a query lexeme: those lexemes, in its lexemes' order
     SELECT t.path, t.lexemes
@@ -340,7 +383,7 @@ hits AS (
     -- lexeme has positions, all of weight D, so the kept positions are all of them.
     SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
            length(p.fts)::float8 AS len
-    FROM pooled p, unnest(ts_filter(setweight(p.fts, 'A', %(lexemes)s::text[]), '{{a}}')) AS u
+    FROM pooled p, unnest(ts_filter(setweight(p.fts, 'A', %(lexemes)s::text[]), '{a}')) AS u
     UNION ALL
     SELECT p.id, l.lexeme, 1::float8, length(p.fts)::float8
     FROM pooled p JOIN path_terms t ON t.path = p.path, unnest(t.lexemes) AS l(lexeme)
@@ -363,11 +406,29 @@ txt AS (
     SELECT t.id, rank() OVER (ORDER BY t.bm25 DESC) AS rank, t.bm25
     FROM (SELECT b.id, b.bm25 FROM bm25 b JOIN cand c ON c.id = b.id
           ORDER BY b.bm25 DESC, b.id LIMIT %(depth)s) t
-),
+),"""
+
+# Without a text arm (vector mode): no candidates, no scores; BM25's N is 0 (each query word
+# then counts as df 0 in idf_sum, as when nothing matches).
+_NO_TEXT = """
+corpus AS (SELECT 0::float8 AS n),
+idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS idf WHERE false),
+bm25 AS (SELECT NULL::uuid AS id, NULL::float8 AS bm25 WHERE false),
+txt AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false),"""
+
+# Whether each candidate's valid range starts in or overlaps a window the query names
+# (without one: NULL, and no two checks per candidate).
+_WINDOWS = """
 windows AS (
     SELECT tstzrange(w.lo, w.hi) AS r
     FROM unnest(%(win_lo)s::timestamptz[], %(win_hi)s::timestamptz[]) AS w(lo, hi)
-),
+),"""
+_WINDOW_MATCH = """CASE
+           WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
+           WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
+       END"""
+
+_RESULT = """
 pool AS MATERIALIZED (SELECT id FROM vec UNION SELECT id FROM txt)
 -- Every candidate with both arms' scores: strata.ranking.fuse orders them.
 SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
@@ -376,20 +437,44 @@ SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::te
        m.confidence, m.value_hash, vec.rank AS vec_rank, txt.rank AS txt_rank,
        CASE WHEN %(use_vec)s THEN 1 - (m.embedding <=> %(vec)s::vector) END AS cosine,
        CASE WHEN %(use_txt)s THEN coalesce(bm25.bm25, 0) END AS bm25,
-       CASE WHEN EXISTS (SELECT 1 FROM windows w WHERE lower(m.valid) <@ w.r) THEN 'starts'
-            WHEN EXISTS (SELECT 1 FROM windows w WHERE m.valid && w.r) THEN 'overlaps'
-       END AS window_match,
+       {window_match} AS window_match,
        -- a word nothing holds counts as df 0; summed in the query's word order (in a join's
        -- order, the last bit of the sum was the plan's choice)
        (SELECT sum(coalesce(i.idf, ln(1 + (c.n + 0.5) / 0.5)) ORDER BY l.pos)
         FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS l(lexeme, pos)
              LEFT JOIN idf i ON i.lexeme = l.lexeme, corpus c)
          AS idf_sum,
-       (SELECT small FROM scope) AS vec_exact, (SELECT yes FROM own_index) AS own_index
+       {vec_exact} AS vec_exact, {own_index} AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
 LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
 ORDER BY m.id
 """
+
+
+def _assemble(route: str | None, use_txt: bool, windows: bool) -> str:
+    vec_ctes, vec_rows, vec_exact, own_index = _VEC_ROUTES[route]
+    text_scores = _POOLED.format(vec_rows=vec_rows) + _TEXT_SCORES
+    ctes = ((_TEXT_MATCHES if use_txt else "") + vec_ctes
+            + (text_scores if use_txt else _NO_TEXT) + (_WINDOWS if windows else ""))
+    return "WITH" + ctes + _RESULT.format(
+        window_match=_WINDOW_MATCH if windows else "NULL::text",
+        vec_exact=vec_exact, own_index=own_index)
+
+
+# Every variant, built once: (route, use_txt, windows) -> statement (every mode has an arm).
+_SEARCHES = {(route, use_txt, windows): _assemble(route, use_txt, windows)
+             for route in _VEC_ROUTES for use_txt in (True, False) for windows in (True, False)
+             if route is not None or use_txt}
+
+
+def _statement(params: dict[str, Any]) -> str:
+    """The variant for ``params`` (after the prelude: ``has_own_index``). The route is the
+    one the single statement's one-time filters chose: none without a vector arm, exact
+    without iterative scans, the tenant's own index when it has one, else the scope's."""
+    route = (None if not params["use_vec"] else "exact" if not params["iterative"]
+             else "tenant_index" if params["has_own_index"] else "scope")
+    return _SEARCHES[route, params["use_txt"], bool(params["win_lo"])]
+
 
 # Graph expansion over the ranked hits (``expand: true``; see "Graph expansion" above).
 _EXPAND = f"""
@@ -422,7 +507,7 @@ ORDER BY x.pos, x.edge, m.id
 def _parse_once(*statements: str) -> None:
     """psycopg turns a statement's ``%(name)s`` placeholders into ``$n`` on every execute
     and keeps the result only for statements up to ``MAX_CACHED_STATEMENT_LENGTH`` bytes
-    (4 KiB). The search statement is ~12 KiB: re-parsing it cost 0.4-0.7 ms of every
+    (4 KiB). The search statements are up to ~13 KiB: re-parsing one cost 0.4-0.7 ms of every
     search (a regex over the text, measured on eval/bench_search.py's machine). Raise the
     limit to cover these statements; psycopg's cache is an LRU of 128 entries, so a longer
     statement of other code costs memory only while it is in use."""
@@ -498,7 +583,7 @@ def _prelude(iterative: bool) -> str:
             f" FROM (SELECT ({_OWN_INDEX}) AS rows) o, ({_QUERY_TERMS}) t")
 
 
-_parse_once(_SEARCH, _EXPAND, _prelude(True), _prelude(False))
+_parse_once(*_SEARCHES.values(), _EXPAND, _prelude(True), _prelude(False))
 
 _ITERATIVE_SCAN: "weakref.WeakKeyDictionary[Database, bool]" = weakref.WeakKeyDictionary()
 
@@ -720,7 +805,7 @@ def _rows(conn: Any, params: dict[str, Any], *, audit_head: bool = False
             terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
             params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
                                                   "has_own_index")})
-            cur = conn.execute(_SEARCH, params)
+            cur = conn.execute(_statement(params), params)
             head = (conn.cursor().execute(_AUDIT_HEAD, {"tenant_id": params["tenant"]})
                     if audit_head else None)
     return cur.fetchall(), None if head is None else head.fetchone()
