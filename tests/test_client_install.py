@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # client may need.
 SERVER_PACKAGES = ("psycopg", "psycopg_pool", "fastapi", "starlette", "uvicorn", "mangum",
                    "boto3", "botocore", "aws_lambda_powertools", "mcp", "openai",
-                   "detect_secrets", "simplemma", "tqdm", "yaml", "requests")
+                   "detect_secrets", "simplemma", "tqdm", "yaml", "requests", "httptools",
+                   "uvloop")
 
 
 def run(*args: str | Path, **kw) -> subprocess.CompletedProcess:

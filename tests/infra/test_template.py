@@ -97,6 +97,8 @@ REQUIRED_ROUTES = {
 NOT_IN_LAYER = {
     "boto3": "the Lambda runtime has it",
     "uvicorn": "the local server only",
+    "httptools": "the local server's HTTP parser (uvicorn's)",
+    "uvloop": "the local server's event loop (uvicorn's)",
     "tqdm": "CLI progress bars only",
     "argcomplete": "CLI shell completion only",
 }

@@ -13,6 +13,7 @@ ranking statement may run there (``strata.db.routing``: read-your-writes for a f
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
 
 from strata import search as core
 from strata.api.deps import DB, CallerDep, EmbedderDep, ReadsDep
@@ -21,8 +22,8 @@ router = APIRouter(prefix="/v1/search", tags=["search"])
 
 
 @router.post("")
-def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
-           reads: ReadsDep) -> core.SearchResponse:
+async def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
+                 reads: ReadsDep) -> core.SearchResponse:
     """Search memories
 
     Hybrid retrieval over the memories the key can read: by meaning (vector) and by words
@@ -31,4 +32,6 @@ def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: Embedd
     limit, never after. `why_not` asks, for memories that did not come back, which check
     each one failed.
     """
-    return core.run(db, caller, body, embedder, reads=reads)
+    # The search blocks (the database, the embedder): it runs in the thread pool. From an
+    # async route, FastAPI checks the response on the event loop, not in a second trip there.
+    return await run_in_threadpool(core.run, db, caller, body, embedder, reads=reads)
