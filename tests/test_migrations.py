@@ -472,8 +472,10 @@ def test_0021_moves_access_counts_out_of_memories(empty_db_url, settings):
     """Given a store migrated to 0020 with a memory search returned 3 times, one returned
     but never timed (an older writer), and one never returned (the control), when the
     remaining migrations run, then memory_access holds the first two with their counts
-    (the untimed one at its updated_at) and nothing for the third, memories has no access
-    columns left, and deleting a memory deletes its access row."""
+    (the untimed one at its updated_at) and nothing for the third; history snapshots leave
+    the old columns out from then on (the content stays in: the control), and deleting a
+    memory deletes its access row. The columns themselves stay until a later release (code
+    deployed before the migration still reads them while the deploy switches over)."""
     with psycopg.connect(empty_db_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE schema_migrations ("
                      " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
@@ -498,8 +500,12 @@ def test_0021_moves_access_counts_out_of_memories(empty_db_url, settings):
     assert {m: (r["access_count"], r["last_accessed_at"]) for m, r in rows.items()} == {
         used: (3, at), untimed: (1, updated)}
     assert unused not in rows
-    assert query(empty_db_url, "SELECT count(*) AS n FROM information_schema.columns"
-                 " WHERE table_name = 'memories' AND column_name LIKE '%%access%%'")[0]["n"] == 0
+    query(empty_db_url, "UPDATE memories SET importance = 0.9 WHERE id = %(id)s RETURNING id",
+          {"id": unused})
+    [snapshot] = query(empty_db_url, "SELECT row_data FROM memory_history WHERE memory_id = %(id)s",
+                       {"id": unused})
+    assert "access_count" not in snapshot["row_data"]
+    assert "last_accessed_at" not in snapshot["row_data"] and "content" in snapshot["row_data"]
     query(empty_db_url, "DELETE FROM memories WHERE id = %(id)s RETURNING id", {"id": used})
     assert [r["memory_id"] for r in query(
         empty_db_url, "SELECT memory_id FROM memory_access")] == [untimed]

@@ -12,9 +12,12 @@
 -- the memory's key-share lock while it upserts, skipping memories a writer holds, so it never
 -- waits on a real write and a deleted memory never keeps a row.
 --
--- On Aurora: the table is new and the columns' drop is a catalog change (no rewrite); the
--- code of this version reads and writes only the new table, so deploy it with the migration
--- (the deploy's custom resource runs migrations before the functions' new versions serve).
+-- Expand, then contract, so a deploy has no window of errors: migrations run before the
+-- functions switch to this version's code, and until they do the old code still reads and
+-- writes memories.access_count / last_accessed_at. So the columns stay for now, unread by
+-- this version (their values freeze; what the old code counts in the window is lost, the
+-- counts being advisory), and a migration of a later release drops them. History snapshots
+-- leave them out from here on (memory_history_capture), so no stale count shows there.
 CREATE TABLE memory_access (
     memory_id        uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
     tenant_id        uuid NOT NULL,
@@ -26,10 +29,23 @@ INSERT INTO memory_access (memory_id, tenant_id, access_count, last_accessed_at)
 SELECT id, tenant_id, access_count, coalesce(last_accessed_at, updated_at)
 FROM memories WHERE access_count > 0;
 
--- 0004 kept bookkeeping updates out of memory_history by comparing those two columns; with
--- them gone, every update of a row is a change again.
-DROP TRIGGER memories_history_update ON memories;
-CREATE TRIGGER memories_history_update AFTER UPDATE ON memories
-    FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION memory_history_capture();
+COMMENT ON COLUMN memories.access_count IS
+    'Unused since migration 0021 (memory_access); dropped by a later migration.';
+COMMENT ON COLUMN memories.last_accessed_at IS
+    'Unused since migration 0021 (memory_access); dropped by a later migration.';
 
-ALTER TABLE memories DROP COLUMN access_count, DROP COLUMN last_accessed_at;
+CREATE OR REPLACE FUNCTION memory_history_capture() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- The embedding and the generated tsvector are derived data: restore recomputes them.
+    -- The access columns are no longer the memory's (0021).
+    INSERT INTO memory_history (tenant_id, memory_id, path, version, operation, row_data,
+                                operation_id, cause, actor)
+    VALUES (OLD.tenant_id, OLD.id, OLD.path, OLD.version, lower(TG_OP),
+            to_jsonb(OLD) - 'embedding' - 'fts' - 'access_count' - 'last_accessed_at',
+            nullif(current_setting('strata.operation_id', true), '')::uuid,
+            nullif(current_setting('strata.cause', true), ''),
+            nullif(current_setting('strata.actor', true), ''));
+    RETURN NULL;
+END
+$$;
