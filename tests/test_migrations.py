@@ -429,21 +429,26 @@ def test_history_trigger_records_cause_actor_and_operation_id(db):
     assert rows[0]["row_data"]["id"] == str(mid)
 
 
+def migrate_before(url: str, settings, first_pending: str) -> None:
+    """Apply the migrations that sort before ``first_pending``, as migrate would have."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_migrations ("
+                     " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        for name, sql in migration_files():
+            if name >= first_pending:
+                break
+            with conn.transaction():
+                conn.execute(render(sql, settings))
+                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+
+
 def test_0009_repairs_races_of_earlier_writers_before_guarding(empty_db_url, settings):
     """Given a store migrated to 0008 in which racing writers left two active copies of one
     value and two active holders of one slot in a path (and one holder elsewhere), when the
     remaining migrations run, then one of each stays active (the copy stated last), the
     others are superseded with a SUPERSEDES edge from the one kept and a history row caused
     by the migration, and the memory in the other path is untouched (the control)."""
-    with psycopg.connect(empty_db_url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE schema_migrations ("
-                     " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-        for name, sql in migration_files():
-            if name >= "0009":
-                break
-            with conn.transaction():
-                conn.execute(render(sql, settings))
-                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+    migrate_before(empty_db_url, settings, "0009")
     tenant = query(empty_db_url, "INSERT INTO tenants (name) VALUES ('acme') RETURNING id")[0]["id"]
     early = Raw("now() - interval '2 days'")
     old_copy = insert_memory(empty_db_url, tenant, recorded_at=early)["id"]
@@ -476,15 +481,7 @@ def test_0021_moves_access_counts_out_of_memories(empty_db_url, settings):
     the old columns out from then on (the content stays in: the control), and deleting a
     memory deletes its access row. The columns themselves stay until a later release (code
     deployed before the migration still reads them while the deploy switches over)."""
-    with psycopg.connect(empty_db_url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE schema_migrations ("
-                     " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
-        for name, sql in migration_files():
-            if name >= "0021":
-                break
-            with conn.transaction():
-                conn.execute(render(sql, settings))
-                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+    migrate_before(empty_db_url, settings, "0021")
     tenant = query(empty_db_url, "INSERT INTO tenants (name) VALUES ('acme') RETURNING id")[0]["id"]
     at = datetime(2026, 5, 1, tzinfo=UTC)
     used = insert_memory(empty_db_url, tenant, access_count=3, last_accessed_at=at)["id"]
