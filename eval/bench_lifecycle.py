@@ -39,9 +39,10 @@ _SEED_MEMORIES = """
 WITH m AS (
     INSERT INTO memories (tenant_id, path, content, canonical, value_hash, kind, status,
                           importance, pinned, tier, expires_at, created_at)
-    SELECT %(tenant)s, 'users.bench', 'bench memory ' || g, 'bench memory ' || g,
-           sha256(('bench memory ' || g)::bytea), 'fact', %(status)s::memory_status,
-           %(importance)s, %(pinned)s, %(tier)s::memory_tier,
+    SELECT %(tenant)s, 'users.bench', 'bench memory ' || %(label)s || ' ' || g,
+           'bench memory ' || %(label)s || ' ' || g,
+           sha256(('bench memory ' || %(label)s || ' ' || g)::bytea), 'fact',
+           %(status)s::memory_status, %(importance)s, %(pinned)s, %(tier)s::memory_tier,
            CASE WHEN %(tier)s = 'short_term'
                 THEN %(now)s::timestamptz + %(expires_in)s * interval '1 day' END,
            %(now)s::timestamptz - %(age)s * interval '1 day' - g * interval '1 second'
@@ -71,7 +72,7 @@ def seed_memories(db, tenant_id: uuid.UUID, total: int, now: datetime) -> dict[s
         for name, share in MIX:
             n = int(total * share)
             cur.execute(_SEED_MEMORIES, {"tenant": tenant_id, "n": n, "now": now, "expires_in": 0,
-                                         **KINDS[name]})
+                                         "label": name, **KINDS[name]})
             counts[name] = n
         cur.execute("ANALYZE memories")
     return counts
