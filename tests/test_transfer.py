@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from strata import transfer
+from strata.search import ACCESS_LOG
 from strata.db.vector import Vector
 from strata.providers import HashingEmbedder
 
@@ -87,6 +88,12 @@ def build_store(client, headers) -> dict[str, str]:
     assert client.delete(f"/v1/memories/{dog}", headers=headers).status_code == 200
     assert client.post(f"/v1/memories/{locker}/forget", headers=headers).status_code == 200
     ids.update(named=named, deleted=dog, forgotten=locker)
+    # search's bookkeeping (memory_access): the named memory returned twice
+    for _ in range(2):
+        r = client.post("/v1/search", headers=headers,
+                        json={"query": "which day does the team deploy", "limit": 1})
+        assert [x["id"] for x in r.json()["results"]] == [named], r.text
+    ACCESS_LOG.flush()
     return ids
 
 
@@ -127,12 +134,16 @@ def snapshot(db, tenant_id, id_of=lambda x: x) -> dict[str, list]:
             r = dict(r, id=m(r["id"]), memory_id=m(r["memory_id"]), replaced_by=m(r["replaced_by"]))
             r["embedding"] = transfer.encode_vector(r["embedding"])
             tombstones.append(r)
+        access = [dict(r, memory_id=m(r["memory_id"])) for r in conn.execute(
+            "SELECT memory_id, access_count, last_accessed_at FROM memory_access"
+            " WHERE tenant_id = %s", (tenant_id,))]
     key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
     # history: each memory's rows in their order (the import may interleave memories
     # differently, so the global order of history ids is not part of the store)
     return {"memories": sorted(memories, key=key),
             "history": sorted(history, key=lambda r: str(r["memory_id"])),
-            "relationships": sorted(edges, key=key), "tombstones": sorted(tombstones, key=key)}
+            "relationships": sorted(edges, key=key), "tombstones": sorted(tombstones, key=key),
+            "access": sorted(access, key=key)}
 
 
 def export_text(db, tenant_id) -> str:
@@ -181,6 +192,7 @@ def test_round_trip_into_a_fresh_tenant_reproduces_the_store_without_embedding(
                                                                 "superseded", "superseded",
                                                                 "superseded"]
     assert len(after["history"]) == len(before["history"]) > 0
+    assert [r["access_count"] for r in after["access"]] == [2]  # search's use of the named one
     assert report["memories"]["inserted"] == len(before["memories"])
     # then everything, deeply
     assert after == before
