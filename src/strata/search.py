@@ -93,7 +93,12 @@ Text arm
     round trips (settings and terms with BEGIN; the statement with COMMIT); on the writer
     the second also reads the tenant's audit head, so the search's audit entry is one more
     (:func:`strata.audit.append`; a head moved meanwhile costs the usual retry). psycopg
-    keeps the statement's placeholder parse (``_parse_once``).
+    keeps the statement's placeholder parse (``_parse_once``). Since then, with the variant
+    planned alone and reads no longer dirtying the heap (0021): ~1.1 ms of planning and ~4
+    ms of execution there. At a 100k-row tenant of 1M rows the arm is most of the cost:
+    a keyword-only statement executes in ~19.5 ms, ~12.4 of them fetching its candidates
+    (up to 1,000 two-lexeme rows ~7.4 ms; the 200-row one-lexeme sample ~5 ms, its bitmap
+    built from ~17,000 postings of common words).
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
