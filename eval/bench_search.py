@@ -155,8 +155,9 @@ def sentence(rng, topic_words) -> str:
 
 
 @contextlib.contextmanager
-def database(keep: str | None):
-    """(db, settings, url, state_path): a migrated database in ``keep`` or a temp dir."""
+def database(keep: str | None, shared_buffers: str | None = None):
+    """(db, settings, url, state_path): a migrated database in ``keep`` or a temp dir. The
+    embedded server is restarted with ``shared_buffers`` when it runs with another size."""
     with contextlib.ExitStack() as stack:
         home = Path(keep) if keep else Path(stack.enter_context(
             tempfile.TemporaryDirectory(prefix="strata-bench-search-")))
@@ -164,6 +165,16 @@ def database(keep: str | None):
         url = os.environ.get("STRATA_DATABASE_URL")
         if not url:
             server = start_server(home / "pgdata")
+            if shared_buffers:
+                with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                    conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+                    conn.execute("SELECT pg_reload_conf()")
+                    time.sleep(0.5)  # the reload is asynchronous
+                    pending = conn.execute("SELECT pending_restart FROM pg_settings"
+                                           " WHERE name = 'shared_buffers'").fetchone()[0]
+                if pending:
+                    server.cleanup()
+                    server = start_server(home / "pgdata")
             stack.callback(server.cleanup)
             with psycopg.connect(server.get_uri(), autocommit=True) as conn:
                 if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'bench'").fetchone():
@@ -422,6 +433,9 @@ def main() -> None:
                         help="replace a kept seed made with other sizes")
     parser.add_argument("--designs", default="shared,per_tenant",
                         help="comma-separated: shared (one HNSW index), per_tenant")
+    parser.add_argument("--shared-buffers", default="4GB",
+                        help="the embedded server's shared_buffers (its default, 128MB, holds "
+                             "no 100k-row tenant; a production server holds its hot set)")
     parser.add_argument("--write-batch", type=int, default=20,
                         help="memories per write while measuring search under writes (0: skip)")
     args = parser.parse_args()
@@ -435,7 +449,7 @@ def main() -> None:
         if kept != params:  # a seeded 1M-row table takes hours to rebuild: never drop it unasked
             parser.error(f"{args.keep} holds a seed of --per-tenant {kept[0]} --tenants {kept[1]} "
                          f"--small {kept[2]}; pass those, or --reseed to replace it")
-    with database(args.keep) as (db, settings, url, state_path):
+    with database(args.keep, args.shared_buffers) as (db, settings, url, state_path):
         state = json.loads(state_path.read_text()) if state_path.exists() else None
         if state is None or state["params"] != params:
             if state is not None:
@@ -465,6 +479,7 @@ def main() -> None:
             register_vector(conn)
             report["pgvector"] = conn.execute(
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            report["shared_buffers"] = conn.execute("SHOW shared_buffers").fetchone()[0]
             big = state["tenants"][0]
             small = state["tenants"][-1]
             report["designs"] = {}
