@@ -32,6 +32,11 @@ excluded):
     the same tenant through the write path (``create_memories``: gate, history, audit; batches
     of ``--write-batch``), beside the same queries without it, in the same run.
 
+The embedded server runs with ``shared_buffers`` of ``--shared-buffers`` (4 GB; reported):
+its default, 128 MB, does not hold one 100k-row tenant's rows and indexes, and every search
+of it read most of its pages through the kernel, where a production server (Aurora sizes
+shared buffers at about three quarters of its memory) holds its hot set.
+
 Searches run as served: access bookkeeping on (it writes ``memory_access``, never
 ``memories``). Every run starts with ``VACUUM ANALYZE memories``, and the rows written under
 writes are deleted and vacuumed after it (``vacuum_seconds``): the state autovacuum keeps a
