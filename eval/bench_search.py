@@ -34,8 +34,9 @@ excluded):
 
 The embedded server runs with ``shared_buffers`` of ``--shared-buffers`` (4 GB; reported):
 its default, 128 MB, does not hold one 100k-row tenant's rows and indexes, and every search
-of it read most of its pages through the kernel, where a production server (Aurora sizes
-shared buffers at about three quarters of its memory) holds its hot set.
+of it read most of its pages through the kernel's file cache, where a production server
+holds its hot set: Aurora PostgreSQL sets shared buffers at 50-75 % of memory by instance
+class, and has no file-system cache behind them (a miss is a read from its storage).
 
 Searches run as served: access bookkeeping on (it writes ``memory_access``, never
 ``memories``). Every run starts with ``VACUUM ANALYZE memories``, and the rows written under
