@@ -574,8 +574,8 @@ def _prelude(iterative: bool) -> str:
     psycopg's prepared statements invite after a few executions) cannot know them. No
     parallel workers (``_NO_PARALLEL``). On pgvector 0.8+, the iterative scan and
     ``HNSW_EF_SEARCH`` (by ``OWN_INDEX_EF_SEARCH`` and the index's size when the tenant has a
-    valid index of its own; ``has_own_index`` tells the statement which, so the catalog is
-    asked once)."""
+    valid index of its own; ``has_own_index`` picks the statement's variant, ``_statement``,
+    so the catalog is asked once)."""
     if not iterative:
         return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
                 f" {_NO_PARALLEL}, false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
