@@ -618,7 +618,7 @@ def test_a_large_tenant_is_ranked_through_an_index_of_its_own(
     caller = authenticate(db, tenant.key)
     with db.connection() as conn, conn.transaction():
         conn.execute(search_module._prelude(True), {"text": req.query, "tenant": caller.tenant_id,
-                                                    "own_index": name})
+                                                    "own_index": name, "common": []})
         conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off;"
                      " SET LOCAL enable_bitmapscan = off")
         params = {**search_module._access_params(caller, req, False),

@@ -130,6 +130,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Sequence
@@ -158,6 +159,12 @@ log = logging.getLogger(__name__)
 
 TEXT_TWO_LEXEME_CAP = 1000  # text-arm candidates sharing two or more lexemes with the query
 TEXT_ONE_LEXEME_CAP = 200  # ... and sharing at least one (see "Text arm")
+# A lexeme of the tenant's with at least this many rows in the text index (by the table's
+# statistics) is *common*: the one-lexeme sample draws from it only when fewer than the arm's
+# depth of rows share two lexemes with the query (see "Text arm"). Measured with
+# eval/bench_text_sample.py; LEXEME_STATS_TTL: how long a process keeps the statistics.
+COMMON_LEXEME_ROWS = 5000
+LEXEME_STATS_TTL = 300.0
 EXPAND_EDGES = ("REFINES", "COEXISTS", "DERIVED_FROM")
 
 INCLUDE_STATUSES: dict[str, tuple[str, ...]] = {
@@ -243,7 +250,13 @@ WITH lx AS (
 )
 SELECT lx.l AS lexemes,
        NULLIF(array_to_string(ARRAY(SELECT quote_literal(%(tenant)s::text || ':' || l)
-                                    FROM unnest(lx.l) AS l), ' | '), '') AS any_lexeme,
+                                    FROM unnest(lx.l) AS l
+                                    WHERE NOT l = ANY(%(common)s::text[])), ' | '), '')
+         AS any_rare,
+       NULLIF(array_to_string(ARRAY(SELECT quote_literal(%(tenant)s::text || ':' || l)
+                                    FROM unnest(lx.l) AS l
+                                    WHERE l = ANY(%(common)s::text[])), ' | '), '')
+         AS any_common,
        NULLIF(array_to_string(ARRAY(
            SELECT quote_literal(%(tenant)s::text || ':' || a) || ' & '
                   || quote_literal(%(tenant)s::text || ':' || b)
@@ -269,24 +282,37 @@ corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
     SELECT count(*)::float8 AS n
     FROM (SELECT 1 FROM memories m WHERE {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
 ),
-cand_rows AS MATERIALIZED (  -- the text arm's candidates, with what BM25 reads
-                             -- (materialized: ~0.15 ms less planning)
-    -- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters
-    -- applied to its rows: planned as one query the planner ANDed that bitmap with one of
-    -- the tenant's every active row (~8,000 entries, half the arm's time), which the
-    -- tenant-keyed lexemes already imply. Rows come in heap order either way.
-    (SELECT m.id, m.fts, m.path
-     FROM (SELECT * FROM memories m
-           WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
-           OFFSET 0) m
-     WHERE {_FILTERS}
-     LIMIT %(two_cap)s)
+-- The text arm's candidates, with what BM25 reads (materialized: ~0.15 ms less planning).
+-- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters applied
+-- to its rows: planned as one query the planner ANDed that bitmap with one of the tenant's
+-- every active row (~8,000 entries, half the arm's time), which the tenant-keyed lexemes
+-- already imply. Rows come in heap order either way.
+cand_two AS MATERIALIZED (  -- sharing two lexemes with the query
+    SELECT m.id, m.fts, m.path
+    FROM (SELECT * FROM memories m
+          WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
+          OFFSET 0) m
+    WHERE {_FILTERS}
+    LIMIT %(two_cap)s
+),
+cand_rows AS MATERIALIZED (
+    SELECT * FROM cand_two
     UNION ALL
-    (SELECT m.id, m.fts, m.path
-     FROM (SELECT * FROM memories m
-           WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
-           OFFSET 0) m
-     WHERE {_FILTERS}
+    -- sharing one: the rare lexemes' rows first; a common lexeme's only while fewer than
+    -- the arm's depth share two (a one-time filter: its postings are not even read)
+    (SELECT o.id, o.fts, o.path
+     FROM ((SELECT m.id, m.fts, m.path
+            FROM (SELECT * FROM memories m
+                  WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_rare)s::tsquery
+                  OFFSET 0) m
+            WHERE {_FILTERS})
+           UNION ALL
+           (SELECT m.id, m.fts, m.path
+            FROM (SELECT * FROM memories m
+                  WHERE (SELECT count(*) FROM cand_two) < %(depth)s
+                    AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_common)s::tsquery
+                  OFFSET 0) m
+            WHERE {_FILTERS})) o
      LIMIT %(one_cap)s)
 ),
 cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),"""
@@ -606,6 +632,50 @@ def _iterative_scan(db: Database, conn: Any) -> bool:
     return known
 
 
+# The text index's most common elements (``tenant:lexeme``, migration 0007) with the rows
+# each is estimated to be in (its frequency times the table's rows): what ANALYZE saw.
+_LEXEME_STATS = """
+SELECT split_part(x.e, ':', 1) AS tenant, substr(x.e, strpos(x.e, ':') + 1) AS lexeme,
+       x.f * greatest(c.reltuples, 0) AS rows
+FROM pg_stats s
+JOIN pg_class c ON c.oid = 'memories'::regclass,
+     unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
+WHERE s.schemaname = current_schema() AND s.tablename = 'memories_tenant_text_idx'
+  AND x.e IS NOT NULL AND x.f * greatest(c.reltuples, 0) >= %(least)s
+"""
+# The smallest count kept: COMMON_LEXEME_ROWS may be set lower than it was when the statistics
+# were read (eval/bench_text_sample.py varies it), never below this.
+_LEXEME_STATS_LEAST = 100
+
+_LEXEME_ROWS: "weakref.WeakKeyDictionary[Database, tuple[float, dict[str, dict[str, float]]]]" = (
+    weakref.WeakKeyDictionary())
+_LEXEME_ROWS_LOCK = threading.Lock()
+
+
+def common_lexemes(db: Database, conn: Any, tenant_id: uuid.UUID) -> list[str]:
+    """The tenant's lexemes in at least ``COMMON_LEXEME_ROWS`` rows of the text index, by the
+    table's statistics (``pg_stats.most_common_elems`` of ``memories_tenant_text_idx``),
+    read through ``conn`` at most once per ``LEXEME_STATS_TTL`` seconds per Database.
+
+    The statistics keep the table's most frequent elements, whoever's they are (about ten
+    times ``default_statistics_target`` of them): a lexeme they do not list is rarer than
+    every one they do, and is sampled as a rare one. That errs on the side of today's cost,
+    never of the arm's recall."""
+    now = time.monotonic()
+    cached = _LEXEME_ROWS.get(db.owner)
+    if cached is None or cached[0] <= now:
+        with _LEXEME_ROWS_LOCK:
+            cached = _LEXEME_ROWS.get(db.owner)
+            if cached is None or cached[0] <= now:
+                by_tenant: dict[str, dict[str, float]] = {}
+                for r in conn.execute(_LEXEME_STATS, {"least": _LEXEME_STATS_LEAST}).fetchall():
+                    by_tenant.setdefault(r["tenant"], {})[r["lexeme"]] = float(r["rows"])
+                cached = (now + LEXEME_STATS_TTL, by_tenant)
+                _LEXEME_ROWS[db.owner] = cached
+    mine = cached[1].get(str(tenant_id), {})
+    return sorted(lexeme for lexeme, rows in mine.items() if rows >= COMMON_LEXEME_ROWS)
+
+
 def statuses_for(include: Sequence[str]) -> list[str]:
     out = ["active"]
     for name in include:
@@ -752,6 +822,8 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
     use_vec = params["use_vec"]
     with db.connection() as conn:
         params["iterative"] = use_vec and _iterative_scan(db, conn)
+        if params["use_txt"]:
+            params["common"] = common_lexemes(db, conn, caller.tenant_id)
         rows, head = _rows(conn, params, audit_head=audit_head)
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
@@ -793,6 +865,7 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
         "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
         "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
         "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
+        "common": [],  # the tenant's common lexemes: candidates() reads them (common_lexemes)
     }
     return params, windows
 
@@ -808,8 +881,8 @@ def _rows(conn: Any, params: dict[str, Any], *, audit_head: bool = False
     with conn.pipeline():
         with conn.transaction():
             terms = conn.execute(_prelude(params["iterative"]), params).fetchone()
-            params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
-                                                  "has_own_index")})
+            params.update({k: terms[k] for k in ("lexemes", "any_rare", "any_common",
+                                                  "two_lexemes", "has_own_index")})
             cur = conn.execute(_statement(params), params)
             head = (conn.cursor().execute(_AUDIT_HEAD, {"tenant_id": params["tenant"]})
                     if audit_head else None)

@@ -1,0 +1,175 @@
+"""The text arm's one-lexeme sample and common lexemes (issue 17): a lexeme the table's
+statistics count in at least ``COMMON_LEXEME_ROWS`` of the tenant's rows is sampled only
+while fewer than the arm's depth of rows share two query words -- its postings are then not
+read at all -- and every other match is what it was (tests/test_search_equivalence.py holds
+the statement to the reference when no lexeme is common)."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import search_reference
+from strata import search as S
+from strata.auth.keys import authenticate
+from strata.search import SearchRequest
+
+WORDS = "coffee tea chess guitar lisbon porto dentist budget zebra".split()
+FILLER = "the user said likes about with and".split()
+
+
+def _insert(db, embedder, tenant_id: uuid.UUID, contents: list[str]) -> None:
+    vectors = embedder.embed(contents)
+    with db.transaction() as cur:
+        for content, vec in zip(contents, vectors):
+            cur.execute(
+                "INSERT INTO memories (tenant_id, path, content, canonical, value_hash, kind,"
+                " status, embedding, embedding_model) VALUES (%s, 'users.alice', %s, %s,"
+                " sha256(convert_to(%s, 'UTF8')), 'fact', 'active', %s, 'hashing')",
+                (tenant_id, content, content.lower(), content.lower(), vec))
+
+
+@pytest.fixture
+def corpus(db, embedder, make_tenant):
+    """Mine: 'coffee' in most rows, 'tea' with it in some, rare words in a few; the other
+    tenant: 'chess' in every row (common there, not in mine)."""
+    rng = random.Random(3)
+    mine, other = make_tenant("mine"), make_tenant("other")
+    rows = []
+    for i in range(600):
+        words = ["coffee"] if i % 5 else []
+        words += ["tea"] if i % 3 == 0 else []
+        words += [rng.choice(WORDS[2:])] if rng.random() < 0.3 else []
+        words += rng.sample(FILLER, 3)
+        rng.shuffle(words)
+        rows.append(" ".join(words) + f" (m{i})")
+    _insert(db, embedder, mine.tenant_id, rows)
+    _insert(db, embedder, other.tenant_id, [f"chess club night {i}" for i in range(400)])
+    with db.connection() as conn:
+        conn.execute("ANALYZE memories")
+    return mine
+
+
+def test_common_lexemes_come_from_the_statistics_per_tenant(db, corpus, monkeypatch):
+    """'coffe' (in ~480 of mine's rows) is common at a threshold of 200 and 'tea' (200
+    rows) at 150; the other tenant's 'chess' (400 rows) never is mine; control: at a
+    threshold above every count nothing is common."""
+    with db.connection() as conn:
+        monkeypatch.setattr(S, "COMMON_LEXEME_ROWS", 150)
+        common = S.common_lexemes(db, conn, corpus.tenant_id)
+        assert {"coffe", "tea"} <= set(common)
+        assert "chess" not in common and "zebra" not in common
+        monkeypatch.setattr(S, "COMMON_LEXEME_ROWS", 300)
+        assert "coffe" in S.common_lexemes(db, conn, corpus.tenant_id)
+        assert "tea" not in S.common_lexemes(db, conn, corpus.tenant_id)
+        monkeypatch.setattr(S, "COMMON_LEXEME_ROWS", 10**9)
+        assert S.common_lexemes(db, conn, corpus.tenant_id) == []
+
+
+def _plan(db, params: dict) -> dict:
+    """The statement's EXPLAIN ANALYZE (JSON) for ``params`` (after the prelude)."""
+    with db.connection() as conn, conn.transaction():
+        terms = conn.execute(S._prelude(params["iterative"]), params).fetchone()
+        params.update({k: terms[k] for k in ("lexemes", "any_rare", "any_common",
+                                              "two_lexemes", "has_own_index")})
+        row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + S._statement(params),
+                           params).fetchone()
+    plan = next(iter(row.values()))
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+
+
+def _scans_of(node: dict, literal: str) -> list[dict]:
+    """The plan's index scans whose condition is the tsquery ``literal``."""
+    found = [node] if literal in str(node.get("Index Cond", "")) else []
+    for child in node.get("Plans", []):
+        found += _scans_of(child, literal)
+    return found
+
+
+def _params(db, embedder, caller, query: str, common: list[str], **caps) -> dict:
+    params, _ = S._search_params(caller, SearchRequest(query=query, mode="keyword"), embedder,
+                                 now=None, ignore_status=False)
+    params.update(caps, common=common, iterative=False)
+    return params
+
+
+def test_a_common_lexeme_is_not_read_once_pairs_fill_the_depth(db, embedder, corpus):
+    """"coffee tea": 120 rows hold both. With 'coffe' common and a depth of 50 its postings
+    are never read (the scan's loops: 0); with a depth above the pairs found they are (control:
+    the same scan, found by its condition); with nothing common 'coffe' is a rare word."""
+    caller = authenticate(db, corpus.key)
+    literal = f"{corpus.tenant_id}:coffe"
+
+    def loops(common, depth):
+        params = _params(db, embedder, caller, "coffee tea", common, depth=depth,
+                         one_cap=10**6)  # the rare word's rows would fill the default cap
+        plan = _plan(db, params)
+        # any_common holds only 'coffe' when it is common: a scan of that one lexeme
+        scans = [s for s in _scans_of(plan, literal) if "&" not in s["Index Cond"]
+                 and "|" not in s["Index Cond"]]
+        return [s["Actual Loops"] for s in scans], params
+
+    skipped, params = loops(["coffe"], 50)
+    assert params["any_common"] is not None and skipped and set(skipped) == {0}
+    read, _ = loops(["coffe"], 500)
+    assert read and min(read) >= 1
+    params = _params(db, embedder, caller, "coffee tea", [], depth=50)
+    with db.connection() as conn:  # control: nothing common, 'coffe' is sampled as rare
+        terms = conn.execute(S._prelude(False), params).fetchone()
+    assert terms["any_common"] is None and literal in terms["any_rare"]
+
+
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@SETTINGS
+@given(words=st.lists(st.sampled_from(["coffee", "tea", "coffee", "tea"] + WORDS[2:] + FILLER),
+                      min_size=1, max_size=4),
+       common=st.sets(st.sampled_from(["coffe", "tea", "chess", "zebra", "guitar"])),
+       depth=st.sampled_from([7, 50, 1000]), one_cap=st.sampled_from([3, 200, 10**6]),
+       two_cap=st.sampled_from([5, 1000]))
+@example(words=["coffee", "tea"], common={"coffe"}, depth=50, one_cap=10**6, two_cap=1000)
+@example(words=["tea", "coffee"], common={"tea"}, depth=7, one_cap=200, two_cap=1000)
+def test_the_text_arm_keeps_pairs_rare_words_and_common_ones_only_when_short(
+        db, embedder, corpus, words, common, depth, one_cap, two_cap):
+    """For generated queries and common sets, the rows and scores are the reference's
+    (every match scored up to the caps, in heap order) with the one-lexeme match narrowed to
+    what the arm samples: the rare words when the arm's depth of rows hold two words (a
+    common word's rows left out, so they count in no document frequency either), else every
+    word -- exactly so where the one-lexeme cap does not cut (where it does, rare words'
+    rows come first, and every ranked row holds a query word)."""
+    caller = authenticate(db, corpus.key)
+    params = _params(db, embedder, caller, " ".join(words), sorted(common), depth=depth,
+                     one_cap=one_cap, two_cap=two_cap)
+    with db.connection() as conn:
+        got, _ = S._rows(conn, params)  # params gain the prelude's terms
+        pairs = conn.execute(
+            "SELECT count(*) AS n FROM memories m WHERE m.tenant_id = %(tenant)s"
+            " AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two)s::tsquery",
+            {"tenant": caller.tenant_id, "two": params["two_lexemes"]}).fetchone()["n"]
+        skips = min(pairs, two_cap) >= depth and params["any_common"] is not None
+        narrowed = (params["any_rare"] or "" if skips
+                    else " | ".join(q for q in (params["any_rare"], params["any_common"]) if q))
+        if skips or one_cap == 10**6:
+            # no word to match: a lexeme no tenant's keys hold (theirs start with its id)
+            expected = search_reference.rows(conn, {**params, "iterative": False},
+                                             any_lexeme=narrowed or "'-:-'")
+            assert sorted(map(_key, got)) == sorted(map(_key, expected))
+            return
+        held = {r["id"]: set(r["held"]) for r in conn.execute(
+            "SELECT m.id, ARRAY(SELECT l FROM unnest(tsvector_to_array(m.fts)) AS l"
+            " WHERE l = ANY(%(lexemes)s::text[])) AS held FROM memories m"
+            " WHERE m.id = ANY(%(ids)s::uuid[])",
+            {"lexemes": params["lexemes"], "ids": [r["id"] for r in got]}).fetchall()}
+    ranked = [r for r in got if r["txt_rank"] is not None]
+    assert all(held[r["id"]] for r in ranked)  # each a match of a query word
+
+
+def _key(row: dict) -> tuple:
+    return (row["id"], row["txt_rank"], row["bm25"], row["vec_rank"])
