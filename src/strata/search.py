@@ -85,6 +85,23 @@ Text arm
     are a sample in heap order: the weakest text evidence, and the vector arm still ranks
     the whole scope.
 
+    Common lexemes. A GIN bitmap cannot stop early: sampling 200 rows of a word in 20,000
+    of them decodes all 20,000 postings. A lexeme the table's statistics count in at least
+    ``COMMON_LEXEME_ROWS`` of the tenant's rows (:func:`common_lexemes`, from ANALYZE's most
+    common elements of the text index) is *common*; the one-lexeme sample takes the rare
+    lexemes' rows first, and a common lexeme's only while fewer than the arm's depth of rows
+    share two query lexemes -- behind a one-time filter, so otherwise its postings are not
+    read. A row holding only a common word scores below one holding it and another, and
+    when the depth is filled by those its sampled rows could only have shifted the
+    document frequencies. Measured with ``eval/bench_text_sample.py`` (60 queries,
+    interleaved, against the same searches with no cap at all on the arm): at the 100k-row
+    tenant of the 1M-row table, hybrid p50 / p95 18.95 / 22.53 -> 14.78 / 18.24 ms and
+    keyword 15.1 / 18.4 -> 10.8 / 14.3 ms, top-10 agreement with the uncapped arm 0.493 ->
+    0.508 (hybrid), 0.503 -> 0.503 (keyword); at the 10k-row tenant of 101k rows nothing is
+    that common (its words are in ~2,000 rows) and nothing changes -- a threshold of 1,000
+    would skip there too, for no time saved and agreement 0.997 -> 0.957. Tenants of a few
+    thousand rows (LoCoMo's) have no lexeme that common.
+
     Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
     indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
     the carried rows, the per-path lookup and the ``ts_filter`` cut took ~1.5-2 ms of the
@@ -96,9 +113,9 @@ Text arm
     keeps the statement's placeholder parse (``_parse_once``). Since then, with the variant
     planned alone and reads no longer dirtying the heap (0021): ~1.1 ms of planning and ~4
     ms of execution there. At a 100k-row tenant of 1M rows the arm is most of the cost:
-    a keyword-only statement executes in ~19.5 ms, ~12.4 of them fetching its candidates
+    a keyword-only statement executed in ~19.5 ms, ~12.4 of them fetching its candidates
     (up to 1,000 two-lexeme rows ~7.4 ms; the 200-row one-lexeme sample ~5 ms, its bitmap
-    built from ~17,000 postings of common words).
+    built from ~17,000 postings of common words) -- until common lexemes (above).
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
@@ -277,45 +294,59 @@ FROM lx
 # (tests/test_search_equivalence.py).
 
 # The text arm's matches (see "Text arm" above), with BM25's N.
-_TEXT_MATCHES = f"""
+_CORPUS = f"""
 corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
     SELECT count(*)::float8 AS n
     FROM (SELECT 1 FROM memories m WHERE {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
-),
--- The text arm's candidates, with what BM25 reads (materialized: ~0.15 ms less planning).
--- OFFSET 0 keeps each match a scan of the tenant-keyed text index alone, the filters applied
--- to its rows: planned as one query the planner ANDed that bitmap with one of the tenant's
--- every active row (~8,000 entries, half the arm's time), which the tenant-keyed lexemes
--- already imply. Rows come in heap order either way.
+),"""
+
+
+def _match(tsquery: str, guard: str = "") -> str:
+    """The rows matching ``tsquery`` (a parameter) through the tenant-keyed text index, with
+    what BM25 reads. OFFSET 0 keeps the match a scan of that index alone, the filters applied
+    to its rows: planned as one query the planner ANDed that bitmap with one of the tenant's
+    every active row (~8,000 entries, half the arm's time), which the tenant-keyed lexemes
+    already imply. Rows come in heap order either way. ``guard``: a one-time condition."""
+    return f"""SELECT m.id, m.fts, m.path
+            FROM (SELECT * FROM memories m
+                  WHERE {guard}strata_tenant_lexemes(m.tenant_id, m.content) @@ {tsquery}
+                  OFFSET 0) m
+            WHERE {_FILTERS}"""
+
+
+# The text arm's candidates (materialized: ~0.15 ms less planning), with BM25's N. Without a
+# common lexeme in the query the one-lexeme sample is one match (every query lexeme is rare);
+# with one, the rare lexemes' rows come first, and a common lexeme's only while fewer than the
+# arm's depth of rows share two (a one-time filter: its postings are not even read). Two
+# variants, so a query without a common lexeme plans no branch it cannot run (~0.2 ms).
+_CAND_TWO = f"""
 cand_two AS MATERIALIZED (  -- sharing two lexemes with the query
-    SELECT m.id, m.fts, m.path
-    FROM (SELECT * FROM memories m
-          WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
-          OFFSET 0) m
-    WHERE {_FILTERS}
+    {_match("%(two_lexemes)s::tsquery")}
     LIMIT %(two_cap)s
+),"""
+_TEXT_MATCHES = {
+    False: _CORPUS + f"""
+cand_rows AS MATERIALIZED (
+    ({_match("%(two_lexemes)s::tsquery")}
+     LIMIT %(two_cap)s)
+    UNION ALL
+    ({_match("%(any_rare)s::tsquery")}
+     LIMIT %(one_cap)s)
 ),
+cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),""",
+    True: _CORPUS + _CAND_TWO + f"""
 cand_rows AS MATERIALIZED (
     SELECT * FROM cand_two
     UNION ALL
-    -- sharing one: the rare lexemes' rows first; a common lexeme's only while fewer than
-    -- the arm's depth share two (a one-time filter: its postings are not even read)
     (SELECT o.id, o.fts, o.path
-     FROM ((SELECT m.id, m.fts, m.path
-            FROM (SELECT * FROM memories m
-                  WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_rare)s::tsquery
-                  OFFSET 0) m
-            WHERE {_FILTERS})
+     FROM (({_match("%(any_rare)s::tsquery")})
            UNION ALL
-           (SELECT m.id, m.fts, m.path
-            FROM (SELECT * FROM memories m
-                  WHERE (SELECT count(*) FROM cand_two) < %(depth)s
-                    AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_common)s::tsquery
-                  OFFSET 0) m
-            WHERE {_FILTERS})) o
+           ({_match("%(any_common)s::tsquery",
+                    guard="(SELECT count(*) FROM cand_two) < %(depth)s AND ")})) o
      LIMIT %(one_cap)s)
 ),
-cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),"""
+cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),""",
+}
 
 # The vector arm's two ways of ranking (see "Vector arm" above): exact (an ORDER BY no index
 # matches), or the index-usable distance (HNSW). ``{when}``: the route's one-time filter;
@@ -482,29 +513,34 @@ ORDER BY m.id
 """
 
 
-def _assemble(route: str | None, use_txt: bool, windows: bool) -> str:
+def _assemble(route: str | None, use_txt: bool, windows: bool, common: bool = False) -> str:
     vec_ctes, vec_rows, vec_exact, own_index = _VEC_ROUTES[route]
     text_scores = _POOLED.format(vec_rows=vec_rows) + _TEXT_SCORES
-    ctes = ((_TEXT_MATCHES if use_txt else "") + vec_ctes
+    ctes = ((_TEXT_MATCHES[common] if use_txt else "") + vec_ctes
             + (text_scores if use_txt else _NO_TEXT) + (_WINDOWS if windows else ""))
     return "WITH" + ctes + _RESULT.format(
         window_match=_WINDOW_MATCH if windows else "NULL::text",
         vec_exact=vec_exact, own_index=own_index)
 
 
-# Every variant, built once: (route, use_txt, windows) -> statement (every mode has an arm).
-_SEARCHES = {(route, use_txt, windows): _assemble(route, use_txt, windows)
+# Every variant, built once: (route, use_txt, windows, common) -> statement (every mode has
+# an arm; ``common``: the query has a common lexeme, which only the text arm reads).
+_SEARCHES = {(route, use_txt, windows, common): _assemble(route, use_txt, windows, common)
              for route in _VEC_ROUTES for use_txt in (True, False) for windows in (True, False)
+             for common in ((False, True) if use_txt else (False,))
              if route is not None or use_txt}
 
 
 def _statement(params: dict[str, Any]) -> str:
-    """The variant for ``params`` (after the prelude: ``has_own_index``). The route is the
-    one the single statement's one-time filters chose: none without a vector arm, exact
-    without iterative scans, the tenant's own index when it has one, else the scope's."""
+    """The variant for ``params`` (after the prelude: ``has_own_index``, ``any_common``). The
+    route is the one the single statement's one-time filters chose: none without a vector
+    arm, exact without iterative scans, the tenant's own index when it has one, else the
+    scope's."""
     route = (None if not params["use_vec"] else "exact" if not params["iterative"]
              else "tenant_index" if params["has_own_index"] else "scope")
-    return _SEARCHES[route, params["use_txt"], bool(params["win_lo"])]
+    use_txt = params["use_txt"]
+    return _SEARCHES[route, use_txt, bool(params["win_lo"]),
+                     use_txt and params["any_common"] is not None]
 
 
 # Graph expansion over the ranked hits (``expand: true``; see "Graph expansion" above).
