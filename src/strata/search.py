@@ -91,16 +91,16 @@ Text arm
     common elements of the text index) is *common*; the one-lexeme sample takes the rare
     lexemes' rows first, and a common lexeme's only while fewer than the arm's depth of rows
     share two query lexemes -- behind a one-time filter, so otherwise its postings are not
-    read. A row holding only a common word scores below one holding it and another, and
-    when the depth is filled by those its sampled rows could only have shifted the
-    document frequencies. Measured with ``eval/bench_text_sample.py`` (60 queries,
+    read. A row holding only a common word scores below one holding it and another word
+    (at the same length and term frequency), so once the depth is filled by those, a
+    heap-order sample of its rows mostly moved the document frequencies. Measured with ``eval/bench_text_sample.py`` (60 queries,
     interleaved, against the same searches with no cap at all on the arm): at the 100k-row
-    tenant of the 1M-row table, hybrid p50 / p95 18.95 / 22.53 -> 14.78 / 18.24 ms and
-    keyword 15.1 / 18.4 -> 10.8 / 14.3 ms, top-10 agreement with the uncapped arm 0.493 ->
-    0.508 (hybrid), 0.503 -> 0.503 (keyword); at the 10k-row tenant of 101k rows nothing is
-    that common (its words are in ~2,000 rows) and nothing changes -- a threshold of 1,000
-    would skip there too, for no time saved and agreement 0.997 -> 0.957. Tenants of a few
-    thousand rows (LoCoMo's) have no lexeme that common.
+    tenant of the 1M-row table, hybrid p50 / p95 20.7 / 24.5 -> 16.7 / 20.0 ms and keyword
+    16.8 / 19.1 -> 12.2 / 14.8 ms, top-10 agreement with the uncapped arm 0.492 -> 0.508
+    (hybrid), 0.503 -> 0.505 (keyword); at the 10k-row tenant of 101k rows no query holds a
+    lexeme that common (its words are in ~2,000 rows) and nothing changes -- a threshold of
+    1,000 would skip there for 78 % of the queries, for no time saved and agreement 0.997 ->
+    0.945. Tenants of a few thousand rows (LoCoMo's) have no lexeme that common.
 
     Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
     indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
