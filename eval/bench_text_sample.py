@@ -3,7 +3,8 @@
 On a database seeded and kept by ``eval/bench_search.py --keep DIR`` (required: this script
 seeds nothing), for one tenant's queries (the same generated queries bench_search measures),
 runs every search once per setting of ``strata.search.COMMON_LEXEME_ROWS`` -- ``off`` is
-"no lexeme is common", the arm as it was -- interleaved (each query runs every setting, in a
+"no lexeme is common", the arm as it was; ``5000@500`` also sets the two-lexeme cap
+(``TEXT_TWO_LEXEME_CAP``) to 500 -- interleaved (each query runs every setting, in a
 rotating order, after one untimed warm-up run), and reports per setting:
 
   * hybrid and keyword ``search()`` latency p50/p95 (query embedding excluded, bookkeeping
@@ -15,8 +16,8 @@ rotating order, after one untimed warm-up run), and reports per setting:
     left out (at least one query word common and at least the arm's depth of rows sharing
     two query words).
 
-The caps (``TEXT_TWO_LEXEME_CAP``, ``TEXT_ONE_LEXEME_CAP``, ``BM25_STAT_CAP``) are the
-production constants, imported. Prints one JSON object.
+The caps (``TEXT_TWO_LEXEME_CAP`` unless a setting names one, ``TEXT_ONE_LEXEME_CAP``,
+``BM25_STAT_CAP``) are the production constants, imported. Prints one JSON object.
 
 Usage: python eval/bench_text_sample.py --keep DIR [--tenant 0] [--queries 60]
                                         [--settings off,5000,1000,300]
@@ -63,14 +64,15 @@ def main() -> None:
     parser.add_argument("--tenant", type=int, default=0, help="index of the seeded tenant")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--settings", default="off,5000,1000,300",
-                        help="COMMON_LEXEME_ROWS values to compare (off: none is common)")
+                        help="COMMON_LEXEME_ROWS values to compare (off: none is common; "
+                             "N@CAP also sets the two-lexeme cap)")
     parser.add_argument("--shared-buffers", default="4GB")
     args = parser.parse_args()
     state_path = Path(args.keep) / "bench_search_state.json"
     if not state_path.exists():
         parser.error(f"{args.keep} holds no seed of eval/bench_search.py --keep")
     labels = [s.strip() for s in args.settings.split(",") if s.strip()]
-    values = {label: OFF if label == "off" else int(label) for label in labels}
+    values = {label: _setting(label, S.TEXT_TWO_LEXEME_CAP) for label in labels}
     production = (S.TEXT_TWO_LEXEME_CAP, S.TEXT_ONE_LEXEME_CAP, ranking.BM25_STAT_CAP,
                   S.COMMON_LEXEME_ROWS)
     centroids, words = B.make_space()
@@ -87,8 +89,9 @@ def main() -> None:
         caller = authenticate(db, tenant["key"], surface="http")
         quiet = _NoBookkeeping()
 
-        def run(query: str, mode: str, common_rows: int, *, uncapped: bool = False):
-            two, one, stat, _ = production
+        def run(query: str, mode: str, setting: tuple[int, int], *, uncapped: bool = False):
+            common_rows, two = setting
+            _, one, stat, _ = production
             S.TEXT_TWO_LEXEME_CAP, S.TEXT_ONE_LEXEME_CAP = (10**9, 10**9) if uncapped else (two, one)
             ranking.BM25_STAT_CAP = 10**9 if uncapped else stat
             S.COMMON_LEXEME_ROWS = common_rows
@@ -102,7 +105,7 @@ def main() -> None:
         skipped = {label: 0 for label in labels}
         try:
             for i, query in enumerate(texts):
-                reference = {mode: run(query, mode, OFF, uncapped=True)[1]
+                reference = {mode: run(query, mode, (OFF, 0), uncapped=True)[1]
                              for mode in ("hybrid", "keyword")}
                 for label in labels[i % len(labels):] + labels[:i % len(labels)]:
                     for mode in ("hybrid", "keyword"):
@@ -111,7 +114,7 @@ def main() -> None:
                         out[label][mode].append(ms)
                         agree = len(set(got) & set(reference[mode])) / max(1, len(reference[mode]))
                         out[label][f"agree_{mode}"].append(agree)
-                    skipped[label] += _skips_common(db, caller, query, values[label])
+                    skipped[label] += _skips_common(db, caller, query, *values[label])
         finally:
             (S.TEXT_TWO_LEXEME_CAP, S.TEXT_ONE_LEXEME_CAP, ranking.BM25_STAT_CAP,
              S.COMMON_LEXEME_ROWS) = production
@@ -136,7 +139,13 @@ def main() -> None:
     print(json.dumps(report, indent=2))
 
 
-def _skips_common(db, caller, query: str, common_rows: int) -> int:
+def _setting(label: str, two_cap: int) -> tuple[int, int]:
+    """(COMMON_LEXEME_ROWS, TEXT_TWO_LEXEME_CAP) of a ``--settings`` label."""
+    rows, _, cap = label.partition("@")
+    return (OFF if rows == "off" else int(rows)), (int(cap) if cap else two_cap)
+
+
+def _skips_common(db, caller, query: str, common_rows: int, two_cap: int) -> int:
     """1 when the arm leaves a common lexeme's rows out for ``query`` at ``common_rows``."""
     S.COMMON_LEXEME_ROWS = common_rows
     req = SearchRequest(query=query, mode="keyword", limit=10)
@@ -147,8 +156,9 @@ def _skips_common(db, caller, query: str, common_rows: int) -> int:
             "SELECT t.any_common IS NOT NULL AND (SELECT count(*) FROM (SELECT 1 FROM memories m"
             " WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ t.two_lexemes::tsquery"
             " AND m.tenant_id = %(tenant)s AND m.status = 'active' LIMIT %(depth)s) s)"
-            " >= %(depth)s AS skips"
-            f" FROM ({S._QUERY_TERMS}) t", {**params, "common": common}).fetchone()
+            " >= %(depth)s AND %(two_cap)s >= %(depth)s AS skips"
+            f" FROM ({S._QUERY_TERMS}) t", {**params, "common": common, "two_cap": two_cap}
+        ).fetchone()
     return int(bool(row["skips"]))
 
 
