@@ -120,7 +120,7 @@ def main() -> None:
              S.COMMON_LEXEME_ROWS) = production
         common_now = None
         with db.connection() as conn:
-            common_now = len(S.common_lexemes(db, conn, caller.tenant_id))
+            common_now = len(S.common_lexemes(db, conn, caller))
     report = {
         "benchmark": "bench_text_sample",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
@@ -151,7 +151,7 @@ def _skips_common(db, caller, query: str, common_rows: int, two_cap: int) -> int
     req = SearchRequest(query=query, mode="keyword", limit=10)
     params, _ = S._search_params(caller, req, B.FixedEmbedder(), now=None, ignore_status=False)
     with db.connection() as conn:
-        common = S.common_lexemes(db, conn, caller.tenant_id)
+        common = S.common_lexemes(db, conn, caller)
         row = conn.execute(
             "SELECT t.any_common IS NOT NULL AND (SELECT count(*) FROM (SELECT 1 FROM memories m"
             " WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ t.two_lexemes::tsquery"

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import search_reference
 from strata import search as S
-from strata.auth.keys import authenticate
+from strata.auth import Caller
+from strata.auth.keys import authenticate, create_key
 from strata.search import SearchRequest
 
 WORDS = "coffee tea chess guitar lisbon porto dentist budget zebra".split()
@@ -56,19 +57,25 @@ def corpus(db, embedder, make_tenant):
 
 
 def test_common_lexemes_come_from_the_statistics_per_tenant(db, corpus, monkeypatch):
-    """'coffe' (in ~480 of mine's rows) is common at a threshold of 200 and 'tea' (200
-    rows) at 150; the other tenant's 'chess' (400 rows) never is mine; control: at a
-    threshold above every count nothing is common."""
+    """'coffe' (in ~480 of mine's rows) is common at a threshold of 150 and 'tea' (200
+    rows) too, only 'coffe' at 300; the other tenant's 'chess' (400 rows) never is mine; at
+    a threshold above every count nothing is common. A key that may read only part of the
+    tenant gets none (control: the owner's key, the same tenant and threshold)."""
+    owner = authenticate(db, corpus.key)
+    clamped = authenticate(db, create_key(
+        db, Caller.system(corpus.tenant_id), principal_id=corpus.principal_id,
+        ceiling=[{"path": "users.alice", "level": "read"}]).key)
     with db.connection() as conn:
         monkeypatch.setattr(S, "COMMON_LEXEME_ROWS", 150)
-        common = S.common_lexemes(db, conn, corpus.tenant_id)
+        common = S.common_lexemes(db, conn, owner)
         assert {"coffe", "tea"} <= set(common)
         assert "chess" not in common and "zebra" not in common
+        assert S.common_lexemes(db, conn, clamped) == []
         monkeypatch.setattr(S, "COMMON_LEXEME_ROWS", 300)
-        assert "coffe" in S.common_lexemes(db, conn, corpus.tenant_id)
-        assert "tea" not in S.common_lexemes(db, conn, corpus.tenant_id)
+        assert "coffe" in S.common_lexemes(db, conn, owner)
+        assert "tea" not in S.common_lexemes(db, conn, owner)
         monkeypatch.setattr(S, "COMMON_LEXEME_ROWS", 10**9)
-        assert S.common_lexemes(db, conn, corpus.tenant_id) == []
+        assert S.common_lexemes(db, conn, owner) == []
 
 
 def _plan(db, params: dict) -> dict:

@@ -91,7 +91,9 @@ Text arm
     common elements of the text index) is *common*; the one-lexeme sample takes the rare
     lexemes' rows first, and a common lexeme's only while fewer than the arm's depth of rows
     share two query lexemes -- behind a one-time filter, so otherwise its postings are not
-    read. A row holding only a common word scores below one holding it and another word
+    read. Only for a caller that may read the whole tenant (the statistics count all of
+    it; a narrower key's sample must not depend on rows it may not read). A row holding
+    only a common word scores below one holding it and another word
     (at the same length and term frequency), so once the depth is filled by those, a
     heap-order sample of its rows mostly moved the document frequencies. Measured with ``eval/bench_text_sample.py`` (60 queries,
     interleaved, against the same searches with no cap at all on the arm): at the 100k-row
@@ -673,11 +675,10 @@ def _iterative_scan(db: Database, conn: Any) -> bool:
 _LEXEME_STATS = """
 SELECT split_part(x.e, ':', 1) AS tenant, substr(x.e, strpos(x.e, ':') + 1) AS lexeme,
        x.f * greatest(c.reltuples, 0) AS rows
-FROM pg_stats s
-JOIN pg_class c ON c.oid = 'memories'::regclass,
+FROM pg_class c, pg_class i JOIN pg_namespace n ON n.oid = i.relnamespace, pg_stats s,
      unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
-WHERE s.schemaname = current_schema() AND s.tablename = 'memories_tenant_text_idx'
-  AND x.e IS NOT NULL AND x.f * greatest(c.reltuples, 0) >= %(least)s
+WHERE c.oid = 'memories'::regclass AND i.oid = 'memories_tenant_text_idx'::regclass
+  AND s.schemaname = n.nspname AND s.tablename = i.relname AND x.e IS NOT NULL AND x.f * greatest(c.reltuples, 0) >= %(least)s
 """
 # The smallest count kept: COMMON_LEXEME_ROWS may be set lower than it was when the statistics
 # were read (eval/bench_text_sample.py varies it), never below this.
@@ -688,15 +689,20 @@ _LEXEME_ROWS: "weakref.WeakKeyDictionary[Database, tuple[float, dict[str, dict[s
 _LEXEME_ROWS_LOCK = threading.Lock()
 
 
-def common_lexemes(db: Database, conn: Any, tenant_id: uuid.UUID) -> list[str]:
-    """The tenant's lexemes in at least ``COMMON_LEXEME_ROWS`` rows of the text index, by the
-    table's statistics (``pg_stats.most_common_elems`` of ``memories_tenant_text_idx``),
-    read through ``conn`` at most once per ``LEXEME_STATS_TTL`` seconds per Database.
+def common_lexemes(db: Database, conn: Any, caller: Caller) -> list[str]:
+    """The caller's tenant's lexemes in at least ``COMMON_LEXEME_ROWS`` rows of the text
+    index, by the table's statistics (``pg_stats.most_common_elems`` of
+    ``memories_tenant_text_idx``), read through ``conn`` at most once per
+    ``LEXEME_STATS_TTL`` seconds per Database -- for a caller that may read the whole tenant
+    only, else none: the statistics count every row of the tenant, and which rows a narrower
+    key's search samples must not depend on rows it may not read.
 
     The statistics keep the table's most frequent elements, whoever's they are (about ten
     times ``default_statistics_target`` of them): a lexeme they do not list is rarer than
     every one they do, and is sampled as a rare one. That errs on the side of today's cost,
     never of the arm's recall."""
+    if not caller.can("", Level.read):
+        return []
     now = time.monotonic()
     cached = _LEXEME_ROWS.get(db.owner)
     if cached is None or cached[0] <= now:
@@ -708,7 +714,7 @@ def common_lexemes(db: Database, conn: Any, tenant_id: uuid.UUID) -> list[str]:
                     by_tenant.setdefault(r["tenant"], {})[r["lexeme"]] = float(r["rows"])
                 cached = (now + LEXEME_STATS_TTL, by_tenant)
                 _LEXEME_ROWS[db.owner] = cached
-    mine = cached[1].get(str(tenant_id), {})
+    mine = cached[1].get(str(caller.tenant_id), {})
     return sorted(lexeme for lexeme, rows in mine.items() if rows >= COMMON_LEXEME_ROWS)
 
 
@@ -859,7 +865,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
     with db.connection() as conn:
         params["iterative"] = use_vec and _iterative_scan(db, conn)
         if params["use_txt"]:
-            params["common"] = common_lexemes(db, conn, caller.tenant_id)
+            params["common"] = common_lexemes(db, conn, caller)
         rows, head = _rows(conn, params, audit_head=audit_head)
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
