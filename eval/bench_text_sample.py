@@ -92,7 +92,8 @@ def main() -> None:
         def run(query: str, mode: str, setting: tuple[int, int], *, uncapped: bool = False):
             common_rows, two = setting
             _, one, stat, _ = production
-            S.TEXT_TWO_LEXEME_CAP, S.TEXT_ONE_LEXEME_CAP = (10**9, 10**9) if uncapped else (two, one)
+            caps = (10**9, 10**9) if uncapped else (two, one)
+            S.TEXT_TWO_LEXEME_CAP, S.TEXT_ONE_LEXEME_CAP = caps
             ranking.BM25_STAT_CAP = 10**9 if uncapped else stat
             S.COMMON_LEXEME_ROWS = common_rows
             t0 = time.perf_counter()

@@ -93,16 +93,17 @@ Text arm
     share two query lexemes -- behind a one-time filter, so otherwise its postings are not
     read. Only for a caller that may read the whole tenant (the statistics count all of
     it; a narrower key's sample must not depend on rows it may not read). A row holding
-    only a common word scores below one holding it and another word
-    (at the same length and term frequency), so once the depth is filled by those, a
-    heap-order sample of its rows mostly moved the document frequencies. Measured with ``eval/bench_text_sample.py`` (60 queries,
-    interleaved, against the same searches with no cap at all on the arm): at the 100k-row
-    tenant of the 1M-row table, hybrid p50 / p95 20.7 / 24.5 -> 16.7 / 20.0 ms and keyword
-    16.8 / 19.1 -> 12.2 / 14.8 ms, top-10 agreement with the uncapped arm 0.492 -> 0.508
-    (hybrid), 0.503 -> 0.505 (keyword); at the 10k-row tenant of 101k rows no query holds a
-    lexeme that common (its words are in ~2,000 rows) and nothing changes -- a threshold of
-    1,000 would skip there for 78 % of the queries, for no time saved and agreement 0.997 ->
-    0.945. Tenants of a few thousand rows (LoCoMo's) have no lexeme that common.
+    only a common word scores below one holding it and another word (at the same length
+    and term frequency), so once the depth is filled by those, a heap-order sample of its
+    rows mostly moved the document frequencies. Measured with ``eval/bench_text_sample.py``
+    (60 queries, interleaved, against the same searches with no cap at all on the arm): at
+    the 100k-row tenant of the 1M-row table, hybrid p50 / p95 20.7 / 24.5 -> 16.7 / 20.0 ms
+    and keyword 16.8 / 19.1 -> 12.2 / 14.8 ms, top-10 agreement with the uncapped arm 0.492
+    -> 0.508 (hybrid), 0.503 -> 0.505 (keyword); at the 10k-row tenant of 101k rows no query
+    holds a lexeme that common (its words are in ~2,000 rows) and nothing changes -- a
+    threshold of 1,000 would skip there for 78 % of the queries, for no time saved and
+    agreement 0.997 -> 0.945. Tenants of a few thousand rows (LoCoMo's) have no lexeme that
+    common.
 
     Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
     indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
@@ -678,7 +679,8 @@ SELECT split_part(x.e, ':', 1) AS tenant, substr(x.e, strpos(x.e, ':') + 1) AS l
 FROM pg_class c, pg_class i JOIN pg_namespace n ON n.oid = i.relnamespace, pg_stats s,
      unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
 WHERE c.oid = 'memories'::regclass AND i.oid = 'memories_tenant_text_idx'::regclass
-  AND s.schemaname = n.nspname AND s.tablename = i.relname AND x.e IS NOT NULL AND x.f * greatest(c.reltuples, 0) >= %(least)s
+  AND s.schemaname = n.nspname AND s.tablename = i.relname AND x.e IS NOT NULL
+  AND x.f * greatest(c.reltuples, 0) >= %(least)s
 """
 # The smallest count kept: COMMON_LEXEME_ROWS may be set lower than it was when the statistics
 # were read (eval/bench_text_sample.py varies it), never below this.
@@ -697,10 +699,10 @@ def common_lexemes(db: Database, conn: Any, caller: Caller) -> list[str]:
     only, else none: the statistics count every row of the tenant, and which rows a narrower
     key's search samples must not depend on rows it may not read.
 
-    The statistics keep the table's most frequent elements, whoever's they are (about ten
-    times ``default_statistics_target`` of them): a lexeme they do not list is rarer than
-    every one they do, and is sampled as a rare one. That errs on the side of today's cost,
-    never of the arm's recall."""
+    The statistics keep the table's most frequent elements, whoever's they are (up to ten
+    times ``default_statistics_target`` of them, by a sample of the table): a lexeme they do
+    not list was seen less often than those they do, and is sampled as a rare one. That
+    errs on the side of the arm's cost as it was, never of its recall."""
     if not caller.can("", Level.read):
         return []
     now = time.monotonic()
