@@ -151,9 +151,39 @@ def test_the_text_arm_keeps_pairs_rare_words_and_common_ones_only_when_short(
     common word's rows left out, so they count in no document frequency either), else every
     word -- exactly so where the one-lexeme cap does not cut (where it does, rare words'
     rows come first, and every ranked row holds a query word)."""
-    caller = authenticate(db, corpus.key)
-    params = _params(db, embedder, caller, " ".join(words), sorted(common), depth=depth,
-                     one_cap=one_cap, two_cap=two_cap)
+    _agrees(db, embedder, authenticate(db, corpus.key), words, common, depth=depth,
+            one_cap=one_cap, two_cap=two_cap)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(["coffee", "tea", "coffee", "tea"] + WORDS[2:] + FILLER),
+                      min_size=1, max_size=4),
+       common=st.sets(st.sampled_from(["coffe", "tea", "chess", "zebra"])),
+       depth=st.sampled_from([7, 50]), one_cap=st.sampled_from([3, 10**6]))
+@example(words=["coffee", "tea"], common={"coffe"}, depth=50, one_cap=10**6)
+def test_hybrid_searches_through_the_tenants_own_index_agree_too(
+        db, embedder, corpus, words, common, depth, one_cap):
+    """The same in hybrid mode through the tenant's own HNSW index (the route whose walk
+    hands its rows to the BM25 pass); control: the rows say they took that route."""
+    from strata import vector_index
+
+    name = vector_index.index_name(corpus.tenant_id)
+    with db.connection() as conn:
+        built = conn.execute("SELECT 1 FROM pg_class WHERE relname = %s", (name,)).fetchone()
+    if not built:
+        vector_index._build(db, name, corpus.tenant_id)
+    got = _agrees(db, embedder, authenticate(db, corpus.key), words, common, depth=depth,
+                  one_cap=one_cap, two_cap=1000, mode="hybrid", iterative=True)
+    assert got and all(r["own_index"] for r in got)
+
+
+def _agrees(db, embedder, caller, words, common, *, mode="keyword", iterative=False,
+            **caps) -> list[dict]:
+    params, _ = S._search_params(caller, SearchRequest(query=" ".join(words), mode=mode),
+                                 embedder, now=None, ignore_status=False)
+    params.update(caps, common=sorted(common), iterative=iterative)
+    depth, one_cap, two_cap = caps["depth"], caps["one_cap"], caps["two_cap"]
     with db.connection() as conn:
         got, _ = S._rows(conn, params)  # params gain the prelude's terms
         pairs = conn.execute(
@@ -165,10 +195,9 @@ def test_the_text_arm_keeps_pairs_rare_words_and_common_ones_only_when_short(
                     else " | ".join(q for q in (params["any_rare"], params["any_common"]) if q))
         if skips or one_cap == 10**6:
             # no word to match: a lexeme no tenant's keys hold (theirs start with its id)
-            expected = search_reference.rows(conn, {**params, "iterative": False},
-                                             any_lexeme=narrowed or "'-:-'")
+            expected = search_reference.rows(conn, params, any_lexeme=narrowed or "'-:-'")
             assert sorted(map(_key, got)) == sorted(map(_key, expected))
-            return
+            return got
         held = {r["id"]: set(r["held"]) for r in conn.execute(
             "SELECT m.id, ARRAY(SELECT l FROM unnest(tsvector_to_array(m.fts)) AS l"
             " WHERE l = ANY(%(lexemes)s::text[])) AS held FROM memories m"
@@ -176,6 +205,7 @@ def test_the_text_arm_keeps_pairs_rare_words_and_common_ones_only_when_short(
             {"lexemes": params["lexemes"], "ids": [r["id"] for r in got]}).fetchall()}
     ranked = [r for r in got if r["txt_rank"] is not None]
     assert all(held[r["id"]] for r in ranked)  # each a match of a query word
+    return got
 
 
 def _key(row: dict) -> tuple:
