@@ -4,26 +4,8 @@ score (tests/test_search_equivalence.py). Built from the same filter fragments a
 strata.search, so only the statement's own shape is frozen here."""
 
 from strata.search import (  # noqa: F401 (the frozen text names them)
-    _ACCESS, _FILTERS, _OWN_INDEX, HNSW_EF_SEARCH,
+    _ACCESS, _FILTERS, _OWN_INDEX, _QUERY_TERMS, HNSW_EF_SEARCH,
 )
-
-# The query's terms as they were (strata.search's now also split the one-lexeme query by the
-# tenant's common lexemes).
-_QUERY_TERMS = """
-WITH lx AS (
-    SELECT ARRAY(SELECT l FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS l)
-           AS l
-)
-SELECT lx.l AS lexemes,
-       NULLIF(array_to_string(ARRAY(SELECT quote_literal(%(tenant)s::text || ':' || l)
-                                    FROM unnest(lx.l) AS l), ' | '), '') AS any_lexeme,
-       NULLIF(array_to_string(ARRAY(
-           SELECT quote_literal(%(tenant)s::text || ':' || a) || ' & '
-                  || quote_literal(%(tenant)s::text || ':' || b)
-           FROM unnest(lx.l) WITH ORDINALITY AS x(a, i),
-                unnest(lx.l) WITH ORDINALITY AS y(b, j) WHERE i < j), ' | '), '') AS two_lexemes
-FROM lx
-"""
 
 # As it was: strata.search now sizes it by the tenant's index (64 below 20,000 rows, which
 # every tenant of the equivalence test is).
@@ -175,11 +157,13 @@ def rows(conn, params: dict, *, any_lexeme: str | None = None) -> list[dict]:
     """The reference's candidate rows for ``params`` (as strata.search._search_params builds
     them, with ``iterative`` set), in one transaction like the original. ``any_lexeme``: the
     one-lexeme match query instead of the prelude's (every query word)."""
-    params = dict(params)
+    # The query's terms as strata.search reads them; with no lexeme common its rare ones
+    # are every one: the one-lexeme match as it was.
+    params = {**params, "common": []}
     with conn.transaction():
         terms = conn.execute(prelude(params["iterative"]), params).fetchone()
-        params.update({k: terms[k] for k in ("lexemes", "any_lexeme", "two_lexemes",
-                                              "has_own_index")})
+        params.update({k: terms[k] for k in ("lexemes", "two_lexemes", "has_own_index")},
+                      any_lexeme=terms["any_rare"])
         if any_lexeme is not None:
             params["any_lexeme"] = any_lexeme
         return conn.execute(_SEARCH, params).fetchall()
