@@ -106,7 +106,7 @@ def _params(db, embedder, caller, query: str, common: list[str], **caps) -> dict
 
 
 def test_a_common_lexeme_is_not_read_once_pairs_fill_the_depth(db, embedder, corpus):
-    """"coffee tea": 120 rows hold both. With 'coffe' common and a depth of 50 its postings
+    """"coffee tea": 160 rows hold both. With 'coffe' common and a depth of 50 its postings
     are never read (the scan's loops: 0); with a depth above the pairs found they are (control:
     the same scan, found by its condition); with nothing common 'coffe' is a rare word."""
     caller = authenticate(db, corpus.key)
