@@ -83,7 +83,7 @@ def main() -> None:
         with psycopg.connect(url) as conn:
             register_vector(conn)
             rng = np.random.default_rng(zlib.crc32(tenant["name"].encode()))
-            ids, mat = B.active_rows(conn, tenant["id"])
+            _, mat = B.active_rows(conn, tenant["id"])
             texts, _ = B.make_queries(rng, centroids, words, embedder, args.queries,
                                       tenant["name"], mat)
         caller = authenticate(db, tenant["key"], surface="http")
@@ -119,7 +119,6 @@ def main() -> None:
         finally:
             (S.TEXT_TWO_LEXEME_CAP, S.TEXT_ONE_LEXEME_CAP, ranking.BM25_STAT_CAP,
              S.COMMON_LEXEME_ROWS) = production
-        common_now = None
         with db.connection() as conn:
             common_now = len(S.common_lexemes(db, conn, caller))
     report = {
