@@ -210,3 +210,23 @@ def _agrees(db, embedder, caller, words, common, *, mode="keyword", iterative=Fa
 
 def _key(row: dict) -> tuple:
     return (row["id"], row["txt_rank"], row["bm25"], row["vec_rank"])
+
+
+def test_every_statement_variant_is_valid_sql(db, embedder, corpus):
+    """Each of the search statement's variants (route x text arm x time words x common
+    lexemes) plans with a request's parameters -- the routes the tests above do not run
+    included; control: the variants with a common lexeme read ``any_common``."""
+    caller = authenticate(db, corpus.key)
+    params, _ = S._search_params(caller, SearchRequest(query="coffee tea last week"), embedder,
+                                 now=None, ignore_status=False)
+    params.update(common=["coffe"], iterative=True)
+    assert params["win_lo"]  # "last week" names a window
+    with db.connection() as conn:
+        terms = conn.execute(S._prelude(False), params).fetchone()
+        params.update({k: terms[k] for k in ("lexemes", "any_rare", "any_common",
+                                              "two_lexemes", "has_own_index")})
+        for key, statement in S._SEARCHES.items():
+            assert ("%(any_common)s" in statement) is key[3]
+            plan = conn.execute("EXPLAIN " + statement, params).fetchall()
+            assert plan, key
+    assert len(S._SEARCHES) == 4 * 2 * 2 + 3 * 2  # text variants x2; no route without an arm
