@@ -98,10 +98,11 @@ def _scans_of(node: dict, literal: str) -> list[dict]:
     return found
 
 
-def _params(db, embedder, caller, query: str, common: list[str], **caps) -> dict:
-    params, _ = S._search_params(caller, SearchRequest(query=query, mode="keyword"), embedder,
+def _params(db, embedder, caller, query: str, common: list[str], *, mode: str = "keyword",
+            iterative: bool = False, **caps) -> dict:
+    params, _ = S._search_params(caller, SearchRequest(query=query, mode=mode), embedder,
                                  now=None, ignore_status=False)
-    params.update(caps, common=common, iterative=False)
+    params.update(caps, common=sorted(common), iterative=iterative)
     return params
 
 
@@ -180,9 +181,8 @@ def test_hybrid_searches_through_the_tenants_own_index_agree_too(
 
 def _agrees(db, embedder, caller, words, common, *, mode="keyword", iterative=False,
             **caps) -> list[dict]:
-    params, _ = S._search_params(caller, SearchRequest(query=" ".join(words), mode=mode),
-                                 embedder, now=None, ignore_status=False)
-    params.update(caps, common=sorted(common), iterative=iterative)
+    params = _params(db, embedder, caller, " ".join(words), common, mode=mode,
+                     iterative=iterative, **caps)
     depth, one_cap, two_cap = caps["depth"], caps["one_cap"], caps["two_cap"]
     with db.connection() as conn:
         got, _ = S._rows(conn, params)  # params gain the prelude's terms

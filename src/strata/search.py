@@ -322,22 +322,21 @@ def _match(tsquery: str, guard: str = "") -> str:
 # with one, the rare lexemes' rows come first, and a common lexeme's only while fewer than the
 # arm's depth of rows share two (a one-time filter: its postings are not even read). Two
 # variants, so a query without a common lexeme plans no branch it cannot run (~0.2 ms).
-_CAND_TWO = f"""
-cand_two AS MATERIALIZED (  -- sharing two lexemes with the query
-    {_match("%(two_lexemes)s::tsquery")}
-    LIMIT %(two_cap)s
-),"""
+_TWO = f"""{_match("%(two_lexemes)s::tsquery")}
+    LIMIT %(two_cap)s"""
+_CAND = "\ncand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),"
 _TEXT_MATCHES = {
     False: _CORPUS + f"""
 cand_rows AS MATERIALIZED (
-    ({_match("%(two_lexemes)s::tsquery")}
-     LIMIT %(two_cap)s)
+    ({_TWO})
     UNION ALL
     ({_match("%(any_rare)s::tsquery")}
      LIMIT %(one_cap)s)
+),""" + _CAND,
+    True: _CORPUS + f"""
+cand_two AS MATERIALIZED (  -- sharing two lexemes with the query
+    {_TWO}
 ),
-cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),""",
-    True: _CORPUS + _CAND_TWO + f"""
 cand_rows AS MATERIALIZED (
     SELECT * FROM cand_two
     UNION ALL
@@ -347,8 +346,7 @@ cand_rows AS MATERIALIZED (
            ({_match("%(any_common)s::tsquery",
                     guard="(SELECT count(*) FROM cand_two) < %(depth)s AND ")})) o
      LIMIT %(one_cap)s)
-),
-cand AS (SELECT DISTINCT ON (c.id) c.id, c.fts, c.path FROM cand_rows c),""",
+),""" + _CAND,
 }
 
 # The vector arm's two ways of ranking (see "Vector arm" above): exact (an ORDER BY no index
