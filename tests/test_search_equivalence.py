@@ -108,7 +108,8 @@ def canonical(rows: list[dict]) -> list[tuple]:
     whichever order its join produced the query's words (the plan's choice, so its last bit
     varied with the planner's estimates); the statement now sums in the query's word order.
     It must agree to 1e-12 (compared in ``assert_same``)."""
-    return sorted(tuple(sorted((k, v) for k, v in r.items() if k != "idf_sum")) for r in rows)
+    return sorted(tuple(sorted((k, v) for k, v in r.items() if k not in ("idf_sum", "corpus_n")))
+                  for r in rows)
 
 
 def assert_same(db, embedder, caller, body: dict, cap: dict, *, iterative: bool,
@@ -197,3 +198,120 @@ def test_the_statement_is_not_parsed_again_on_every_search(db, embedder, corpus,
     monkeypatch.setattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", 4096)
     S.candidates(db, caller, SearchRequest(query="budget travel notes"), embedder, now=NOW)
     assert [q for q in parsed if b"path_terms" in q]
+
+
+# --------------------------------------------------------------------------------------
+# BM25's N, remembered for a scope whose count reached the cap (strata.search._corpus_at_cap)
+# --------------------------------------------------------------------------------------
+
+def _corpus_n(db, embedder, caller, req: SearchRequest) -> float:
+    found = S.candidates(db, caller, req, embedder, now=NOW)
+    assert found.candidates, "nothing found: no row says what N was"
+    return found.candidates[0].row["corpus_n"]
+
+
+def _retire_all_but(db, tenant_id: uuid.UUID, keep: int) -> int:
+    """Archive every active row of the tenant but ``keep`` of those holding "budget"; the
+    active rows left."""
+    with db.transaction() as cur:
+        cur.execute(
+            "UPDATE memories SET status = 'archived' WHERE tenant_id = %(t)s AND status = 'active'"
+            " AND id NOT IN (SELECT id FROM memories WHERE tenant_id = %(t)s AND status = 'active'"
+            " AND content ILIKE '%%budget%%' ORDER BY id LIMIT %(keep)s)",
+            {"t": tenant_id, "keep": keep})
+        return cur.execute("SELECT count(*) AS n FROM memories WHERE tenant_id = %s"
+                           " AND status = 'active'", (tenant_id,)).fetchone()["n"]
+
+
+@pytest.mark.parametrize("ttl", [60.0, 0.0])
+def test_a_scope_at_the_cap_is_not_counted_again_while_remembered(db, embedder, corpus,
+                                                                  monkeypatch, ttl):
+    """A count that reaches the cap is remembered for the TTL: the scope shrunk below the cap
+    keeps N at the cap meanwhile; control (TTL 0): the same search counts the rows left. A
+    narrower scope (``paths``) is its own: counted."""
+    monkeypatch.setattr(S.ranking, "BM25_STAT_CAP", 30)
+    monkeypatch.setattr(S, "CORPUS_AT_CAP_TTL", ttl)
+    S._CORPUS_AT_CAP.pop(db.owner, None)
+    caller = authenticate(db, corpus.key)
+    req = SearchRequest(query="budget travel", mode="keyword")
+    assert _corpus_n(db, embedder, caller, req) == 30  # counted: ~240 active rows
+    left = _retire_all_but(db, corpus.tenant_id, 5)
+    assert left == 5
+    assert _corpus_n(db, embedder, caller, req) == (30 if ttl else left)
+    narrower = SearchRequest(query="budget travel", mode="keyword", paths=["users", "conv",
+                                                                          "shared"])
+    assert _corpus_n(db, embedder, caller, narrower) == left
+
+
+@pytest.mark.parametrize("below", ["cap", "valid_at"])
+def test_a_scope_below_the_cap_or_at_an_instant_is_counted_every_time(
+        db, embedder, corpus, monkeypatch, below):
+    """Nothing is remembered for a scope whose count stayed below the cap, nor for one at
+    ``valid_at`` (a scope per instant): after rows are retired, the next search's N is the
+    rows left. Control: before, N was larger (the cap, for ``valid_at``)."""
+    cap = 2000 if below == "cap" else 30
+    monkeypatch.setattr(S.ranking, "BM25_STAT_CAP", cap)
+    S._CORPUS_AT_CAP.pop(db.owner, None)
+    caller = authenticate(db, corpus.key)
+    req = SearchRequest(query="budget travel", mode="hybrid",
+                        valid_at=NOW if below == "valid_at" else None)
+    before = _corpus_n(db, embedder, caller, req)
+    assert before == (cap if below == "valid_at" else before) and 30 <= before < 2000
+    left = _retire_all_but(db, corpus.tenant_id, 5)
+    assert _corpus_n(db, embedder, caller, req) <= left < before
+
+
+def _subplan(node: dict, name: str) -> dict | None:
+    if node.get("Subplan Name") == name:
+        return node
+    for child in node.get("Plans", []):
+        found = _subplan(child, name)
+        if found is not None:
+            return found
+    return None
+
+
+def _scans(node: dict) -> list[str]:
+    return ([node["Node Type"]] if "Scan" in node["Node Type"] else []) + [
+        s for child in node.get("Plans", []) for s in _scans(child)]
+
+
+@SETTINGS
+@given(body=requests, stat_cap=st.sampled_from([30, 2000]))
+def test_remembering_the_cap_changes_no_row_and_skips_the_count(db, embedder, corpus, body,
+                                                                stat_cap):
+    """For generated requests: a search remembers its scope exactly when the count reached
+    the cap (and no ``valid_at``); run again from memory it returns every row and score the
+    counted one did, and its plan has no scan under the corpus count -- control: the counted
+    plan scans."""
+    S._CORPUS_AT_CAP.pop(db.owner, None)
+    caller = authenticate(db, corpus.key)
+    req = SearchRequest(**{k: v for k, v in body.items() if v is not None}, limit=10)
+    previous, S.ranking.BM25_STAT_CAP = S.ranking.BM25_STAT_CAP, stat_cap
+    try:
+        found = S.candidates(db, caller, req, embedder, now=NOW)
+        params, _ = S._search_params(caller, req, embedder, now=NOW, ignore_status=False)
+    finally:
+        S.ranking.BM25_STAT_CAP = previous
+    params["iterative"] = True
+    counted = [c.row for c in found.candidates]
+    if not params["use_txt"] or not counted:
+        assert not S._corpus_at_cap(db, params)  # vector mode counts nothing
+        return
+    n = counted[0]["corpus_n"]
+    assert S._corpus_at_cap(db, params) is (n >= stat_cap and params["valid_at"] is None)
+    if not S._corpus_at_cap(db, params):
+        return
+    plans = {}
+    with db.connection() as conn:
+        remembered, _ = S._rows(conn, dict(params, corpus_at_cap=True))
+        for at_cap in (False, True):
+            p = dict(params, corpus_at_cap=at_cap)
+            with conn.transaction():
+                terms = conn.execute(S._prelude(True), p).fetchone()
+                p.update({k: terms[k] for k in ("lexemes", "any_rare", "any_common",
+                                                 "two_lexemes", "has_own_index")})
+                plan = conn.execute("EXPLAIN (FORMAT JSON) " + S._statement(p), p).fetchone()
+            plans[at_cap] = _subplan(next(iter(plan.values()))[0]["Plan"], "CTE corpus")
+    assert sorted(map(str, remembered)) == sorted(map(str, counted))
+    assert _scans(plans[False]) and not _scans(plans[True])

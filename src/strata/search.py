@@ -105,6 +105,18 @@ Text arm
     agreement 0.997 -> 0.945. Tenants of a few thousand rows (LoCoMo's) have no lexeme that
     common.
 
+    BM25's N (the scope's rows, counted up to ``ranking.BM25_STAT_CAP``): a scope whose
+    count reached the cap has N = the cap, however many more rows it holds, so once a count
+    says so the process remembers it per scope (tenant, the key's readable paths, ``paths``,
+    statuses) for ``CORPUS_AT_CAP_TTL`` seconds and the statement does not count
+    (:func:`_corpus_at_cap`). Counting is a scan of the cap's number of index entries: ~0.6
+    ms of every search of a large tenant (eval/bench_search.py's 10k-row tenant, 150
+    queries interleaved: 8.28 -> 7.64 ms p50 for the statement, every candidate and score
+    the same). A smaller scope is counted every time -- cheaply, and its N moves with every
+    write -- and so is one at ``valid_at`` (a scope per instant). A scope that shrinks below
+    the cap keeps N at the cap until its entry expires: idf values that differ by less than
+    the rows deleted, for at most that long.
+
     Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
     indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
     the carried rows, the per-path lookup and the ``ts_filter`` cut took ~1.5-2 ms of the
@@ -185,6 +197,9 @@ TEXT_ONE_LEXEME_CAP = 200  # ... and sharing at least one (see "Text arm")
 # eval/bench_text_sample.py; LEXEME_STATS_TTL: how long a process keeps the statistics.
 COMMON_LEXEME_ROWS = 5000
 LEXEME_STATS_TTL = 300.0
+# BM25's N for a scope whose count reached ``ranking.BM25_STAT_CAP`` is the cap: a process
+# remembers that for this long, and the statement then does not count (see "Text arm").
+CORPUS_AT_CAP_TTL = 60.0
 EXPAND_EDGES = ("REFINES", "COEXISTS", "DERIVED_FROM")
 
 INCLUDE_STATUSES: dict[str, tuple[str, ...]] = {
@@ -298,9 +313,12 @@ FROM lx
 
 # The text arm's matches (see "Text arm" above), with BM25's N.
 _CORPUS = f"""
-corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
-    SELECT count(*)::float8 AS n
-    FROM (SELECT 1 FROM memories m WHERE {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s
+corpus AS (  -- BM25's N: what the caller may read, counted up to a cap -- unless the process
+             -- knows the count reaches it (_corpus_at_cap): a constant, planned away
+    SELECT CASE WHEN %(corpus_at_cap)s THEN %(stat_cap)s::float8 ELSE (
+        SELECT count(*)::float8
+        FROM (SELECT 1 FROM memories m WHERE {_ACCESS.format(a="m")} LIMIT %(stat_cap)s) s)
+    END AS n
 ),"""
 
 
@@ -507,6 +525,7 @@ SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::te
         FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS l(lexeme, pos)
              LEFT JOIN idf i ON i.lexeme = l.lexeme, corpus c)
          AS idf_sum,
+       (SELECT n FROM corpus) AS corpus_n,
        {vec_exact} AS vec_exact, {own_index} AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
 LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
@@ -718,6 +737,37 @@ def common_lexemes(db: Database, conn: Any, caller: Caller) -> list[str]:
     return sorted(lexeme for lexeme, rows in mine.items() if rows >= COMMON_LEXEME_ROWS)
 
 
+# Per Database: the scopes whose BM25 count reached the cap, with when that stops being
+# believed (monotonic seconds). Bounded: past _CORPUS_AT_CAP_MAX entries the expired go, and
+# if none has, all of them (each is then counted once more).
+_CORPUS_AT_CAP: "weakref.WeakKeyDictionary[Database, dict[tuple, float]]" = (
+    weakref.WeakKeyDictionary())
+_CORPUS_AT_CAP_MAX = 10_000
+
+
+def _corpus_at_cap(db: Database, params: dict[str, Any], *, counted: bool = False) -> bool:
+    """Whether the scope of ``params`` (what ``corpus`` counts) is known to hold at least
+    ``stat_cap`` rows -- its BM25 N is then the cap, uncounted. ``counted``: a count just
+    said so; remember it for ``CORPUS_AT_CAP_TTL`` seconds. A scope at ``valid_at`` is never
+    remembered: one per instant asked about."""
+    if params["valid_at"] is not None:
+        return False
+    key = (params["tenant"], tuple(params["readable"]),
+           None if params["paths"] is None else tuple(params["paths"]),
+           tuple(params["statuses"]), params["any_status"], params["stat_cap"])
+    now = time.monotonic()
+    known = _CORPUS_AT_CAP.get(db.owner)
+    if counted:
+        if known is None:
+            known = _CORPUS_AT_CAP.setdefault(db.owner, {})
+        if len(known) >= _CORPUS_AT_CAP_MAX:
+            for k in [k for k, until in list(known.items()) if until <= now] or list(known):
+                known.pop(k, None)
+        known[key] = now + CORPUS_AT_CAP_TTL
+        return True
+    return known is not None and known.get(key, 0.0) > now
+
+
 def statuses_for(include: Sequence[str]) -> list[str]:
     out = ["active"]
     for name in include:
@@ -866,6 +916,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         params["iterative"] = use_vec and _iterative_scan(db, conn)
         if params["use_txt"]:
             params["common"] = common_lexemes(db, conn, caller)
+            params["corpus_at_cap"] = _corpus_at_cap(db, params)
         rows, head = _rows(conn, params, audit_head=audit_head)
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
@@ -874,6 +925,8 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         window_match=r["window_match"], importance=r["importance"],
         confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
     first = rows[0] if rows else {}
+    if first and not params["corpus_at_cap"] and first["corpus_n"] >= params["stat_cap"]:
+        _corpus_at_cap(db, params, counted=True)
     route = None
     if use_vec and first:
         route = ("exact" if first["vec_exact"] else
@@ -908,6 +961,7 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
         "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
         "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
         "common": [],  # the tenant's common lexemes: candidates() reads them (common_lexemes)
+        "corpus_at_cap": False,  # the scope's count reached stat_cap (_corpus_at_cap): count
     }
     return params, windows
 
