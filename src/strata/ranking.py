@@ -11,7 +11,8 @@ Lexical score (BM25, computed in SQL with :data:`BM25_K1` and :data:`BM25_B`)
     ``sum over query lexemes l in the memory: idf(l) * tf * (k1 + 1) / (tf + k1 * (1 - b + b *
     len / avglen))`` with ``idf(l) = ln(1 + (N - df + 0.5) / (df + 0.5))``. ``N`` counts the
     memories the caller may read in the requested statuses and paths, stopping at
-    :data:`BM25_STAT_CAP`; ``df`` counts the text arm's candidates holding ``l`` -- every
+    :data:`BM25_STAT_CAP` (a scope found at the cap is not counted again for a minute:
+    :mod:`strata.search`, "Text arm"); ``df`` counts the text arm's candidates holding ``l`` -- every
     readable row that shares a lexeme with the query, up to the arm's caps (see
     :mod:`strata.search`, "Text arm") -- so both count only rows the caller may read (a score
     must not reveal others), and the arm's cost follows what matches, not the scope's size.
