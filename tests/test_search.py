@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -767,3 +768,30 @@ def test_a_tenants_own_index_is_walked_with_an_ef_search_for_its_size(db):
     assert S.own_index_ef_search(-1) == 64
     assert [S.own_index_ef_search(n) for n in sizes] == sorted(
         S.own_index_ef_search(n) for n in sizes)  # never narrower for a larger index
+
+
+@pytest.mark.parametrize("iterative", [True, False])
+def test_the_search_transaction_plans_without_workers_or_jit_and_leaves_no_setting(
+        db, tenant, embedder, iterative):
+    """The prelude's settings hold for the search's transaction (custom plans, no parallel
+    workers, no JIT: a large tenant's estimate passes jit_above_cost) and for it alone --
+    session settings would pin a connection behind RDS Proxy; control: outside it the
+    server's defaults differ from each."""
+    import strata.search as S
+    from strata.auth.keys import authenticate
+
+    caller = authenticate(db, tenant.key)
+    params, _ = S._search_params(caller, S.SearchRequest(query="coffee in lisbon"),
+                                 embedder, now=None, ignore_status=False)
+    params["iterative"] = iterative
+    names = ("jit", "max_parallel_workers_per_gather", "plan_cache_mode")
+    show = ", ".join(f"current_setting('{n}') AS {n}" for n in names)
+    with db.connection() as conn:
+        before = conn.execute(f"SELECT {show}").fetchone()
+        with conn.transaction():
+            conn.execute(S._prelude(iterative), params).fetchone()
+            inside = conn.execute(f"SELECT {show}").fetchone()
+        after = conn.execute(f"SELECT {show}").fetchone()
+    assert inside == {"jit": "off", "max_parallel_workers_per_gather": "0",
+                      "plan_cache_mode": "force_custom_plan"}
+    assert after == before and all(before[n] != inside[n] for n in names)

@@ -79,7 +79,7 @@ Text arm
     each lexeme's document frequency; the statement takes the query's lexemes and match
     queries as constants (``_QUERY_TERMS``, one round trip before it) so the planner sees
     the words, and ``plan_cache_mode`` is forced to custom plans for the search transaction
-    (no parallel workers either: see ``_NO_PARALLEL``). Below the caps this is exactly
+    (no parallel workers nor JIT either: see ``_PLAIN_EXECUTION``). Below the caps this is exactly
     "score every row that matches any lexeme". Above them -- a broad query over a large
     tenant, where thousands of rows share a common word -- the rows sharing a single lexeme
     are a sample in heap order: the weakest text evidence, and the vector arm still ranks
@@ -644,7 +644,16 @@ EXACT_SCOPE_SHARE = 0.05
 # return its rows in whichever order the workers produce them (the arm's sample is "the
 # first rows in heap order"), and on a request's path a worker's start-up costs more than
 # it saves. The planner chose one for broad matches once the text arm was fenced (OFFSET 0).
-_NO_PARALLEL = "set_config('max_parallel_workers_per_gather', '0', true) AS no_parallel"
+# No JIT compilation either: a server built with LLVM compiles every statement whose
+# estimated cost passes ``jit_above_cost`` (100,000 by default, with ``jit`` on since
+# PostgreSQL 12), and the search's estimate is dominated by its text matches, which the
+# planner prices as if uncapped and, for a lexeme the statistics do not list, by a default
+# share of the whole table: ~286,000 for every query of the 10k-row tenant of
+# eval/bench_search.py's 1M rows (~84,000 at its 100k-row tenant, 37,000-75,000 at 101k
+# rows). Compiling takes tens of milliseconds; the statement returns a few hundred rows.
+# (The embedded server has no LLVM: there the setting changes nothing.)
+_PLAIN_EXECUTION = ("set_config('max_parallel_workers_per_gather', '0', true) AS no_parallel,"
+                " set_config('jit', 'off', true) AS no_jit")
 
 
 def _prelude(iterative: bool) -> str:
@@ -654,15 +663,15 @@ def _prelude(iterative: bool) -> str:
     -- the text arm's match queries and the tenant are what the planner needs to pick the
     tenant-keyed text index and a tenant's own vector index, and a generic plan (which
     psycopg's prepared statements invite after a few executions) cannot know them. No
-    parallel workers (``_NO_PARALLEL``). On pgvector 0.8+, the iterative scan and
+    parallel workers and no JIT (``_PLAIN_EXECUTION``). On pgvector 0.8+, the iterative scan and
     ``HNSW_EF_SEARCH`` (by ``OWN_INDEX_EF_SEARCH`` and the index's size when the tenant has a
     valid index of its own; ``has_own_index`` picks the statement's variant, ``_statement``,
     so the catalog is asked once)."""
     if not iterative:
         return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
-                f" {_NO_PARALLEL}, false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
+                f" {_PLAIN_EXECUTION}, false AS has_own_index, t.* FROM ({_QUERY_TERMS}) t")
     return ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_mode,"
-            f" {_NO_PARALLEL},"
+            f" {_PLAIN_EXECUTION},"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,"
             f" set_config('hnsw.ef_search', CASE WHEN o.rows IS NOT NULL THEN"
             f" {_OWN_INDEX_EF_SQL} ELSE '{HNSW_EF_SEARCH}' END, true) AS ef_search,"
