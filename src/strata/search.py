@@ -79,8 +79,8 @@ Text arm
     each lexeme's document frequency; the statement takes the query's lexemes and match
     queries as constants (``_QUERY_TERMS``, one round trip before it) so the planner sees
     the words, and ``plan_cache_mode`` is forced to custom plans for the search transaction
-    (no parallel workers nor JIT either: see ``_PLAIN_EXECUTION``). Below the caps this is exactly
-    "score every row that matches any lexeme". Above them -- a broad query over a large
+    (no parallel workers nor JIT either: see ``_PLAIN_EXECUTION``). Below the caps this is
+    exactly "score every row that matches any lexeme". Above them -- a broad query over a large
     tenant, where thousands of rows share a common word -- the rows sharing a single lexeme
     are a sample in heap order: the weakest text evidence, and the vector arm still ranks
     the whole scope.
@@ -653,7 +653,7 @@ EXACT_SCOPE_SHARE = 0.05
 # rows). Compiling takes tens of milliseconds; the statement returns a few hundred rows.
 # (The embedded server has no LLVM: there the setting changes nothing.)
 _PLAIN_EXECUTION = ("set_config('max_parallel_workers_per_gather', '0', true) AS no_parallel,"
-                " set_config('jit', 'off', true) AS no_jit")
+                    " set_config('jit', 'off', true) AS no_jit")
 
 
 def _prelude(iterative: bool) -> str:
@@ -663,8 +663,8 @@ def _prelude(iterative: bool) -> str:
     -- the text arm's match queries and the tenant are what the planner needs to pick the
     tenant-keyed text index and a tenant's own vector index, and a generic plan (which
     psycopg's prepared statements invite after a few executions) cannot know them. No
-    parallel workers and no JIT (``_PLAIN_EXECUTION``). On pgvector 0.8+, the iterative scan and
-    ``HNSW_EF_SEARCH`` (by ``OWN_INDEX_EF_SEARCH`` and the index's size when the tenant has a
+    parallel workers and no JIT (``_PLAIN_EXECUTION``). On pgvector 0.8+, the iterative scan
+    and ``HNSW_EF_SEARCH`` (by ``OWN_INDEX_EF_SEARCH`` and the index's size when the tenant has a
     valid index of its own; ``has_own_index`` picks the statement's variant, ``_statement``,
     so the catalog is asked once)."""
     if not iterative:
@@ -754,27 +754,37 @@ _CORPUS_AT_CAP: "weakref.WeakKeyDictionary[Database, dict[tuple, float]]" = (
 _CORPUS_AT_CAP_MAX = 10_000
 
 
-def _corpus_at_cap(db: Database, params: dict[str, Any], *, counted: bool = False) -> bool:
-    """Whether the scope of ``params`` (what ``corpus`` counts) is known to hold at least
-    ``stat_cap`` rows -- its BM25 N is then the cap, uncounted. ``counted``: a count just
-    said so; remember it for ``CORPUS_AT_CAP_TTL`` seconds. A scope at ``valid_at`` is never
-    remembered: one per instant asked about."""
+def _corpus_key(params: dict[str, Any]) -> tuple | None:
+    """What ``corpus`` counts, as a key (None at ``valid_at``: a scope per instant asked
+    about, never remembered)."""
     if params["valid_at"] is not None:
-        return False
-    key = (params["tenant"], tuple(params["readable"]),
-           None if params["paths"] is None else tuple(params["paths"]),
-           tuple(params["statuses"]), params["any_status"], params["stat_cap"])
+        return None
+    return (params["tenant"], tuple(params["readable"]),
+            None if params["paths"] is None else tuple(params["paths"]),
+            tuple(params["statuses"]), params["any_status"], params["stat_cap"])
+
+
+def _corpus_at_cap(db: Database, params: dict[str, Any]) -> bool:
+    """Whether the scope of ``params`` is known to hold at least ``stat_cap`` rows: its BM25
+    N is then the cap, uncounted (see "Text arm")."""
+    key, known = _corpus_key(params), _CORPUS_AT_CAP.get(db.owner)
+    return key is not None and known is not None and known.get(key, 0.0) > time.monotonic()
+
+
+def _remember_corpus_at_cap(db: Database, params: dict[str, Any]) -> None:
+    """A count of the scope of ``params`` just reached ``stat_cap``: believe it for
+    ``CORPUS_AT_CAP_TTL`` seconds."""
+    key = _corpus_key(params)
+    if key is None:
+        return
     now = time.monotonic()
     known = _CORPUS_AT_CAP.get(db.owner)
-    if counted:
-        if known is None:
-            known = _CORPUS_AT_CAP.setdefault(db.owner, {})
-        if len(known) >= _CORPUS_AT_CAP_MAX:
-            for k in [k for k, until in list(known.items()) if until <= now] or list(known):
-                known.pop(k, None)
-        known[key] = now + CORPUS_AT_CAP_TTL
-        return True
-    return known is not None and known.get(key, 0.0) > now
+    if known is None:
+        known = _CORPUS_AT_CAP.setdefault(db.owner, {})
+    if len(known) >= _CORPUS_AT_CAP_MAX:
+        for k in [k for k, until in list(known.items()) if until <= now] or list(known):
+            known.pop(k, None)
+    known[key] = now + CORPUS_AT_CAP_TTL
 
 
 def statuses_for(include: Sequence[str]) -> list[str]:
@@ -935,7 +945,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
     first = rows[0] if rows else {}
     if first and not params["corpus_at_cap"] and first["corpus_n"] >= params["stat_cap"]:
-        _corpus_at_cap(db, params, counted=True)
+        _remember_corpus_at_cap(db, params)
     route = None
     if use_vec and first:
         route = ("exact" if first["vec_exact"] else
@@ -970,7 +980,7 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
         "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
         "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
         "common": [],  # the tenant's common lexemes: candidates() reads them (common_lexemes)
-        "corpus_at_cap": False,  # the scope's count reached stat_cap (_corpus_at_cap): count
+        "corpus_at_cap": False,  # N known to be the cap: candidates() asks (_corpus_at_cap)
     }
     return params, windows
 
