@@ -410,22 +410,52 @@ def test_access_bookkeeping_is_written_after_the_query_for_returned_results_only
     assert memory_row(db, found)["access_count"] == 4  # an edit keeps the memory's use
 
 
+def _lock_word(db, memory_id: str) -> str:
+    """The memory's tuple's xmax: who last locked (or deleted) that version of the row."""
+    with db.connection() as conn:
+        return conn.execute("SELECT xmax::text AS x FROM memories WHERE id = %s",
+                            (memory_id,)).fetchone()["x"]
+
+
 def test_access_bookkeeping_over_http_and_a_locked_row_is_retried(client, tenant, db):
-    """Over HTTP the process-wide log records returned results (flushed explicitly here);
-    a row locked by a concurrent transaction is skipped, not waited on, and written on the
-    next flush."""
+    """Over HTTP the process-wide log records returned results (flushed explicitly here).
+    A first count takes the memory's key-share lock (its foreign key's); a memory counted
+    before is counted again through its bookkeeping row alone -- its own row is not even
+    locked, so its lock word does not move (a lock rewrites the tuple's header, dirties the
+    page and is logged) and a write holding the row does not hold the count up. Rows held
+    by another transaction (the bookkeeping row; the memory's, on a first count) are
+    skipped, not waited on, and written on the next flush. Controls: the first count moves
+    the lock word; each skipped flush writes once the holder is gone."""
     [mid] = create(client, tenant.headers,
                    {"content": "The on-call rota changes on Mondays", "path": "shared.ops"})
+    created = _lock_word(db, mid)
     assert ids(search(client, tenant.headers, "on-call rota")) == [mid]
     ACCESS_LOG.flush()
     assert memory_row(db, mid)["access_count"] == 1
+    first = _lock_word(db, mid)
+    assert first != created  # control: a first count locks the memory's row
     log = AccessLog(autostart=False)
+    log.record(db, tenant.tenant_id, [uuid.UUID(mid)])
+    assert log.flush() == 1 and _lock_word(db, mid) == first
+    assert memory_row(db, mid)["access_count"] == 2
     log.record(db, tenant.tenant_id, [uuid.UUID(mid)])
     with db.transaction() as cur:
         cur.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (mid,))
+        assert log.flush() == 1  # not blocked, not skipped: the memory's row is not needed
+    assert memory_row(db, mid)["access_count"] == 3
+    log.record(db, tenant.tenant_id, [uuid.UUID(mid)])
+    with db.transaction() as cur:
+        cur.execute("SELECT 1 FROM memory_access WHERE memory_id = %s FOR UPDATE", (mid,))
         assert log.flush() == 0 and log.pending() == 1  # skipped, not blocked
-    assert log.flush() == 1 and memory_row(db, mid)["access_count"] == 2
-    assert memory_row(db, mid)["history"] == 0
+    assert log.flush() == 1 and memory_row(db, mid)["access_count"] == 4
+    [new] = create(client, tenant.headers,
+                   {"content": "The pager rotates at noon", "path": "shared.ops"})
+    log.record(db, tenant.tenant_id, [uuid.UUID(new)])
+    with db.transaction() as cur:
+        cur.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (new,))
+        assert log.flush() == 0 and log.pending() == 1  # a first count waits for no write
+    assert log.flush() == 1 and memory_row(db, new)["access_count"] == 1
+    assert memory_row(db, mid)["history"] == memory_row(db, new)["history"] == 0
 
 
 _BOOKKEEPING_STEP = st.one_of(
