@@ -154,7 +154,7 @@ def _skips_common(db, caller, query: str, common_rows: int, two_cap: int) -> int
         common = S.common_lexemes(db, conn, caller)
         row = conn.execute(
             "SELECT t.any_common IS NOT NULL AND (SELECT count(*) FROM (SELECT 1 FROM memories m"
-            " WHERE strata_tenant_lexemes(m.tenant_id, m.content) @@ t.two_lexemes::tsquery"
+            " WHERE " + S.LEXEMES + " @@ t.two_lexemes::tsquery"
             " AND m.tenant_id = %(tenant)s AND m.status = 'active' LIMIT %(depth)s) s)"
             " >= %(depth)s AND %(two_cap)s >= %(depth)s AS skips"
             f" FROM ({S._QUERY_TERMS}) t", {**params, "common": common, "two_cap": two_cap}

@@ -1,10 +1,11 @@
 """The search statement as it was before issue 17's latency work (commit 3ec8c3b), kept
 verbatim as the reference the current statement must agree with, row for row and score for
 score (tests/test_search_equivalence.py). Built from the same filter fragments as
-strata.search, so only the statement's own shape is frozen here."""
+strata.search, and the same expression for a memory's lexemes (content and context since
+migration 0022), so only the statement's own shape is frozen here."""
 
 from strata.search import (  # noqa: F401 (the frozen text names them)
-    _ACCESS, _FILTERS, _OWN_INDEX, _QUERY_TERMS, HNSW_EF_SEARCH,
+    _ACCESS, _FILTERS, _OWN_INDEX, _QUERY_TERMS, HNSW_EF_SEARCH, LEXEMES,
 )
 
 # As it was: strata.search now sizes it by the tenant's index (64 below 20,000 rows, which
@@ -20,13 +21,13 @@ WITH corpus AS (  -- BM25's N: what the caller may read, counted up to a cap
 cand AS (  -- the text arm's candidates (see "Text arm" above)
     (SELECT m.id FROM memories m
      WHERE %(use_txt)s
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two_lexemes)s::tsquery
+       AND {LEXEMES} @@ %(two_lexemes)s::tsquery
        AND {_FILTERS}
      LIMIT %(two_cap)s)
     UNION
     (SELECT m.id FROM memories m
      WHERE %(use_txt)s
-       AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(any_lexeme)s::tsquery
+       AND {LEXEMES} @@ %(any_lexeme)s::tsquery
        AND {_FILTERS}
      LIMIT %(one_cap)s)
 ),
@@ -114,7 +115,8 @@ windows AS (
 ),
 pool AS (SELECT id FROM vec UNION SELECT id FROM txt)
 -- Every candidate with both arms' scores: strata.ranking.fuse orders them.
-SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
+SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
+       m.status::text AS status,
        m.origin::text AS origin,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
        m.confidence, m.value_hash, vec.rank AS vec_rank, txt.rank AS txt_rank,

@@ -113,11 +113,14 @@ def test_history_triggers_are_installed(empty_db_url, settings):
         ("memories_evidence_changed", "O", "memories_evidence_changed"),
         ("memories_evidence_deleted", "O", "memories_evidence_cascade"),
         ("memories_evidence_retired", "O", "memories_evidence_cascade"),
+        ("memories_fts", "O", "memories_fts"),
         ("memories_history_delete", "O", "memory_history_capture"),
         ("memories_history_update", "O", "memory_history_capture"),
     ]
-    changed, rows = rows[0], rows[1:]
+    changed, fts, rows = rows[0], rows[3], rows[1:3] + rows[4:]
     history = rows[2:]
+    # fts (0022): computed from content and context on every write of either, or of fts itself
+    assert "BEFORE INSERT OR UPDATE OF content, context, fts" in fts["def"]
     assert "AFTER DELETE" in history[0]["def"] and "AFTER UPDATE" in history[1]["def"]
     assert "old.* IS DISTINCT FROM new.*" in history[1]["def"]
     # The evidence cascade (0019): every delete, and every change of status to superseded or

@@ -188,7 +188,7 @@ def _agrees(db, embedder, caller, words, common, *, mode="keyword", iterative=Fa
         got, _ = S._rows(conn, params)  # params gain the prelude's terms
         pairs = conn.execute(
             "SELECT count(*) AS n FROM memories m WHERE m.tenant_id = %(tenant)s"
-            " AND strata_tenant_lexemes(m.tenant_id, m.content) @@ %(two)s::tsquery",
+            " AND " + S.LEXEMES + " @@ %(two)s::tsquery",
             {"tenant": caller.tenant_id, "two": params["two_lexemes"]}).fetchone()["n"]
         skips = min(pairs, two_cap) >= depth and params["any_common"] is not None
         narrowed = (params["any_rare"] or "" if skips

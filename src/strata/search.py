@@ -328,6 +328,12 @@ corpus AS (  -- BM25's N: what the caller may read, counted up to a cap -- unles
 ),"""
 
 
+# A memory's lexemes as the tenant-keyed text index holds them: its content's and its
+# context's (migration 0022), each prefixed with the tenant id. The match must say it exactly
+# so for the planner to use the index.
+LEXEMES = "strata_tenant_lexemes(m.tenant_id, strata_memory_text(m.content, m.context))"
+
+
 def _match(tsquery: str, guard: str = "") -> str:
     """The rows matching ``tsquery`` (a parameter) through the tenant-keyed text index, with
     what BM25 reads. OFFSET 0 keeps the match a scan of that index alone, the filters applied
@@ -336,7 +342,7 @@ def _match(tsquery: str, guard: str = "") -> str:
     already imply. Rows come in heap order either way. ``guard``: a one-time condition."""
     return f"""SELECT m.id, m.fts, m.path
             FROM (SELECT * FROM memories m
-                  WHERE {guard}strata_tenant_lexemes(m.tenant_id, m.content) @@ {tsquery}
+                  WHERE {guard}{LEXEMES} @@ {tsquery}
                   OFFSET 0) m
             WHERE {_FILTERS}"""
 
@@ -518,7 +524,8 @@ _WINDOW_MATCH = """CASE
 _RESULT = """
 pool AS MATERIALIZED (SELECT id FROM vec UNION SELECT id FROM txt)
 -- Every candidate with both arms' scores: strata.ranking.fuse orders them.
-SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
+SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
+       m.status::text AS status,
        m.origin::text AS origin,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
        m.confidence, m.value_hash, vec.rank AS vec_rank, txt.rank AS txt_rank,
@@ -587,7 +594,8 @@ linked AS (
       AND (NOT %(exclude_derived)s OR o.origin <> 'llm_derived')
     ORDER BY o.id, r.pos, e.type
 )
-SELECT m.id, m.content, m.path::text AS path, m.kind::text AS kind, m.status::text AS status,
+SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
+       m.status::text AS status,
        m.origin::text AS origin,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
        m.confidence, x.from_id, x.edge
@@ -1025,7 +1033,8 @@ def _expand(db: Database, caller: Caller, req: SearchRequest, hits: list[uuid.UU
             **_access_params(caller, req, ignore_status), "hits": hits,
             "edges": list(EXPAND_EDGES), "limit": req.limit}).fetchall()
     return [SearchResult(
-        id=r["id"], content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
+        id=r["id"], content=r["content"], context=r["context"], path=r["path"], kind=r["kind"],
+        status=r["status"],
         origin=r["origin"], score=0.0, valid_from=r["valid_from"], valid_to=r["valid_to"], tags=r["tags"],
         importance=r["importance"], confidence=r["confidence"], expanded=True,
         expanded_from=r["from_id"], edge=r["edge"],
@@ -1063,7 +1072,8 @@ def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
             "read_from": found.read_from,
         }
     return SearchResult(
-        id=c.id, content=r["content"], path=r["path"], kind=r["kind"], status=r["status"],
+        id=c.id, content=r["content"], context=r["context"], path=r["path"], kind=r["kind"],
+        status=r["status"],
         origin=r["origin"], score=hit.relevance, rank=rank, valid_from=r["valid_from"], valid_to=r["valid_to"],
         tags=r["tags"], importance=r["importance"], confidence=r["confidence"],
         explain=explain,

@@ -73,6 +73,9 @@ class SearchResult(BaseModel):
 
     id: uuid.UUID = Field(description="The memory's id.")
     content: str = Field(description="The statement.")
+    context: str | None = Field(default=None, description=(
+        "What situates it (the message it answers, the passage it came from), when it has "
+        "one: the text arm matched its words too."))
     path: str = Field(description="Where it lives.")
     kind: str = Field(description="What sort of statement it is.")
     status: str = Field(description="`active`, or another status `include` asked for.")

@@ -110,6 +110,7 @@ class MemoryRecord(_Record):
     path: str
     name: str | None = None
     content: str = Field(min_length=1)
+    context: str | None = Field(default=None, min_length=1)  # absent in files before 0022
     kind: Kind
     slot: str | None = None
     value: str | None = None
@@ -257,7 +258,8 @@ SELECT (SELECT count(*) FROM memories WHERE tenant_id = %(t)s) AS memory,
 """
 
 _EXPORT_MEMORIES = f"""
-SELECT id, asserted_at, path::text AS path, name, content, kind::text AS kind, slot, value,
+SELECT id, asserted_at, path::text AS path, name, content, context, kind::text AS kind, slot,
+       value,
        status::text AS status, origin::text AS origin, importance, confidence, pinned,
        {bookkeeping.count_sql("memories")} AS access_count,
        {bookkeeping.last_sql("memories")} AS last_accessed_at,
@@ -612,7 +614,8 @@ class Importer:
         canonical = canonicalize(m.content)
         return {
             "id": dest, "tenant": self.tenant_id, "path": m.path, "name": m.name,
-            "content": m.content, "canonical": canonical, "hash": value_hash(canonical),
+            "content": m.content, "context": m.context, "canonical": canonical,
+            "hash": value_hash(canonical),
             "kind": m.kind, "slot": m.slot, "value": m.value, "status": status,
             "origin": m.origin, "importance": m.importance, "confidence": m.confidence,
             "pinned": m.pinned, "access_count": m.access_count,

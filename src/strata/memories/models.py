@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -21,6 +21,23 @@ from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types
 )
 
 
+# A memory's context (migration 0022): at most this many characters.
+MAX_CONTEXT_CHARS = 8000
+MemoryContext = Annotated[Text, Field(min_length=1, max_length=MAX_CONTEXT_CHARS)]
+CONTEXT_DOC = (
+    "What situates the statement, when it does not say it itself: the message it answers "
+    "(\"How long have you been married?\" for \"5 years already!\"), the passage it was "
+    "taken from. Search's text arm matches its words with the content's; it is never part "
+    "of the content -- not of its value, its duplicate check or its embedding. At most "
+    f"{MAX_CONTEXT_CHARS} characters, and no secret.")
+
+
+def _context_ok(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("context must not be blank (leave it out for none)")
+    return value
+
+
 class MemoryIn(BaseModel):
     """One memory to create."""
 
@@ -29,6 +46,7 @@ class MemoryIn(BaseModel):
     content: MemoryContent = Field(description=(
         "The statement to remember, as it should be read back: at most 32 KB, with a word in "
         "it, and no secret (a key, token or password is refused)."))
+    context: MemoryContext | None = Field(default=None, description=CONTEXT_DOC)
     path: MemoryPath | None = Field(default=None, description=(
         "Where it lives (`users.alice`, `shared.project_x`): dot-separated labels. Defaults "
         "to the key's default path."))
@@ -66,6 +84,7 @@ class MemoryIn(BaseModel):
         return value
 
     _content = field_validator("content")(_content_ok)
+    _context = field_validator("context")(_context_ok)
 
 
 class CreateRequest(BaseModel):
@@ -98,6 +117,8 @@ class MemoryPatch(BaseModel):
         "moved on."))
     content: MemoryContent | None = Field(default=None, description=(
         "The new statement (re-embedded; no secret)."))
+    context: MemoryContext | None = Field(default=None, description=(
+        "The new context (null: none); see create's `context`."))
     path: MemoryPath | None = Field(default=None, description="Move the memory to this path.")
     kind: Kind | None = Field(default=None, description="The new kind.")
     slot: Text | None = Field(default=None, min_length=1, max_length=200, description=(
@@ -124,6 +145,8 @@ class MemoryPatch(BaseModel):
     def _content(cls, value: str | None) -> str | None:
         return None if value is None else _content_ok(value)
 
+    _context = field_validator("context")(_context_ok)
+
 
 class Memory(BaseModel):
     """A memory as stored, with its status and version."""
@@ -132,6 +155,9 @@ class Memory(BaseModel):
     path: str = Field(description="Where it lives.")
     name: str | None = Field(description="Its name, unique within its path, when given.")
     content: str = Field(description="The statement.")
+    context: str | None = Field(default=None, description=(
+        "What situates it (the message it answers, the passage it came from), when given: "
+        "searched with the content, never part of it."))
     kind: Kind = Field(description="What sort of statement it is.")
     slot: str | None = Field(description="What it is about, when it holds one value of something.")
     value: str | None = Field(description="The slot's normalised value.")
@@ -167,6 +193,7 @@ class Memory(BaseModel):
         valid = row["valid"]
         return cls(
             id=row["id"], path=row["path"], name=row["name"], content=row["content"],
+            context=row.get("context"),
             kind=row["kind"], slot=row["slot"], value=row["value"], status=row["status"],
             origin=row["origin"], importance=row["importance"], confidence=row["confidence"],
             pinned=row["pinned"], tier=row["tier"], expires_at=row["expires_at"],

@@ -41,7 +41,7 @@ WHERE tenant_id = %(tenant)s AND id = %(id)s AND path <@ %(readable)s::ltree[]
 
 
 def refuse_secrets(content: str | None, slot: str | None, value: str | None,
-                   prefix: str = "") -> None:
+                   prefix: str = "", context: str | None = None) -> None:
     """A memory written directly holds no secret, in its content or in what its slot's value
     says ("wifi password is hunter2"): ``InvalidInput`` naming the field and the kind, never the
     value. An ingested message is not refused: the extractor reports its secret clauses as
@@ -51,6 +51,10 @@ def refuse_secrets(content: str | None, slot: str | None, value: str | None,
         kind = found[0].kind.replace("_", " ")
         raise InvalidInput(f"content contains a secret ({kind}); strata does not store secrets",
                            field=f"{prefix}content")
+    if context is not None and (found := secrets.find(context)):
+        kind = found[0].kind.replace("_", " ")
+        raise InvalidInput(f"context contains a secret ({kind}); strata does not store secrets",
+                           field=f"{prefix}context")
     if slot and value and secrets.contains_secret(
             f"the {slot.rsplit('.', 1)[-1].replace('_', ' ')} is {value}"):
         raise InvalidInput("value is a secret; strata does not store secrets",
@@ -70,7 +74,8 @@ def _prepare(caller: Caller, req: CreateRequest, embedder: Embedder) -> list[_Pr
     """Validate every item and embed the whole batch before anything is written."""
     prepared = []
     for i, item in enumerate(req.memories):
-        refuse_secrets(item.content, item.slot, item.value, prefix=f"memories[{i}].")
+        refuse_secrets(item.content, item.slot, item.value, prefix=f"memories[{i}].",
+                       context=item.context)
         field = f"memories[{i}].path"
         path = item.path if item.path is not None else caller.default_path
         if path is None:
@@ -172,7 +177,8 @@ def _write_batch(
             continue
         value = derive_value(item.slot, item.content, item.value)
         staged.append(persist.Staged(
-            idx=i, path=p.path, content=item.content, canonical=p.canonical, value_hash=p.hash,
+            idx=i, path=p.path, content=item.content, context=item.context,
+            canonical=p.canonical, value_hash=p.hash,
             kind=item.kind, slot=item.slot, value=value,
             valid_from=item.valid_from or now, confidence=1.0, evidence=evidence,
             embedding=p.embedding, gate=None, verdicts=None, name=item.name,
@@ -201,7 +207,8 @@ def _replace(cur, caller: Caller, p: _Prepared, existing: dict[str, Any], embedd
     """``on_conflict=replace``: the named memory is edited, under the rules of a PATCH."""
     item = p.item
     target = changes.Target(
-        content=item.content, kind=item.kind, slot=item.slot, set_slot=True, value=item.value,
+        content=item.content, context=item.context, set_context=True, kind=item.kind,
+        slot=item.slot, set_slot=True, value=item.value,
         importance=item.importance, meta=item.meta, tags=list(dict.fromkeys(item.tags)),
         valid_from=item.valid_from, embedding=p.embedding, model=embedder.model,
         evidence=evidence,
@@ -327,7 +334,7 @@ def update_memory(
     expected = patch.expected_version if patch.expected_version is not None else expected_version
     with audited(db, caller, "write", "memory.update") as event:
         event.memory_ids = [memory_id]
-        refuse_secrets(patch.content, patch.slot, patch.value)
+        refuse_secrets(patch.content, patch.slot, patch.value, context=patch.context)
         if expected is None:
             raise InvalidInput(
                 "expected_version (or an If-Match header) is required", field="expected_version"
@@ -337,7 +344,8 @@ def update_memory(
             validate_path(patch.path)
         vector = embedder.embed([patch.content])[0] if patch.content is not None else None
         target = changes.Target(
-            content=patch.content, path=patch.path, kind=patch.kind, slot=patch.slot,
+            content=patch.content, context=patch.context, set_context="context" in changes_,
+            path=patch.path, kind=patch.kind, slot=patch.slot,
             set_slot="slot" in changes_, value=patch.value, importance=patch.importance,
             confidence=patch.confidence, pinned=patch.pinned, tags=patch.tags, meta=patch.meta,
             valid_from=patch.valid_from, valid_to=patch.valid_to,

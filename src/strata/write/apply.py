@@ -48,10 +48,12 @@ T = TypeVar("T")
 # The memory and its lexical key (migration 0012) in one statement.
 _INSERT = """
 WITH m AS (
-    INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-                          value, status, origin, confidence, importance, valid, embedding,
-                          embedding_model, evidence, meta, tags, asserted_at, tier, expires_at)
-    VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+    INSERT INTO memories (id, tenant_id, path, name, content, context, canonical, value_hash,
+                          kind, slot, value, status, origin, confidence, importance, valid,
+                          embedding, embedding_model, evidence, meta, tags, asserted_at, tier,
+                          expires_at)
+    VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(context)s,
+            %(canonical)s, %(hash)s,
             %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
             COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
             %(meta)s, %(tags)s, %(asserted_at)s, %(tier)s::memory_tier, %(expires_at)s)
@@ -119,6 +121,7 @@ class Staged:
     valid_to: datetime | None = None  # set when the statement is about a state that ended
     asserts_change: bool = False
     # Direct create carries these; extraction leaves the defaults.
+    context: str | None = None
     name: str | None = None
     importance: float | None = None
     tags: list[str] = field(default_factory=list)
@@ -329,7 +332,8 @@ class _Writer:
         new_id = memory_id or uuid.uuid4()
         self.cur.execute(_INSERT, {
             **self.base, "id": new_id, "path": item.path, "name": item.name,
-            "content": item.content, "canonical": item.canonical, "hash": item.value_hash,
+            "content": item.content, "context": item.context, "canonical": item.canonical,
+            "hash": item.value_hash,
             "kind": item.kind, "slot": item.slot, "value": item.value, "status": status,
             "origin": item.origin, "confidence": item.confidence, "importance": item.importance,
             "valid": _closed(item.valid_from, valid_until or item.valid_to),

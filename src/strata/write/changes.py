@@ -47,7 +47,7 @@ from strata.write.values import derive_value
 
 # What forget strips from history: everything that could carry the content. Hashes, ids,
 # path, kind and timestamps stay, so the record of *that* something was erased survives.
-ERASED_FIELDS = ("content", "canonical", "value", "evidence", "meta", "tags", "name")
+ERASED_FIELDS = ("content", "context", "canonical", "value", "evidence", "meta", "tags", "name")
 
 _BY_ID = f"SELECT {COLUMNS}, value_hash, embedding FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
 
@@ -93,6 +93,8 @@ class Target:
     """What an edit asks a memory to become; None leaves a field as it is."""
 
     content: str | None = None
+    context: str | None = None
+    set_context: bool = False  # context given (possibly None: clear it)
     path: str | None = None
     kind: str | None = None
     slot: str | None = None
@@ -118,6 +120,7 @@ class Target:
 _UPDATE = f"""
 UPDATE memories SET
     content = %(content)s, canonical = %(canonical)s, value_hash = %(hash)s,
+    context = CASE WHEN %(set_context)s THEN %(context)s ELSE context END,
     embedding = COALESCE(%(embedding)s, embedding),
     embedding_model = COALESCE(%(model)s, embedding_model),
     path = %(path)s::ltree, name = %(name)s, kind = %(kind)s::memory_kind, slot = %(slot)s,
@@ -200,7 +203,7 @@ def revise(
                          memory_id=row["id"], replaced_by=row["id"], embedding=row["embedding"])
     updated = cur.execute(_UPDATE, {
         "tenant": caller.tenant_id, "id": row["id"], "content": content, "canonical": canonical,
-        "hash": new_hash, "embedding": target.embedding, "model": target.model, "path": path,
+        "hash": new_hash, "set_context": target.set_context, "context": target.context, "embedding": target.embedding, "model": target.model, "path": path,
         "name": target.name if target.set_name else row["name"],
         "kind": target.kind or row["kind"], "slot": slot, "value": value, "status": status,
         "importance": target.importance, "confidence": target.confidence,
@@ -484,12 +487,12 @@ def live_holders(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
 
 
 _RESTORE_INSERT = f"""
-INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-    value, status, origin, importance, confidence, pinned,
+INSERT INTO memories (id, tenant_id, path, name, content, context, canonical, value_hash,
+    kind, slot, value, status, origin, importance, confidence, pinned,
     reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
     evidence, meta, tags, created_at, updated_at, asserted_at)
-SELECT r.id, r.tenant_id, r.path, r.name, r.content, r.canonical, r.value_hash, r.kind, r.slot,
-    r.value, r.status, r.origin, r.importance, r.confidence, r.pinned,
+SELECT r.id, r.tenant_id, r.path, r.name, r.content, r.context, r.canonical, r.value_hash,
+    r.kind, r.slot, r.value, r.status, r.origin, r.importance, r.confidence, r.pinned,
     r.reinforcements, r.tier, r.expires_at, r.valid, r.recorded_at,
     %(embedding)s, %(model)s, %(version)s, r.evidence || %(evidence)s, r.meta, r.tags,
     r.created_at, now(), r.asserted_at
@@ -534,8 +537,8 @@ def restore(
         bounds = cur.execute("SELECT lower(%(v)s::tstzrange) AS lo, upper(%(v)s::tstzrange) AS hi",
                              {"v": data["valid"]}).fetchone()
         target = Target(
-            content=data["content"], path=data["path"], kind=data["kind"], slot=data.get("slot"),
-            set_slot=True, value=data.get("value"), status=data["status"],
+            content=data["content"], context=data.get("context"), set_context=True,
+            path=data["path"], kind=data["kind"], slot=data.get("slot"), set_slot=True, value=data.get("value"), status=data["status"],
             importance=data["importance"], confidence=data["confidence"], pinned=data["pinned"],
             tags=data.get("tags"), meta=data.get("meta"), name=data.get("name"), set_name=True,
             valid_from=bounds["lo"], valid_to=bounds["hi"], set_valid_to=True,

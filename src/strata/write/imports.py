@@ -35,11 +35,12 @@ from strata.write.canonical import slot_value_hash
 # a record already there (ON CONFLICT) inserts none of them.
 _INSERT_MEMORY = """
 WITH m AS (
-    INSERT INTO memories (id, tenant_id, path, name, content, canonical, value_hash, kind, slot,
-        value, status, origin, importance, confidence, pinned,
+    INSERT INTO memories (id, tenant_id, path, name, content, context, canonical, value_hash,
+        kind, slot, value, status, origin, importance, confidence, pinned,
         reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model,
         version, evidence, meta, tags, created_at, updated_at, asserted_at)
-    VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(canonical)s, %(hash)s,
+    VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(context)s,
+        %(canonical)s, %(hash)s,
         %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
         %(pinned)s, %(reinforcements)s, %(tier)s,
         %(expires_at)s, %(valid)s, %(recorded_at)s, %(embedding)s, %(model)s, GREATEST(%(version)s, (
