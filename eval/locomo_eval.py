@@ -88,6 +88,7 @@ from harness import api_client, percentile, scratch_database  # noqa: E402
 
 LOAD_MODES = ("observations", "turns", "ingest")
 CLI_MODES = (*LOAD_MODES, "retrieval")
+CONTEXTS = ("source", "none")  # what a stored turn or observation carries as its context
 MODES = ("hybrid", "vector", "keyword")
 ARMS = (*MODES, "exact")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -150,24 +151,38 @@ def session_turns(conv: dict[str, Any]) -> list[tuple[datetime, list[dict[str, A
             for n, date in sessions(conv)]
 
 
-def items_for(conv: dict[str, Any], mode: str) -> list[tuple[datetime, list[tuple[str, list[str]]]]]:
-    """Per session: its date and the (content, dia_ids) to store."""
+def items_for(conv: dict[str, Any], mode: str, context: bool = True
+              ) -> list[tuple[datetime, list[tuple[str, list[str], str | None]]]]:
+    """Per session: its date and the (content, dia_ids, context) to store. The context (a
+    memory's ``context``: matched by search, not part of the content) is what an agent storing
+    the memory has at hand: in turns mode the turn before it in the session (the message it
+    answers), in observations mode the turns the observation was taken from. ``context=False``
+    stores each memory alone."""
+    from strata.memories.models import MAX_CONTEXT_CHARS
+
+    said = {str(t.get("dia_id")): f"{t['speaker']}: {turn_text(t)}"
+            for _, turns in session_turns(conv) for t in turns}
     out = []
     for n, date in sessions(conv):
-        items: list[tuple[str, list[str]]] = []
+        items: list[tuple[str, list[str], str | None]] = []
         if mode == "observations":
             for facts in (conv.get(f"session_{n}_observation") or {}).values():
                 for fact in facts:
                     text, cited = fact[0], dia_ids(fact[1:])
                     if text and text.strip():
-                        items.append((text.strip(), cited))
+                        source = "\n".join(said[d] for d in dict.fromkeys(cited) if d in said)
+                        items.append((text.strip(), cited, source or None))
         else:
+            before = None
             for turn in conv.get(f"session_{n}") or []:
                 text = turn_text(turn)
                 if text:
-                    items.append((f"{turn['speaker']}: {text}", dia_ids(turn.get("dia_id"))))
+                    line = f"{turn['speaker']}: {text}"
+                    items.append((line, dia_ids(turn.get("dia_id")), before))
+                    before = line
         if items:
-            out.append((date, items))
+            out.append((date, [(text, cited, ctx[:MAX_CONTEXT_CHARS] if ctx and context else None)
+                               for text, cited, ctx in items]))
     return out
 
 
@@ -298,7 +313,7 @@ class _NoAccessLog:
 
 
 def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any], mode: str,
-                      suffix: str) -> dict[str, Any]:
+                      suffix: str, context: bool = True) -> dict[str, Any]:
     """Store one conversation in its own tenant; return its caller, the dia_ids each memory
     cites and the write outcomes."""
     from strata.auth import authenticate, create_tenant
@@ -313,14 +328,15 @@ def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any]
     outcomes: Counter[str] = Counter()
     stored_ids: set[str] = set()
     judge = RuleJudge()
-    for date, items in items_for(conv, mode):
+    for date, items in items_for(conv, mode, context):
         for start in range(0, len(items), BATCH):
             chunk = items[start:start + BATCH]
             req = CreateRequest(memories=[
-                MemoryIn(content=text, path=path, valid_from=date, meta={"dia_ids": cited})
-                for text, cited in chunk])
+                MemoryIn(content=text, context=ctx, path=path, valid_from=date,
+                         meta={"dia_ids": cited})
+                for text, cited, ctx in chunk])
             results = create_memories(db, caller, req, embedder, judge=judge, settings=settings)
-            for (_, cited), r in zip(chunk, results, strict=True):
+            for (_, cited, _), r in zip(chunk, results, strict=True):
                 outcomes[r.status] += 1
                 if r.id is not None:
                     cites[r.id].update(cited)
@@ -508,7 +524,8 @@ def summarise(rows: dict[str, list[tuple[str, int, dict[str, float]]]],
     return {"overall": overall, "per_category": per_category}
 
 
-def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
+def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str,
+             context: bool = True) -> dict[str, Any]:
     import contextlib
 
     from strata.progress import bar
@@ -531,7 +548,8 @@ def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str
                 loaded = ingest_conversation(client, db, cid, conv, suffix)
                 calls_ms += loaded["calls_ms"]
             else:
-                loaded = load_conversation(db, cached, settings, cid, conv, mode, suffix)
+                loaded = load_conversation(db, cached, settings, cid, conv, mode, suffix,
+                                           context)
             qs = all_q[cid]
             t1 = time.perf_counter()
             ranked, latency = ask_all(db, cached, loaded, qs)
@@ -559,6 +577,8 @@ def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str
         }
     meta: dict[str, Any] = {
         "mode": mode, "embedder": embedder.model, "conversations": list(convs),
+        "context": ("none" if not context or mode == "ingest"
+                    else "turn before" if mode == "turns" else "cited turns"),
         "groups": {g: ids for g, ids in group_members(list(convs)).items() if g != "all"},
         "questions": len(rows["hybrid"]), "limit": LIMIT,
         # Evidence turns no stored memory cites (e.g. no observation points at them):
@@ -662,15 +682,17 @@ def check_retrieval(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def evaluate_retrieval(db, embedder, settings, convs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def evaluate_retrieval(db, embedder, settings, convs: dict[str, dict[str, Any]],
+                       context: bool = True) -> dict[str, Any]:
     """Observations and turns mode in one run (same embedder and database), with issue 17's
     targets checked."""
     all_q = [q["question"] for c in convs.values() for q in questions(c)]
     cached = CachedEmbedder(embedder, all_q)
-    reports = {mode: evaluate(db, cached, settings, convs, mode)
+    reports = {mode: evaluate(db, cached, settings, convs, mode, context)
                for mode in ("observations", "turns")}
     return {"targets": check_retrieval(reports), "modes": reports,
             "meta": {"embedder": embedder.model, "conversations": list(convs),
+                     "context": "source" if context else "none",
                      "groups": reports["turns"]["meta"]["groups"]}}
 
 
@@ -828,7 +850,8 @@ def _samples(path: Path) -> dict[str, dict[str, Any]]:
         "qa": s.get("qa", [])} for s in samples}
 
 
-def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = None) -> dict[str, Any]:
+def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = None,
+        context: bool = True) -> dict[str, Any]:
     from strata.config import Settings
     from strata.providers.embedders import get_embedder
 
@@ -839,8 +862,8 @@ def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = 
         if mode == "ingest":
             return evaluate_all(db, embedder, settings, convs)
         if mode == "retrieval":
-            return evaluate_retrieval(db, embedder, settings, convs)
-        return evaluate(db, embedder, settings, convs, mode)
+            return evaluate_retrieval(db, embedder, settings, convs, context)
+        return evaluate(db, embedder, settings, convs, mode, context)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -852,11 +875,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="ingest also runs turns and observations, in one report;"
                              " retrieval runs observations and turns, in one report")
     parser.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
+    parser.add_argument("--context", choices=CONTEXTS, default="source",
+                        help="source: store each turn with the turn before it, each observation "
+                             "with the turns it cites, as its context; none: each alone")
     parser.add_argument("--json", action="store_true", help="print only the JSON object")
     args = parser.parse_args(argv)
     only = [c.strip() for c in args.conversations.split(",") if c.strip()] \
         if args.conversations else None
-    report = run(args.data, args.embedder, args.mode, only)
+    report = run(args.data, args.embedder, args.mode, only, args.context == "source")
     print(json.dumps(report, indent=2, default=str))
     if not args.json:
         print()

@@ -98,6 +98,11 @@ def _scans_of(node: dict, literal: str) -> list[dict]:
     return found
 
 
+def _tsquery(scan: dict) -> str:
+    """The tsquery an index scan matches (the right side of its condition's @@)."""
+    return scan["Index Cond"].rsplit("@@", 1)[1]
+
+
 def _params(db, embedder, caller, query: str, common: list[str], *, mode: str = "keyword",
             iterative: bool = False, **caps) -> dict:
     params, _ = S._search_params(caller, SearchRequest(query=query, mode=mode), embedder,
@@ -118,8 +123,8 @@ def test_a_common_lexeme_is_not_read_once_pairs_fill_the_depth(db, embedder, cor
                          one_cap=10**6)  # the rare word's rows would fill the default cap
         plan = _plan(db, params)
         # any_common holds only 'coffe' when it is common: a scan of that one lexeme
-        scans = [s for s in _scans_of(plan, literal) if "&" not in s["Index Cond"]
-                 and "|" not in s["Index Cond"]]
+        scans = [s for s in _scans_of(plan, literal) if "&" not in _tsquery(s)
+                 and "|" not in _tsquery(s)]
         return [s["Actual Loops"] for s in scans], params
 
     skipped, params = loops(["coffe"], 50)

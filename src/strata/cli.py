@@ -419,6 +419,8 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     argv = ["--data", str(data), "--embedder", args.embedder, "--mode", args.mode]
     if args.conversations:
         argv += ["--conversations", args.conversations]
+    if args.context:
+        argv += ["--context", args.context]
     try:
         script = _eval_script("locomo_eval")
     except _NoEvalScript as exc:
@@ -580,6 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("observations", "turns", "ingest", "retrieval"),
                    default="observations")
     p.add_argument("--conversations", help="comma-separated ids, e.g. 26,30 (default all)")
+    p.add_argument("--context", choices=("source", "none"), default=None,
+                   help="source (default): store each turn with the turn before it, each "
+                   "observation with the turns it cites, as its context; none: each alone")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.set_defaults(func=cmd_eval_locomo)
 
