@@ -156,12 +156,17 @@ def items_for(conv: dict[str, Any], mode: str, context: bool = True
     """Per session: its date and the (content, dia_ids, context) to store. The context (a
     memory's ``context``: matched by search, not part of the content) is what an agent storing
     the memory has at hand: in turns mode the turn before it in the session (the message it
-    answers), in observations mode the turns the observation was taken from. ``context=False``
-    stores each memory alone."""
+    answers), in observations mode the exchanges the observation was taken from (each turn it
+    cites, after the turn before it). ``context=False`` stores each memory alone."""
     from strata.memories.models import MAX_CONTEXT_CHARS
 
-    said = {str(t.get("dia_id")): f"{t['speaker']}: {turn_text(t)}"
-            for _, turns in session_turns(conv) for t in turns}
+    said: dict[str, str] = {}
+    before_turn: dict[str, str] = {}
+    for _, turns in session_turns(conv):
+        for prev, t in zip([None, *turns], turns):
+            said[str(t.get("dia_id"))] = f"{t['speaker']}: {turn_text(t)}"
+            if prev is not None:
+                before_turn[str(t.get("dia_id"))] = f"{prev['speaker']}: {turn_text(prev)}"
     out = []
     for n, date in sessions(conv):
         items: list[tuple[str, list[str], str | None]] = []
@@ -170,7 +175,9 @@ def items_for(conv: dict[str, Any], mode: str, context: bool = True
                 for fact in facts:
                     text, cited = fact[0], dia_ids(fact[1:])
                     if text and text.strip():
-                        source = "\n".join(said[d] for d in dict.fromkeys(cited) if d in said)
+                        source = "\n".join(dict.fromkeys(
+                            line for d in cited
+                            for line in (before_turn.get(d), said.get(d)) if line))
                         items.append((text.strip(), cited, source or None))
         else:
             before = None
