@@ -241,3 +241,37 @@ def test_the_migration_keeps_rows_written_before_it(empty_db_url, settings):
         assert found("year") == [mid] and found("marri") == []
         conn.execute("UPDATE memories SET context = %s WHERE id = %s", (QUESTION, mid))
         assert found("marri") == [mid]
+
+
+def test_a_memory_rule_judges_the_context_too(client, tenant, make_tenant, db, embedder):
+    """A rule's exclusion reaches a memory whose context holds what it excludes (the content
+    alone passes it: control), in a create and in an import alike."""
+    import io
+
+    from strata import transfer
+
+    h = tenant.headers
+    r = client.put("/v1/rules", headers=h, json={"path": "users", "exclude_patterns": ["zephyr"],
+                                                  "exclude_categories": ["health"]})
+    assert r.status_code == 200, r.text
+    results = create_ok(client, h,
+                        {"content": "Yes, every Tuesday", "path": ALICE,
+                         "context": "Do you still lead project Zephyr?"},
+                        {"content": "It went fine", "path": ALICE,
+                         "context": "How did the chemotherapy for your cancer go?"},
+                        {"content": "Yes, every Tuesday", "path": ALICE,
+                         "context": "Do you still go swimming?"})
+    assert [x["status"] for x in results] == ["blocked", "blocked", "inserted"]
+    assert results[0]["reason"].endswith("excluded (exclude_patterns[0])")
+    assert results[1]["reason"].endswith("excluded (health)")
+    listed = client.get("/v1/memories", headers=h).json()["items"]
+    assert [m["context"] for m in listed] == ["Do you still go swimming?"]
+    # An import into the tenant is judged the same way.
+    source = make_tenant("source")
+    create_ok(client, source.headers,
+              {"content": "Yes, on Fridays", "path": ALICE, "context": "Is Zephyr on track?"},
+              {"content": "Yes, on Fridays", "path": "users.bob", "context": "Do you cook?"})
+    out = io.StringIO()
+    transfer.export(db, source.tenant_id, out)
+    report = transfer.import_lines(db, tenant.tenant_id, out.getvalue().splitlines(), embedder)
+    assert report["memories"]["blocked"] == 1 and report["memories"]["inserted"] == 1, report

@@ -40,6 +40,7 @@ from strata.write import lexical, locks, policy, slots
 from strata.write.conflict import NoJudge, RuleJudge, by_slot, coexisting, judge_candidate
 from strata.write.gate import GateDecision
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
+from strata.write.rows import held_text
 from strata.write.tombstones import insert_tombstone
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,8 @@ def _ruled_out(cur: psycopg.Cursor, tenant_id: uuid.UUID,
                items: list[Staged]) -> dict[int, ItemOutcome]:
     """Each item's rule decision (kept on the item); the outcomes of the items it blocks."""
     out = {}
-    decisions = policy.decide(cur, tenant_id, [(i.path, i.content) for i in items])
+    decisions = policy.decide(cur, tenant_id,
+                              [(i.path, held_text(i.content, i.context)) for i in items])
     for item, decision in zip(items, decisions, strict=True):
         item.rule = decision
         if decision is not None and decision.action == "block":

@@ -30,6 +30,7 @@ from strata.write import gate as gating
 from strata.write import lexical, locks, policy, slots
 from strata.write.apply import waves
 from strata.write.canonical import slot_value_hash
+from strata.write.rows import held_text
 
 # The memory, its lexical key (migration 0012) and its use by search (0021) in one statement;
 # a record already there (ON CONFLICT) inserts none of them.
@@ -146,7 +147,9 @@ def write(cur: psycopg.Cursor, tenant_id: uuid.UUID, items: list[Incoming],
     (or whose path captures nothing) is blocked whatever its status; a live record under
     review-only capture is held as a candidate."""
     out: dict[int, Decision] = {}
-    ruled = policy.decide(cur, tenant_id, [(i.row["path"], i.row["content"]) for i in items])
+    ruled = policy.decide(cur, tenant_id, [(i.row["path"], held_text(i.row["content"],
+                                                                      i.row.get("context")))
+                                           for i in items])
     for n, (item, decision) in enumerate(zip(items, ruled, strict=True)):
         item.rule = decision
         if decision is not None and decision.action == "block":

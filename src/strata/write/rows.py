@@ -30,6 +30,13 @@ def columns(alias: str = "memories") -> str:
 COLUMNS = columns()
 
 
+def held_text(content: str, context: str | None) -> str:
+    """Everything a memory holds: its content, then its context (migration 0022's
+    ``strata_memory_text``, which the text arm matches). What a memory rule judges, so a rule
+    that keeps something out of the content keeps it out of the context too."""
+    return content if context is None else f"{content}\n{context}"
+
+
 def scope(caller: Caller, **params: Any) -> dict[str, Any]:
     return {
         "tenant": caller.tenant_id,
