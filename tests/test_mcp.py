@@ -177,6 +177,26 @@ def test_remember_recall_update_forget_round_trip(mcp_url, tenant):
     assert plants[0] == "The office plants are watered on Mondays"
 
 
+def test_remember_with_context_is_recalled_by_the_question_it_answers(mcp_url, tenant):
+    """A statement remembered with the question it answers as its context is recalled by the
+    question's words (the same statement without it, in another path, is not: control), and
+    a context with messages is refused naming the field."""
+    async def go():
+        async with mcp_session(mcp_url, tenant.key) as s:
+            with_ctx = ok(await call(s, "remember", statement="Five years already",
+                                     path="users.mel", context="How long have you been married?"))
+            ok(await call(s, "remember", statement="Five years already", path="users.bob"))
+            found = ok(await call(s, "recall", query="married", mode="keyword"))
+            bad = await call(s, "remember", messages=[{"role": "user", "content": "hi"}],
+                             path="users.mel", context="hello")
+        return with_ctx, found, bad
+
+    with_ctx, found, bad = run(go)
+    assert [(r["id"], r["context"]) for r in found["results"]] == [
+        (with_ctx["id"], "How long have you been married?")]
+    assert_tool_error(bad, "invalid_input", field="context")
+
+
 def test_get_and_delete_answer_405_without_a_stream(mcp_url, tenant):
     """Given stateless mode (no server-initiated stream, no session)
     When a client GETs or DELETEs /mcp

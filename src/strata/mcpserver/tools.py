@@ -27,7 +27,7 @@ from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
 from strata.ingest import service
 from strata.ingest.models import IngestRequest, Receipt, Role
-from strata.memories.models import Instant, Kind
+from strata.memories.models import MAX_CONTEXT_CHARS, Instant, Kind
 from strata.paths import validate_path
 from strata.rules import store as rules
 from strata.rules.models import RuleIn
@@ -88,7 +88,8 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
     return schema
 
 
-STATEMENT_ONLY = ("kind", "slot", "value", "tags", "meta", "importance", "valid_from")
+STATEMENT_ONLY = ("context", "kind", "slot", "value", "tags", "meta", "importance",
+                  "valid_from")
 MESSAGES_ONLY = ("wait", "idempotency_key")
 # Either way: where the new memories land.
 BOTH = ("tier", "ttl")
@@ -121,6 +122,11 @@ REMEMBER_SCHEMA = _object({
     },
     "path": _path("Where the memory lives, e.g. users.alice or shared.project_x. Optional only "
                   "when this key has a default path."),
+    "context": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_CONTEXT_CHARS,
+                "description": "statement only: what situates it when it does not say it "
+                               "itself, e.g. the question it answers ('How long have you been "
+                               "married?' for '5 years already'). Recall matches its words; it "
+                               "is not part of the statement."},
     "kind": _kind("statement only: what sort of memory it is (default fact)."),
     "slot": {"type": "string", "minLength": 1, "maxLength": 200,
              "description": "statement only: what the memory is about when it has one current "
@@ -204,6 +210,8 @@ UPDATE_SCHEMA = _object({
     "content": {"type": "string", "minLength": 1, "maxLength": 32768,
                 "description": "The corrected text (re-embedded and checked against "
                                "forgotten/retired values)."},
+    "context": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_CONTEXT_CHARS,
+                "description": "New context (null: none); see remember's context."},
     "path": _path("Move the memory to this path (needs write access there)."),
     "kind": _kind("New kind."),
     "slot": {"type": "string", "minLength": 1, "maxLength": 200, "description": "New slot."},
