@@ -83,6 +83,27 @@ def test_dia_id_parsing():
         "2023-05-08T13:56:00+00:00"
 
 
+def test_what_each_mode_stores_as_context():
+    """Turns: each turn with the turn before it in its session (none for a session's first);
+    observations: each with the exchanges it cites (the cited turn after the one before it);
+    --context none: every item alone."""
+    turns = locomo_eval.items_for(TUNE_CONV, "turns")
+    assert [[(c, ctx) for _, c, ctx in items] for _, items in turns] == [
+        [(["D1:1"], None),
+         (["D1:2"], "Ann: I moved to Porto last week. [image: a photo of a harbour]")],
+        [(["D2:1"], None), (["D2:2"], "Bob: I moved to Lisbon last week.")]]
+    obs = locomo_eval.items_for(TUNE_CONV, "observations")
+    assert [(t, ctx) for _, items in obs for t, _, ctx in items] == [
+        ("Ann moved to Porto.", "Ann: I moved to Porto last week. [image: a photo of a harbour]"),
+        ("Bob asked how Ann was.",
+         "Ann: I moved to Porto last week. [image: a photo of a harbour]\nBob: How are you?")]
+    for mode in ("turns", "observations"):
+        alone = locomo_eval.items_for(TUNE_CONV, mode, context=False)
+        assert [c for _, items in alone for c, _, _ in items] == \
+            [c for _, items in locomo_eval.items_for(TUNE_CONV, mode) for c, _, _ in items]
+        assert {ctx for _, items in alone for _, _, ctx in items} == {None}
+
+
 # -- ingest mode --------------------------------------------------------------------------
 
 # Conversation 26 (group "tune"): two sessions. D1:1 is mined and bears an observation; D1:2
