@@ -61,9 +61,9 @@ Vector arm
     indexes for the largest tenants): not built yet.
 
 Text arm
-    Matches through ``memories_tenant_text_idx`` (migration 0007), a GIN index whose keys
-    are the content's lexemes prefixed with the tenant id, so a search decodes only its
-    own tenant's posting lists (the plain index on ``fts`` held one list per lexeme for the
+    Matches through ``memories_tenant_text_idx`` (migrations 0007, 0022), a GIN index whose
+    keys are the lexemes of ``fts`` -- the content's and the context's -- prefixed with the
+    tenant id (``LEXEMES``), so a search decodes only its own tenant's posting lists (the plain index on ``fts`` held one list per lexeme for the
     whole table, and decoding other tenants' matches was most of the arm's time). Its
     candidates are every row sharing at least two lexemes with the query (up to
     ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one. Each match
@@ -328,10 +328,10 @@ corpus AS (  -- BM25's N: what the caller may read, counted up to a cap -- unles
 ),"""
 
 
-# A memory's lexemes as the tenant-keyed text index holds them: its content's and its
-# context's (migration 0022), each prefixed with the tenant id. The match must say it exactly
-# so for the planner to use the index.
-LEXEMES = "strata_tenant_lexemes(m.tenant_id, strata_memory_text(m.content, m.context))"
+# A memory's lexemes as the tenant-keyed text index holds them: its fts (content and context,
+# migration 0022), each lexeme prefixed with the tenant id. The match must say it exactly so
+# for the planner to use the index.
+LEXEMES = "strata_keyed_lexemes(m.tenant_id, m.fts)"
 
 
 def _match(tsquery: str, guard: str = "") -> str:
