@@ -768,6 +768,7 @@ def test_import_keys_a_legacy_multi_valued_slot_and_finds_lexical_twins(db, sett
         canonical = canonicalize(content)
         return imports.Incoming(row={
             "id": uuid.uuid4(), "tenant": t, "path": ALICE, "name": None, "content": content,
+            "context": None,
             "canonical": canonical, "hash": value_hash(canonical), "kind": "fact",
             "slot": slot, "value": value, "status": "active", "origin": "user_stated",
             "importance": 0.5, "confidence": 0.9, "pinned": False, "access_count": 0,
