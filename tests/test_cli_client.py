@@ -209,6 +209,23 @@ def test_remember_as_is_stores_the_statement_verbatim(env, capsys):
     assert json.loads(out)["content"] == "Always answer in French"
 
 
+def test_remember_as_is_with_context_is_recalled_by_the_question(env, capsys):
+    """A statement remembered --as-is with --context is recalled by the context's words, which
+    are not part of it (control: the same words find nothing before it is stored); --context
+    without --as-is is bad input naming it."""
+    code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = run(capsys, "remember", "--as-is", "Five years already", "--context",
+                       "How long have you been married?", "--path", PATH, "--json")
+    assert code == 0 and json.loads(out)["status"] == "inserted", out
+    code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
+    [hit] = json.loads(out)
+    assert (hit["content"], hit["context"]) == ("Five years already",
+                                                "How long have you been married?")
+    code, _, err = run(capsys, "remember", "Five years", "--context", "When?", "--path", PATH)
+    assert code == 2 and "--context applies only with --as-is" in err, err
+
+
 def test_remember_as_is_refuses_a_secret_and_a_forgotten_value(env, capsys):
     """Given a password, and a statement that was forgotten
     When either is remembered --as-is

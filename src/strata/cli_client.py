@@ -171,6 +171,9 @@ def cmd_remember(client, args: argparse.Namespace) -> int:
     if args.kind:
         raise InvalidInput("--kind applies only with --as-is (extraction decides the kind)",
                            field="kind")
+    if args.context:
+        raise InvalidInput("--context applies only with --as-is (extraction keeps none)",
+                           field="context")
     if args.messages:
         messages = _read_messages(args.messages)
     elif args.text:
@@ -200,7 +203,8 @@ def _remember_as_is(client, args: argparse.Namespace) -> int:
         if given:
             raise InvalidInput(f"{flag} applies only to extraction, not with --as-is",
                                field=flag.lstrip("-").replace("-", "_"))
-    result = client.remember(_statement(args), args.path, as_is=True, kind=args.kind)
+    result = client.remember(_statement(args), args.path, as_is=True, kind=args.kind,
+                             context=args.context)
     code = EXIT_REFUSED if result.id is None else 0  # blocked: the value may not come back
     if args.json:
         _print_json(result)
@@ -721,6 +725,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--kind", choices=get_args(Kind), metavar="KIND",
                    help=f"with --as-is: what sort of memory it is ({', '.join(get_args(Kind))}; "
                    "default fact)")
+    p.add_argument("--context", metavar="TEXT",
+                   help="with --as-is: what situates it, e.g. the question it answers; recall "
+                   "finds it by these words too, but they are not part of the statement")
     p.add_argument("--path", help="where it lives, e.g. users.alice (default: the key's)")
     p.add_argument("--messages", metavar="FILE",
                    help="a JSON list of {role, content, at?} messages ('-' reads stdin)")
