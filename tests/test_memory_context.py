@@ -162,7 +162,8 @@ _op = st.one_of(
 )
 
 
-@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=25, deadline=None,
+           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(_op, min_size=1, max_size=12))
 def test_fts_and_the_text_index_agree_under_any_writes(db, make_tenant, ops):
     """Any sequence of inserts and updates (of content, of context, even of fts directly):
@@ -181,9 +182,11 @@ def test_fts_and_the_text_index_agree_under_any_writes(db, make_tenant, ops):
                      uuid.uuid4().bytes))
                 ids.append(mid)
             elif op == "content":
-                conn.execute("UPDATE memories SET content = %s WHERE id = %s", (a, ids[i % len(ids)]))
+                conn.execute("UPDATE memories SET content = %s WHERE id = %s",
+                             (a, ids[i % len(ids)]))
             elif op == "context":
-                conn.execute("UPDATE memories SET context = %s WHERE id = %s", (a, ids[i % len(ids)]))
+                conn.execute("UPDATE memories SET context = %s WHERE id = %s",
+                             (a, ids[i % len(ids)]))
             else:
                 conn.execute("UPDATE memories SET fts = to_tsvector('simple', 'tampered')"
                              " WHERE id = %s", (ids[i % len(ids)],))
@@ -206,7 +209,8 @@ def test_fts_and_the_text_index_agree_under_any_writes(db, make_tenant, ops):
                 (tenant.tenant_id, lexeme)).fetchall()}
             assert by_index == by_fts, word
         plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
-            f"EXPLAIN SELECT m.id FROM memories m WHERE {S.LEXEMES} @@ '''x:y'''::tsquery").fetchall())
+            f"EXPLAIN SELECT m.id FROM memories m WHERE {S.LEXEMES}"
+            " @@ '''x:y'''::tsquery").fetchall())
         assert "memories_tenant_text_idx" in plan, plan
         conn.rollback()
 
@@ -223,7 +227,8 @@ def test_the_migration_keeps_rows_written_before_it(empty_db_url, settings):
         for name, sql in before:
             conn.execute(render(sql, settings))
             conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
-        tenant = conn.execute("INSERT INTO tenants (name) VALUES ('old') RETURNING id").fetchone()["id"]
+        tenant = conn.execute(
+            "INSERT INTO tenants (name) VALUES ('old') RETURNING id").fetchone()["id"]
         mid = conn.execute(
             "INSERT INTO memories (tenant_id, path, content, canonical, value_hash)"
             " VALUES (%s, 'users.alice', %s, %s, %s) RETURNING id",
@@ -236,7 +241,8 @@ def test_the_migration_keeps_rows_written_before_it(empty_db_url, settings):
         def found(word: str) -> list:
             return [r["id"] for r in conn.execute(
                 f"SELECT m.id FROM memories m WHERE {S.LEXEMES}"
-                " @@ quote_literal(%(t)s::text || ':' || %(w)s)::tsquery", {"t": tenant, "w": word}).fetchall()]
+                " @@ quote_literal(%(t)s::text || ':' || %(w)s)::tsquery",
+                {"t": tenant, "w": word}).fetchall()]
 
         assert found("year") == [mid] and found("marri") == []
         conn.execute("UPDATE memories SET context = %s WHERE id = %s", (QUESTION, mid))

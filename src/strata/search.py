@@ -63,8 +63,9 @@ Vector arm
 Text arm
     Matches through ``memories_tenant_text_idx`` (migrations 0007, 0022), a GIN index whose
     keys are the lexemes of ``fts`` -- the content's and the context's -- prefixed with the
-    tenant id (``LEXEMES``), so a search decodes only its own tenant's posting lists (the plain index on ``fts`` held one list per lexeme for the
-    whole table, and decoding other tenants' matches was most of the arm's time). Its
+    tenant id (``LEXEMES``), so a search decodes only its own tenant's posting lists (the
+    plain index on ``fts`` held one list per lexeme for the whole table, and decoding other
+    tenants' matches was most of the arm's time). Its
     candidates are every row sharing at least two lexemes with the query (up to
     ``TEXT_TWO_LEXEME_CAP``) plus up to ``TEXT_ONE_LEXEME_CAP`` rows sharing one. Each match
     is a scan of that index alone, fenced (``OFFSET 0``) from the filters, which apply to its

@@ -203,7 +203,8 @@ def revise(
                          memory_id=row["id"], replaced_by=row["id"], embedding=row["embedding"])
     updated = cur.execute(_UPDATE, {
         "tenant": caller.tenant_id, "id": row["id"], "content": content, "canonical": canonical,
-        "hash": new_hash, "set_context": target.set_context, "context": target.context, "embedding": target.embedding, "model": target.model, "path": path,
+        "hash": new_hash, "set_context": target.set_context, "context": target.context,
+        "embedding": target.embedding, "model": target.model, "path": path,
         "name": target.name if target.set_name else row["name"],
         "kind": target.kind or row["kind"], "slot": slot, "value": value, "status": status,
         "importance": target.importance, "confidence": target.confidence,
@@ -538,7 +539,8 @@ def restore(
                              {"v": data["valid"]}).fetchone()
         target = Target(
             content=data["content"], context=data.get("context"), set_context=True,
-            path=data["path"], kind=data["kind"], slot=data.get("slot"), set_slot=True, value=data.get("value"), status=data["status"],
+            path=data["path"], kind=data["kind"], slot=data.get("slot"), set_slot=True,
+            value=data.get("value"), status=data["status"],
             importance=data["importance"], confidence=data["confidence"], pinned=data["pinned"],
             tags=data.get("tags"), meta=data.get("meta"), name=data.get("name"), set_name=True,
             valid_from=bounds["lo"], valid_to=bounds["hi"], set_valid_to=True,

@@ -11,10 +11,10 @@ from strata.auth.access import Caller, Level
 from strata.write import bookkeeping
 
 _FIELDS = (
-    "id", "path::text AS path", "name", "content", "context", "kind::text AS kind", "slot", "value",
-    "status::text AS status", "origin::text AS origin", "importance", "confidence", "pinned",
-    "tier::text AS tier", "expires_at", "valid", "recorded_at", "version", "reinforcements",
-    "embedding_model", "evidence", "meta", "tags", "created_at", "updated_at",
+    "id", "path::text AS path", "name", "content", "context", "kind::text AS kind", "slot",
+    "value", "status::text AS status", "origin::text AS origin", "importance", "confidence",
+    "pinned", "tier::text AS tier", "expires_at", "valid", "recorded_at", "version",
+    "reinforcements", "embedding_model", "evidence", "meta", "tags", "created_at", "updated_at",
 )
 
 
