@@ -180,13 +180,10 @@ def items_for(conv: dict[str, Any], mode: str, context: bool = True
                             for line in (before_turn.get(d), said.get(d)) if line))
                         items.append((text.strip(), cited, source or None))
         else:
-            before = None
             for turn in conv.get(f"session_{n}") or []:
-                text = turn_text(turn)
-                if text:
-                    line = f"{turn['speaker']}: {text}"
-                    items.append((line, dia_ids(turn.get("dia_id")), before))
-                    before = line
+                if turn_text(turn):
+                    d = str(turn.get("dia_id"))
+                    items.append((said[d], dia_ids(turn.get("dia_id")), before_turn.get(d)))
         if items:
             out.append((date, [(text, cited, ctx[:MAX_CONTEXT_CHARS] if ctx and context else None)
                                for text, cited, ctx in items]))

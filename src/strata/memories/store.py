@@ -47,14 +47,11 @@ def refuse_secrets(content: str | None, slot: str | None, value: str | None,
     value. An ingested message is not refused: the extractor reports its secret clauses as
     not kept (reason ``secret``). Here, not in the request shapes, which the Python client
     shares without detect-secrets (strata.memories.models)."""
-    if content is not None and (found := secrets.find(content)):
-        kind = found[0].kind.replace("_", " ")
-        raise InvalidInput(f"content contains a secret ({kind}); strata does not store secrets",
-                           field=f"{prefix}content")
-    if context is not None and (found := secrets.find(context)):
-        kind = found[0].kind.replace("_", " ")
-        raise InvalidInput(f"context contains a secret ({kind}); strata does not store secrets",
-                           field=f"{prefix}context")
+    for name, text in (("content", content), ("context", context)):
+        if text is not None and (found := secrets.find(text)):
+            kind = found[0].kind.replace("_", " ")
+            raise InvalidInput(f"{name} contains a secret ({kind}); strata does not store "
+                               "secrets", field=f"{prefix}{name}")
     if slot and value and secrets.contains_secret(
             f"the {slot.rsplit('.', 1)[-1].replace('_', ' ')} is {value}"):
         raise InvalidInput("value is a secret; strata does not store secrets",
