@@ -5,7 +5,8 @@ What a reviewer does, end to end: sign in with a key, find a candidate in the re
 open its evidence and the memory it contradicts, promote it, and see the memory it
 supersedes change on that memory's timeline. Beside it: a key reading one path sees only
 that path's tree (the owner, the control, sees both); memory content that is markup is
-shown as text and never runs; the key is in no URL the browser loads; the receipts page
+shown as text and never runs, and so is a memory's context (on a hit, in the list, on its
+page and in its history); the key is in no URL the browser loads; the receipts page
 tells a kept item from a not-kept one and says why.
 
 Chromium is Debian's (/usr/bin/chromium), never downloaded. Without it these tests skip
@@ -497,4 +498,56 @@ def test_an_owner_sets_and_removes_a_memory_rule_and_a_write_obeys_it(browser, s
         {"content": "I was diagnosed with asthma", "path": "users.alice"}]}).json()["results"]
     assert again["status"] == "inserted"
     assert not s.errors, s.errors
+    s.close()
+
+
+def test_a_memorys_context_is_shown_as_text_where_the_memory_is(browser, server, tenant, api):
+    """Given a memory stored with a context (the message it answers) that holds markup, and
+    one stored without a context (the control)
+    When the console searches by a word only the context holds, lists the path, opens the
+    memory, and the context is then changed
+    Then the hit, the list and the memory's page show the context as the text it is (no
+    element of it exists, nothing runs), the control shows none, and the history row of the
+    first version shows the context it had."""
+    context = ("Bob asked: how long have you been married? "
+               "<img src=x onerror=\"window.__pwned = 'context'\">")
+    made = api.post("/v1/memories", json={"memories": [
+        {"content": "Five years already!", "context": context, "path": "users.carol"},
+        {"content": "Carol keeps bees on the roof", "path": "users.carol"}]})
+    assert made.status_code == 200, made.text
+    with_ctx, control = (r["id"] for r in made.json()["results"])
+
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open("#/search")
+    page.locator("#search-form input[name=query]").fill("how long married")
+    page.locator("#search-form button[type=submit]").click()
+    hit = page.locator(f"#search-results article.hit[data-id='{with_ctx}']")
+    hit.wait_for()
+    assert hit.locator("p.context").inner_text() == "context: " + context
+    assert page.locator("#search-results img").count() == 0
+
+    s.open("#/memories?path=users.carol")
+    card = page.locator(f"#memory-list article.memory[data-id='{with_ctx}']")
+    card.wait_for()
+    assert card.locator("p.context").inner_text() == "context: " + context
+    other = page.locator(f"#memory-list article.memory[data-id='{control}']")
+    assert other.locator("p.content").inner_text() == "Carol keeps bees on the roof"
+    assert other.locator("p.context").count() == 0
+
+    r = api.patch(f"/v1/memories/{with_ctx}", json={
+        "expected_version": 1, "context": "Bob asked: since when are you married?"})
+    assert r.status_code == 200, r.text
+    s.open(f"#/memory/{with_ctx}")
+    page.locator("#memory-context").wait_for()
+    assert page.locator("#memory-context").inner_text() == "Bob asked: since when are you married?"
+    assert page.locator("table.history").inner_text().count(context) == 1
+    assert page.locator("#memory img").count() == 0 and page.locator("table.history img").count() == 0
+    s.open(f"#/memory/{control}")
+    page.locator(f"#memory[data-id='{control}']").wait_for()
+    assert page.locator("#memory-context").count() == 0
+    page.wait_for_timeout(300)  # an onerror would have fired by now
+    assert page.evaluate("() => window.__pwned") is None
+    assert not s.dialogs and not s.errors, (s.dialogs, s.errors)
     s.close()

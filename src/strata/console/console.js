@@ -62,6 +62,12 @@ function memoryLink(id, label) {
   return el("a", {href: `#/memory/${id}`, class: "memory-link"}, label || String(id).slice(0, 8));
 }
 
+// What situates a memory (the message it answers, the passage it came from): matched by
+// search beside the content, never part of it. Shown as text, like the content.
+function contextNote(text) {
+  return text ? el("p", {class: "context"}, el("span", {class: "muted"}, "context: "), text) : null;
+}
+
 function field(label, value) {
   return [el("dt", {}, label), el("dd", {}, value === undefined || value === null ? "—" : value)];
 }
@@ -315,6 +321,7 @@ async function memoriesView(view, params) {
 function memoryCard(m) {
   return el("article", {class: "memory", "data-id": m.id},
     el("p", {class: "content"}, m.content),
+    contextNote(m.context),
     el("p", {class: "meta"}, badge(m.status), " ", badge(m.kind, "kind"), " ",
       el("code", {}, m.path), " · ", memoryLink(m.id, "open"),
       m.tags && m.tags.length ? ` · tags: ${m.tags.join(", ")}` : ""));
@@ -360,6 +367,7 @@ function hitCard(hit) {
   const boosts = Object.entries(x.boosts || {}).map(([name, b]) => `${name} ${num(b.value)}`);
   return el("article", {class: "memory hit", "data-id": hit.id},
     el("p", {class: "content"}, hit.content),
+    contextNote(hit.context),
     el("p", {class: "meta"}, el("strong", {}, `score ${num(hit.score)}`), " ", badge(hit.status),
       " ", badge(hit.kind, "kind"), " ", el("code", {}, hit.path), " · ", memoryLink(hit.id, "open")),
     el("table", {class: "explain"},
@@ -396,6 +404,7 @@ async function memoryView(view, id) {
   view.append(el("article", {class: "memory", id: "memory", "data-id": id},
     el("p", {class: "content", id: "memory-content"}, shown.content),
     el("dl", {class: "fields"},
+      field("context", shown.context ? el("span", {class: "context", id: "memory-context"}, shown.context) : null),
       field("status", memory ? badge(memory.status) : badge("deleted")),
       field("kind", shown.kind), field("path", el("code", {}, shown.path)),
       field("slot", shown.slot ? `${shown.slot} = ${shown.value}` : null),
@@ -477,7 +486,8 @@ function historyTable(id, history, memory) {
     el("tbody", {}, history.map((h) => el("tr", {},
       el("td", {}, h.version), el("td", {}, when(h.changed_at)), el("td", {}, h.operation),
       el("td", {}, h.cause || "—"), el("td", {}, who(h.actor)),
-      el("td", {}, h.erased ? "(erased)" : (h.snapshot && h.snapshot.content) || "—"),
+      el("td", {}, h.erased ? "(erased)" : (h.snapshot && h.snapshot.content) || "—",
+        h.erased || !h.snapshot ? null : contextNote(h.snapshot.context)),
       el("td", {}, memory && !h.erased && h.operation === "update"
         ? el("button", {type: "button", onclick: () => restore(id, h.version)}, `Restore version ${h.version}`)
         : null)))));
