@@ -1,13 +1,13 @@
 """The log and audit scan over the whole test run: no log record and no audit row may carry
-memory content, message text, query text or key material.
+memory content or context, message text, query text or key material.
 
 Every record any logger creates during a test is captured (``logging.Logger.handle`` is
 observed, before any handler or propagation decides where it goes): its message, its
 ``extra`` fields, and its formatted exception, which is where a database error quoting a
 row would show. At the end of each test that has a database, the values that must not
-appear are gathered -- every memory's content (live and in history) from that database,
-and every query and message text the app received (:class:`Witness`, an ASGI observer on
-the test app) -- and searched for in the captured text and in every audit row. Key material
+appear are gathered -- every memory's content and context (live and in history) from that
+database, and every query, message text and context the app received (:class:`Witness`, an
+ASGI observer on the test app) -- and searched for in the captured text and in every audit row. Key material
 is searched for by shape: a full key (``sk_<prefix>_<secret>``) wherever it appears, the
 public prefix alone being fine. A hit fails the test that produced it, naming the record.
 
@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 KEY_MATERIAL = re.compile(r"sk_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}")
 MIN_VALUE = 16  # shorter strings ("coffee", a path) would match innocent text
 _STANDARD = set(vars(logging.LogRecord("x", 0, "x", 0, "", None, None))) | {"message", "asctime"}
-# Body fields whose strings are user text: what was written, said or asked.
-_TEXT_FIELDS = {"content", "text", "query", "q"}
+# Body fields whose strings are user text: what was written (a memory's content and its
+# context), said or asked.
+_TEXT_FIELDS = {"content", "context", "text", "query", "q"}
 
 
 def record_text(record: logging.LogRecord) -> str:
@@ -150,10 +151,13 @@ class Witness:
 
 
 def stored_values(db) -> tuple[list[str], list[str]]:
-    """(every memory content the database holds or held, every audit row as text)."""
+    """(every memory content and context the database holds or held, every audit row as
+    text)."""
     with db.connection() as conn:
         contents = [r["c"] for r in conn.execute(
-            "SELECT content AS c FROM memories UNION SELECT row_data->>'content' FROM memory_history"
+            "SELECT content AS c FROM memories UNION SELECT context FROM memories"
+            " UNION SELECT row_data->>'content' FROM memory_history"
+            " UNION SELECT row_data->>'context' FROM memory_history"
         ).fetchall() if r["c"]]
         audit = [r["t"] for r in conn.execute("SELECT a::text AS t FROM audit_log a").fetchall()]
     return contents, audit
