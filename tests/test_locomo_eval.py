@@ -351,3 +351,26 @@ def test_headroom_reports_the_ceilings_over_production(module_db):
     y = (x[:, 0] > 0.5).astype(float)
     model = headroom.Logistic().fit(x, y)
     assert np.mean((model.score(x) > 0) == (y > 0)) > 0.95
+
+
+def test_arm_depth_bench_asks_every_depth_and_puts_the_depth_back(capsys):
+    """eval/bench_arm_depth.py on the tiny conversation (16 turns; hash embedder): every
+    depth is reported per mode, and the depth reaches the search: at 30 the fusion orders all
+    16 turns, at 1 (raised to the request's limit, 10) fewer -- while both evidence turns of
+    question 2 are found either way; the production depth is in place again afterwards."""
+    from strata import ranking
+
+    bench = support.load_module("bench_arm_depth", ROOT / "eval" / "bench_arm_depth.py")
+    production = ranking.ARM_DEPTH
+    assert bench.main(["--data", str(DATA), "--conversations", "1", "--embedder", "hash",
+                       "--depths", "30,1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert ranking.ARM_DEPTH == production and report["production_depth"] == production
+    depths = report["locomo"]["depths"]
+    assert set(depths) == {"30", "1"}
+    for d in depths.values():
+        assert set(d) == {"objective", "mrr", "observations", "turns"}
+        assert d["turns"]["n"] == d["observations"]["n"] == 2
+        assert d["turns"]["recall_all@5"] == 1.0
+    assert depths["30"]["turns"]["candidates_mean"] == 16
+    assert 10 <= depths["1"]["turns"]["candidates_mean"] < 16

@@ -70,7 +70,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-ARM_DEPTH = 50  # candidates each arm contributes before fusion
+# Candidates each arm contributes before fusion. Chosen with eval/bench_arm_depth.py
+# (2026-12-03): on LoCoMo's tuning split 30 and 20 leave hybrid recall_all@5 where 50 had it
+# in both modes (MRR +0.003 and +0.007 in turns mode), and the golden set too; interleaved on
+# eval/bench_search.py's seeds a search costs ~10 % less at 30 (10k-row tenant p50 9.26 ->
+# 8.35 ms, 100k-row tenant 16.5 -> 15.6 ms), ~14 % at 20. 30 keeps 99.5 % of the 10k-row
+# tenant's top 10 (20: 97.5 %) and 91.5 % of the 100k-row tenant's (20: 84.7 %; what moves
+# there is mostly BM25's document frequencies, counted over both arms' candidates).
+ARM_DEPTH = 30
 BM25_K1 = 1.2
 BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
 # N stops counting here (see "Lexical score"): counting costs ~0.6 us a row (3.5 ms at 5,000
