@@ -80,7 +80,7 @@ from strata.db.migrate import migrate
 from strata import vector_index
 from strata.search import ACCESS_LOG, SearchRequest, search
 
-from harness import percentile, serving
+from harness import cpu_speed_ms, percentile, serving
 
 DIM = 384
 CLUSTERS = 200
@@ -501,7 +501,8 @@ def main() -> None:
         app = create_app(db=db, embedder=embedder, settings=settings)
         report = {
             "benchmark": "bench_search",
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                        "cpu_speed_ms_before": cpu_speed_ms()},
             "rows": sum(t["rows"] for t in state["tenants"]),
             "per_tenant": args.per_tenant, "tenants": args.tenants, "small_tenant": args.small,
             "seed_seconds": None if reused else state["seed_seconds"], "reused_seed": reused,
@@ -543,6 +544,7 @@ def main() -> None:
                         scopes[label]["under_writes"]["vacuum_seconds_after"] = vacuum(url)
                 report["designs"][design] = {"indexes": built, "scopes": scopes}
         ACCESS_LOG.flush()  # the HTTP requests' bookkeeping, before the database stops
+    report["machine"]["cpu_speed_ms_after"] = cpu_speed_ms()
     print(json.dumps(report, indent=2))
 
 
