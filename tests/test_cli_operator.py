@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -645,6 +646,19 @@ def test_shell_completion(tmp_path):
 # --------------------------------------------------------------------------------------
 
 
+def _reading_stdin(pid: int) -> bool:
+    """Whether the process is blocked in read(2) on fd 0 (x86-64 and arm64: /proc/PID/syscall
+    starts with the syscall number and its first argument; elsewhere: waiting on a pipe)."""
+    read = {"x86_64": "0", "aarch64": "63"}.get(platform.machine())
+    if read is None:
+        return "pipe" in Path(f"/proc/{pid}/wchan").read_text()
+    try:
+        number, fd, *_ = Path(f"/proc/{pid}/syscall").read_text().split()
+    except (OSError, ValueError):  # exited, running, or not readable here
+        return False
+    return number == read and fd == "0x0"
+
+
 def test_ctrl_c_is_a_line_and_status_130(server, tenant, tmp_path):
     """Given `strata remember -` waiting for its statement on stdin (a real process)
     When it gets SIGINT (Ctrl-C)
@@ -656,8 +670,11 @@ def test_ctrl_c_is_a_line_and_status_130(server, tenant, tmp_path):
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 60
-        # Blocked reading the pipe: past start-up, inside the command.
-        while "pipe" not in Path(f"/proc/{proc.pid}/wchan").read_text():
+        # Blocked reading stdin: past start-up, inside the command. Its syscall, not only its
+        # wait channel: a wait on any other pipe during start-up (seen once, on a loaded
+        # machine) would let the signal land before the command reads, and the empty stdin
+        # that communicate() then closes is refused as a blank statement.
+        while not _reading_stdin(proc.pid):
             assert time.monotonic() < deadline and proc.poll() is None, "never read stdin"
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)

@@ -83,6 +83,15 @@ class Session:
     def open(self, hash_: str) -> None:
         self.page.evaluate("h => { location.hash = h; }", hash_)
 
+    def search(self, query: str, memory_id: str):
+        """Search the console for ``query``; the hit of ``memory_id``, once it is shown."""
+        self.open("#/search")
+        self.page.locator("#search-form input[name=query]").fill(query)
+        self.page.locator("#search-form button[type=submit]").click()
+        hit = self.page.locator(f"#search-results article.hit[data-id='{memory_id}']")
+        hit.wait_for()
+        return hit
+
     def close(self) -> None:
         self.context.close()
 
@@ -334,11 +343,7 @@ def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
     s = Session(browser, server)
     page = s.page
     s.sign_in(tenant.key)
-    s.open("#/search")
-    page.locator("#search-form input[name=query]").fill("when does the team ship releases")
-    page.locator("#search-form button[type=submit]").click()
-    hit = page.locator(f"#search-results article.hit[data-id='{memory_id}']")
-    hit.wait_for()
+    hit = s.search("when does the team ship releases", memory_id)
     table = hit.locator("table.explain").inner_text()
     assert "vector" in table and "text (BM25)" in table
     assert "score" in hit.locator("p.meta").inner_text()
@@ -520,11 +525,7 @@ def test_a_memorys_context_is_shown_as_text_where_the_memory_is(browser, server,
     s = Session(browser, server)
     page = s.page
     s.sign_in(tenant.key)
-    s.open("#/search")
-    page.locator("#search-form input[name=query]").fill("how long married")
-    page.locator("#search-form button[type=submit]").click()
-    hit = page.locator(f"#search-results article.hit[data-id='{with_ctx}']")
-    hit.wait_for()
+    hit = s.search("how long married", with_ctx)
     assert hit.locator("p.context").inner_text() == "context: " + context
     assert page.locator("#search-results img").count() == 0
 
