@@ -404,7 +404,8 @@ async function memoryView(view, id) {
   view.append(el("article", {class: "memory", id: "memory", "data-id": id},
     el("p", {class: "content", id: "memory-content"}, shown.content),
     el("dl", {class: "fields"},
-      field("context", shown.context ? el("span", {class: "context", id: "memory-context"}, shown.context) : null),
+      field("context", shown.context
+        ? el("span", {class: "context", id: "memory-context"}, shown.context) : null),
       field("status", memory ? badge(memory.status) : badge("deleted")),
       field("kind", shown.kind), field("path", el("code", {}, shown.path)),
       field("slot", shown.slot ? `${shown.slot} = ${shown.value}` : null),
