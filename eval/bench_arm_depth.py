@@ -16,7 +16,9 @@ Two measurements, each optional, every depth against the same questions:
   machine's drift falls on every depth alike), ``rounds`` times: in-process hybrid
   ``search()`` p50/p95 (query embedding excluded, bookkeeping off), and the share of each
   query's top 10 at that depth that the first depth listed also returns (``top10_vs_first``)
-  and how many queries return the very same ten in the same order.
+  and how many queries return the very same ten in the same order; and the vector arm's
+  recall@10 against exact search over the tenant's active rows (``mode=vector, limit=10``):
+  the depth is also how many rows an HNSW walk fetches before the arm re-sorts them.
 
 The depth is set on ``strata.ranking.ARM_DEPTH`` (which the search reads per request) and
 put back after. Prints one JSON object.
@@ -109,9 +111,10 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
         with psycopg.connect(url) as conn:
             register_vector(conn)
             rng = np.random.default_rng(zlib.crc32(tenant["name"].encode()))
-            _, mat = B.active_rows(conn, tenant["id"])
-            texts, _ = B.make_queries(rng, centroids, words, embedder, queries, tenant["name"],
-                                      mat)
+            ids, mat = B.active_rows(conn, tenant["id"])
+            texts, vecs = B.make_queries(rng, centroids, words, embedder, queries,
+                                         tenant["name"], mat)
+        exact = B.exact_top(ids, mat, vecs)
         caller = authenticate(db, tenant["key"], surface="http")
         quiet = _NoBookkeeping()
 
@@ -122,9 +125,16 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
                              access_log=quiet)
             return (time.perf_counter() - t0) * 1000, [r.id for r in found]
 
-        for query in texts:  # untimed: the plans and the buffers
+        recall: dict[int, list[float]] = {d: [] for d in depths}
+        for i, query in enumerate(texts):  # untimed: the plans and the buffers
             for depth in depths:
                 run(query, depth)
+                # the vector arm alone, against exact search: the depth is also how many rows
+                # an HNSW walk fetches before the arm re-sorts them
+                ranking.ARM_DEPTH = depth
+                got = S.search(db, caller, SearchRequest(query=query, mode="vector", limit=10),
+                               embedder, access_log=quiet)
+                recall[depth].append(len({str(r.id) for r in got} & set(exact[i])) / 10)
         ms: dict[int, list[float]] = {d: [] for d in depths}
         tops: dict[int, list[list]] = {d: [] for d in depths}
         for r in range(rounds):
@@ -145,6 +155,8 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
             "top10_vs_first": round(float(np.mean([
                 len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(tops[d], tops[first])])), 3),
             "same_ten_same_order": sum(a == b for a, b in zip(tops[d], tops[first])),
+            "vector_recall_at_10": round(float(np.mean(recall[d])), 4),
+            "vector_recall_at_10_min": round(float(np.min(recall[d])), 2),
         } for d in depths},
     }
 

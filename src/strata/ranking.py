@@ -70,14 +70,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-# Candidates each arm contributes before fusion. Chosen with eval/bench_arm_depth.py
-# (2026-12-03): on LoCoMo's tuning split 30 and 20 leave hybrid recall_all@5 where 50 had it
-# in both modes (MRR +0.003 and +0.007 in turns mode), and the golden set too; interleaved on
-# eval/bench_search.py's seeds a search costs ~10 % less at 30 (10k-row tenant p50 9.26 ->
-# 8.35 ms, 100k-row tenant 16.5 -> 15.6 ms), ~14 % at 20. 30 keeps 99.5 % of the 10k-row
-# tenant's top 10 (20: 97.5 %) and 91.5 % of the 100k-row tenant's (20: 84.7 %; what moves
-# there is mostly BM25's document frequencies, counted over both arms' candidates).
-ARM_DEPTH = 30
+# Candidates each arm contributes before fusion. eval/bench_arm_depth.py measures smaller
+# depths (2026-12-03): at 30 LoCoMo's tuning split and the golden set score as at 50 and a
+# search costs ~10 % less (eval/bench_search.py's 10k-row tenant p50 9.26 -> 8.35 ms, its
+# 100k-row tenant 16.5 -> 15.6 ms), but the depth is also how many rows the vector arm's
+# HNSW walk fetches before it re-sorts them, and through the shared index (a large tenant
+# before its own index is built) a walk filtered to a 100k-row tenant of 1M rows kept
+# recall@10 0.9625 at 50 and 0.903 at 30. A smaller depth wants the walk to fetch 50 and
+# the fusion to take the best of them; until then it stays at 50.
+ARM_DEPTH = 50
 BM25_K1 = 1.2
 BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
 # N stops counting here (see "Lexical score"): counting costs ~0.6 us a row (3.5 ms at 5,000
