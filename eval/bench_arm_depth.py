@@ -91,7 +91,8 @@ def locomo(data: Path, conversations: list[str], depths: list[int], embedder_nam
 
 def latency(keep: str, tenant_index: int, depths: list[int], queries: int, rounds: int
             ) -> dict[str, Any]:
-    """Interleaved in-process hybrid latency per depth, and agreement with the first depth."""
+    """Per depth: interleaved in-process hybrid latency, agreement with the first depth, and
+    the vector arm's recall@10 against exact search."""
     import bench_search as B
     import psycopg
 
