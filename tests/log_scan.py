@@ -9,7 +9,8 @@ appear are gathered -- every memory's content and context (live and in history) 
 database, and every query, message text and context the app received (:class:`Witness`, an
 ASGI observer on the test app) -- and searched for in the captured text and in every audit
 row. Key material is searched for by shape: a full key (``sk_<prefix>_<secret>``) wherever
-it appears, the public prefix alone being fine. A hit fails the test that produced it, naming the record.
+it appears, the public prefix alone being fine. A hit fails the test that produced it,
+naming the record.
 
 The one allowed print of a key (the owner key ``strata dev`` shows once) goes to stdout,
 not to a logger, and is not captured here.
