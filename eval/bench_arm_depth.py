@@ -42,13 +42,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import percentile  # noqa: E402
+from harness import NoAccessLog, percentile, scratch_database  # noqa: E402
 from strata import ranking  # noqa: E402
-
-
-class _NoBookkeeping:
-    def record(self, *args) -> None:
-        pass
 
 
 def locomo(data: Path, conversations: list[str], depths: list[int], embedder_name: str
@@ -57,7 +52,6 @@ def locomo(data: Path, conversations: list[str], depths: list[int], embedder_nam
     conversation loaded once per mode, every question asked at every depth."""
     import locomo_eval as L
     import tune_fusion as T
-    from harness import scratch_database
     from strata.config import Settings
     from strata.providers.embedders import get_embedder
     from strata.search import SearchRequest, candidates
@@ -117,7 +111,7 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
                                          tenant["name"], mat)
         exact = B.exact_top(ids, mat, vecs)
         caller = authenticate(db, tenant["key"], surface="http")
-        quiet = _NoBookkeeping()
+        quiet = NoAccessLog()
 
         def run(query: str, depth: int) -> tuple[float, list]:
             ranking.ARM_DEPTH = depth
@@ -129,10 +123,9 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
         recall: dict[int, list[float]] = {d: [] for d in depths}
         for i, query in enumerate(texts):  # untimed: the plans and the buffers
             for depth in depths:
-                run(query, depth)
+                run(query, depth)  # sets the depth
                 # the vector arm alone, against exact search: the depth is also how many rows
                 # an HNSW walk fetches before the arm re-sorts them
-                ranking.ARM_DEPTH = depth
                 got = S.search(db, caller, SearchRequest(query=query, mode="vector", limit=10),
                                embedder, access_log=quiet)
                 recall[depth].append(len({str(r.id) for r in got} & set(exact[i])) / 10)

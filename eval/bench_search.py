@@ -207,9 +207,8 @@ def seed(db: Database, url: str, args, centroids, words) -> dict:
     # The shared index is built with the memory its graph needs (the sizing
     # strata.vector_index gives a tenant's own index, without its cap): at 1M rows 1 GB held
     # a third of the graph, and the rest was built on disk in 50 minutes.
-    rows = sum(t["rows"] for t in tenants)
-    build_mb = max(1024, int(rows * (vector_index.BUILD_BYTES_PER_ROW + 4 * DIM)
-                             * vector_index.BUILD_MEMORY_MARGIN) // 2**20)
+    build_mb = vector_index.build_memory_kb(sum(t["rows"] for t in tenants), DIM,
+                                            current_kb=1024 * 1024, cap_mb=None) // 1024
     t0 = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"SET maintenance_work_mem = '{build_mb}MB'")

@@ -40,18 +40,13 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_search as B  # noqa: E402
-from harness import percentile  # noqa: E402
+from harness import NoAccessLog, percentile  # noqa: E402
 from strata import ranking, search as S  # noqa: E402
 from strata.auth.keys import authenticate  # noqa: E402
 from strata.db.vector import register_vector  # noqa: E402
 from strata.search import SearchRequest  # noqa: E402
 
 OFF = 10**15  # no lexeme is in that many rows
-
-
-class _NoBookkeeping:
-    def record(self, *args) -> None:
-        pass
 
 
 def _stats(ms: list[float]) -> dict:
@@ -87,7 +82,7 @@ def main() -> None:
             texts, _ = B.make_queries(rng, centroids, words, embedder, args.queries,
                                       tenant["name"], mat)
         caller = authenticate(db, tenant["key"], surface="http")
-        quiet = _NoBookkeeping()
+        quiet = NoAccessLog()
 
         def run(query: str, mode: str, setting: tuple[int, int], *, uncapped: bool = False):
             common_rows, two = setting

@@ -49,6 +49,14 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
+class NoAccessLog:
+    """An evaluation's searches do not count as use of the memories: search's ``access_log``
+    that records nothing."""
+
+    def record(self, *args) -> None:
+        pass
+
+
 def cpu_speed_ms(loops: int = 2_000_000, tries: int = 3) -> float:
     """Milliseconds of a fixed pure-Python loop (the best of ``tries``): how fast this machine
     runs right now. This project's machines share their host: on 2026-12-03 a 10-million-step

@@ -84,7 +84,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import api_client, percentile, scratch_database  # noqa: E402
+from harness import NoAccessLog, api_client, percentile, scratch_database  # noqa: E402
 
 LOAD_MODES = ("observations", "turns", "ingest")
 CLI_MODES = (*LOAD_MODES, "retrieval")
@@ -309,13 +309,6 @@ class CachedEmbedder:
         return [self.cache[t] for t in texts]
 
 
-class _NoAccessLog:
-    """The evaluation does not count as use of the memories."""
-
-    def record(self, db, tenant_id, ids) -> None:
-        pass
-
-
 def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any], mode: str,
                       suffix: str, context: bool = True) -> dict[str, Any]:
     """Store one conversation in its own tenant; return its caller, the dia_ids each memory
@@ -467,7 +460,7 @@ def ask_all(db, embedder, loaded: dict[str, Any], qs: list[dict[str, Any]]):
             req = SearchRequest(query=q["question"], limit=LIMIT, mode=mode)
             t0 = time.perf_counter()
             results = search(db, caller, req, embedder, now=loaded["now"],
-                             access_log=_NoAccessLog())
+                             access_log=NoAccessLog())
             latency[mode].append((time.perf_counter() - t0) * 1000)
             ranked[mode].append([r.id for r in results])
         qv = embedder.embed([q["question"]])[0]

@@ -654,8 +654,10 @@ def test_cli_index_run_builds_a_large_tenants_own_index(db, tenant, caller_for, 
 
 def test_build_memory_fits_the_graph_within_bounds():
     """build_memory_kb, over generated sizes: never below the server's own setting, never above
-    BUILD_MEMORY_MAX_MB, growing with rows and dimensions; a 100,000-row 384-d tenant's graph
-    gets more than PostgreSQL's 64 MB default (control: a 1,000-row one keeps the default)."""
+    BUILD_MEMORY_MAX_MB, growing with rows and dimensions; uncapped (``cap_mb=None``) never
+    less than capped and equal to it whenever the cap does not bind; a 100,000-row 384-d
+    tenant's graph gets more than PostgreSQL's 64 MB default (control: a 1,000-row one keeps
+    the default), a 1M-row graph uncapped more than the cap."""
     from hypothesis import given, settings as hsettings, strategies as st
 
     from strata import vector_index as vi
@@ -670,10 +672,13 @@ def test_build_memory_fits_the_graph_within_bounds():
         assert kb >= current and (kb <= cap or kb == current)
         assert vi.build_memory_kb(rows + more, dims, current) >= kb
         assert vi.build_memory_kb(rows, dims + 1, current) >= kb
+        free = vi.build_memory_kb(rows, dims, current, cap_mb=None)
+        assert free >= kb and (free == kb or kb == max(current, cap))
 
     check()
     assert vi.build_memory_kb(100_000, 384, 65536) > 65536
     assert vi.build_memory_kb(1_000, 384, 65536) == 65536
+    assert vi.build_memory_kb(1_000_000, 384, 65536, cap_mb=None) > cap
 
 
 def test_an_index_build_asks_for_its_memory_and_gives_it_back(db, tenant, caller_for, embedder,
