@@ -17,14 +17,17 @@ Two measurements, each optional, every depth against the same questions:
   ``search()`` p50/p95 (query embedding excluded, bookkeeping off), and the share of each
   query's top 10 at that depth that the first depth listed also returns (``top10_vs_first``)
   and how many queries return the very same ten in the same order; and the vector arm's
-  recall@10 against exact search over the tenant's active rows (``mode=vector, limit=10``):
-  the depth is also how many rows an HNSW walk fetches before the arm re-sorts them.
+  recall@10 against exact search over the tenant's active rows (``mode=vector, limit=10``).
+  The arm's ranking fetches ``max(ranking.VECTOR_FETCH, depth)`` rows whatever the depth (an
+  HNSW walk stopped at fewer loses recall), so ``--depths 50,30`` with a fetch of 50 compares
+  the depth alone; ``D/F`` sets the fetch too (``30/30``: a walk that stops at 30, as the
+  arm ran before the two were split).
 
-The depth is set on ``strata.ranking.ARM_DEPTH`` (which the search reads per request) and
-put back after. Prints one JSON object.
+The depth is set on ``strata.ranking.ARM_DEPTH`` and the fetch on ``VECTOR_FETCH`` (which
+the search reads per request), and both put back after. Prints one JSON object.
 
 Usage: python eval/bench_arm_depth.py [--data DIR] [--keep DIR] [--tenant 0]
-                                      [--depths 50,30,20] [--queries 200] [--rounds 2]
+                                      [--depths 50,30,30/30] [--queries 200] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -46,7 +49,17 @@ from harness import NoAccessLog, percentile, scratch_database  # noqa: E402
 from strata import ranking  # noqa: E402
 
 
-def locomo(data: Path, conversations: list[str], depths: list[int], embedder_name: str
+def use(setting: str) -> None:
+    """Set the search's depth (and fetch, for ``D/F``) to ``setting``."""
+    depth, _, fetch = setting.partition("/")
+    ranking.ARM_DEPTH = int(depth)
+    ranking.VECTOR_FETCH = int(fetch) if fetch else PRODUCTION[1]
+
+
+PRODUCTION = (ranking.ARM_DEPTH, ranking.VECTOR_FETCH)
+
+
+def locomo(data: Path, conversations: list[str], depths: list[str], embedder_name: str
            ) -> dict[str, Any]:
     """Hybrid recall_all@5 and MRR per depth and mode on the named conversations: each
     conversation loaded once per mode, every question asked at every depth."""
@@ -60,7 +73,7 @@ def locomo(data: Path, conversations: list[str], depths: list[int], embedder_nam
     embedder = get_embedder(Settings(embedder=embedder_name))
     cached = L.CachedEmbedder(embedder, [q["question"] for c in convs.values()
                                          for q in L.questions(c)])
-    asked: dict[int, dict[str, list]] = {d: {} for d in depths}
+    asked: dict[str, dict[str, list]] = {d: {} for d in depths}
     with scratch_database(embedding_dim=embedder.dim, embedder=embedder_name,
                           llm_base_url=None, llm_model=None) as (db, settings):
         for mode in ("observations", "turns"):
@@ -69,13 +82,13 @@ def locomo(data: Path, conversations: list[str], depths: list[int], embedder_nam
                 for q in L.questions(conv):
                     req = SearchRequest(query=q["question"], limit=L.LIMIT)
                     for depth in depths:
-                        ranking.ARM_DEPTH = depth
+                        use(depth)
                         found = candidates(db, loaded["caller"], req, cached, now=loaded["now"])
                         asked[depth].setdefault(mode, []).append((q, loaded["cites"], found))
     out = {}
     for depth in depths:
         scored = T.score(asked[depth], ranking.DEFAULT)  # the production fusion
-        out[str(depth)] = {"objective": scored["objective"], "mrr": scored["mrr"], **{
+        out[depth] = {"objective": scored["objective"], "mrr": scored["mrr"], **{
             mode: {**{k: m[k] for k in ("recall_all@5", "mrr", "n")},
                    "candidates_mean": round(float(np.mean(
                        [len(found.candidates) for _, _, found in asked[depth][mode]])), 1)}
@@ -83,7 +96,7 @@ def locomo(data: Path, conversations: list[str], depths: list[int], embedder_nam
     return {"conversations": list(convs), "embedder": embedder.model, "depths": out}
 
 
-def latency(keep: str, tenant_index: int, depths: list[int], queries: int, rounds: int
+def latency(keep: str, tenant_index: int, depths: list[str], queries: int, rounds: int
             ) -> dict[str, Any]:
     """Per depth: interleaved in-process hybrid latency, agreement with the first depth, and
     the vector arm's recall@10 against exact search."""
@@ -113,24 +126,24 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
         caller = authenticate(db, tenant["key"], surface="http")
         quiet = NoAccessLog()
 
-        def run(query: str, depth: int) -> tuple[float, list]:
-            ranking.ARM_DEPTH = depth
+        def run(query: str, depth: str) -> tuple[float, list]:
+            use(depth)
             t0 = time.perf_counter()
             found = S.search(db, caller, SearchRequest(query=query, limit=10), embedder,
                              access_log=quiet)
             return (time.perf_counter() - t0) * 1000, [r.id for r in found]
 
-        recall: dict[int, list[float]] = {d: [] for d in depths}
+        recall: dict[str, list[float]] = {d: [] for d in depths}
         for i, query in enumerate(texts):  # untimed: the plans and the buffers
             for depth in depths:
                 run(query, depth)  # sets the depth
-                # the vector arm alone, against exact search: the depth is also how many rows
-                # an HNSW walk fetches before the arm re-sorts them
+                # the vector arm alone, against exact search: the fetch is how many rows an
+                # HNSW walk finds before the arm re-sorts them
                 got = S.search(db, caller, SearchRequest(query=query, mode="vector", limit=10),
                                embedder, access_log=quiet)
                 recall[depth].append(len({str(r.id) for r in got} & set(exact[i])) / 10)
-        ms: dict[int, list[float]] = {d: [] for d in depths}
-        tops: dict[int, list[list]] = {d: [] for d in depths}
+        ms: dict[str, list[float]] = {d: [] for d in depths}
+        tops: dict[str, list[list]] = {d: [] for d in depths}
         for r in range(rounds):
             for i, query in enumerate(texts):
                 turn = (i + r) % len(depths)
@@ -143,7 +156,7 @@ def latency(keep: str, tenant_index: int, depths: list[int], queries: int, round
     return {
         "tenant_rows": tenant["rows"], "table_rows": sum(t["rows"] for t in state["tenants"]),
         "queries": len(texts), "rounds": rounds,
-        "depths": {str(d): {
+        "depths": {d: {
             "hybrid_p50_ms": round(percentile(ms[d], 0.50), 2),
             "hybrid_p95_ms": round(percentile(ms[d], 0.95), 2),
             "top10_vs_first": round(float(np.mean([
@@ -162,16 +175,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument("--keep", default=None, help="a seed kept by bench_search.py --keep")
     parser.add_argument("--tenant", type=int, default=0)
-    parser.add_argument("--depths", default="50,30,20")
+    parser.add_argument("--depths", default="50,30,30/30",
+                        help="depths to compare; D/F also sets the vector arm's fetch")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
     if args.data is None and args.keep is None:
         parser.error("name --data, --keep or both")
-    depths = [int(d) for d in args.depths.split(",") if d.strip()]
-    production = ranking.ARM_DEPTH
+    depths = [d.strip() for d in args.depths.split(",") if d.strip()]
+    for d in depths:
+        if not all(part.isdigit() and int(part) > 0 for part in d.split("/", 1)):
+            parser.error(f"--depths: {d!r} is not a depth (D or D/F, positive integers)")
     report: dict[str, Any] = {
-        "benchmark": "bench_arm_depth", "production_depth": production,
+        "benchmark": "bench_arm_depth", "production_depth": PRODUCTION[0],
+        "production_vector_fetch": PRODUCTION[1],
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
     try:
         # Latency first: once the local embedder has run in this process, its threads slowed
@@ -183,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             report["locomo"] = locomo(args.data, args.conversations.split(","), depths,
                                       args.embedder)
     finally:
-        ranking.ARM_DEPTH = production
+        ranking.ARM_DEPTH, ranking.VECTOR_FETCH = PRODUCTION
     print(json.dumps(report, indent=2))
     return 0
 

@@ -361,16 +361,20 @@ def test_arm_depth_bench_asks_every_depth_and_puts_the_depth_back(capsys):
     from strata import ranking
 
     bench = support.load_module("bench_arm_depth", ROOT / "eval" / "bench_arm_depth.py")
-    production = ranking.ARM_DEPTH
+    production = ranking.ARM_DEPTH, ranking.VECTOR_FETCH
     assert bench.main(["--data", str(DATA), "--conversations", "1", "--embedder", "hash",
-                       "--depths", "30,1"]) == 0
+                       "--depths", "30,1,1/1"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert ranking.ARM_DEPTH == production and report["production_depth"] == production
+    assert (ranking.ARM_DEPTH, ranking.VECTOR_FETCH) == production
+    assert (report["production_depth"], report["production_vector_fetch"]) == production
     depths = report["locomo"]["depths"]
-    assert set(depths) == {"30", "1"}
+    assert set(depths) == {"30", "1", "1/1"}
     for d in depths.values():
         assert set(d) == {"objective", "mrr", "observations", "turns"}
         assert d["turns"]["n"] == d["observations"]["n"] == 2
         assert d["turns"]["recall_all@5"] == 1.0
     assert depths["30"]["turns"]["candidates_mean"] == 16
     assert 10 <= depths["1"]["turns"]["candidates_mean"] < 16
+    with pytest.raises(SystemExit):  # a setting that is not D or D/F is refused by name
+        bench.main(["--data", str(DATA), "--depths", "30,x/2"])
+    assert "'x/2' is not a depth" in capsys.readouterr().err

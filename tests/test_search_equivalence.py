@@ -117,6 +117,7 @@ def assert_same(db, embedder, caller, body: dict, cap: dict, *, iterative: bool,
     req = SearchRequest(**{k: v for k, v in body.items() if v is not None}, limit=10)
     params, _ = S._search_params(caller, req, embedder, now=NOW, ignore_status=ignore_status)
     params.update(cap, iterative=iterative and params["use_vec"])
+    params["vec_fetch"] = params["depth"]  # the reference's vector arm fetched its depth
     with db.connection() as conn:
         expected = search_reference.rows(conn, params)
         got, _ = S._rows(conn, dict(params))
@@ -163,6 +164,80 @@ def test_statement_agrees_on_both_routes_and_without_status(db, embedder, corpus
             assert got[0]["own_index"] is own_index and got[0]["vec_exact"] is not own_index
         seen_rows += len(got)
     assert seen_rows > 100
+
+
+def _vector_rows(conn, params: dict, depth: int, fetch: int) -> list[tuple]:
+    """The vector arm's candidates at ``depth``, its ranking fetching ``fetch`` rows: (rank,
+    id), nearest first."""
+    rows, _ = S._rows(conn, {**params, "depth": depth, "vec_fetch": fetch})
+    return sorted((r["vec_rank"], str(r["id"])) for r in rows if r["vec_rank"] is not None)
+
+
+# A table this small is cheapest to scan and sort: switched off, the tenant's own index is
+# walked, as it is for a large tenant.
+WALK_THE_INDEX = ("SET enable_seqscan = off", "SET enable_sort = off")
+
+
+@pytest.mark.parametrize("own_index", [False, True])
+def test_the_vector_arm_keeps_the_nearest_depth_of_what_it_fetched(db, embedder, corpus,
+                                                                    own_index):
+    """The vector arm's ranking fetches ``vec_fetch`` rows (ranking.VECTOR_FETCH: an HNSW walk
+    stopped at fewer loses recall) and hands the fusion the nearest ``depth`` of them: for
+    generated queries and filters, exactly and walking the tenant's own index, the arm's
+    candidates at (depth, fetch) are the first ``depth`` of its candidates at (fetch,
+    fetch), in the same order, and the walk returned ``fetch`` rows. Control: the cut
+    removes rows (the fetch found more than the depth) in most searches."""
+    if own_index:
+        vector_index._build(db, vector_index.index_name(corpus.tenant_id), corpus.tenant_id)
+    caller = authenticate(db, corpus.key)
+    rng = random.Random(23 + own_index)
+    cut = 0
+    with db.connection() as conn:
+        for setting in WALK_THE_INDEX if own_index else ():
+            conn.execute(setting)
+        try:
+            for _ in range(30):
+                body = {"query": " ".join(rng.sample(WORDS + FILLER, rng.randint(1, 5))),
+                        "mode": rng.choice(["hybrid", "vector"]),
+                        "include": rng.sample(["candidates", "history"], rng.randint(0, 2)),
+                        "kinds": rng.choice([None, [rng.choice(KINDS)]]),
+                        "paths": rng.choice([None, ["users"], ["shared"]])}
+                req = SearchRequest(**{k: v for k, v in body.items() if v is not None}, limit=5)
+                params, _ = S._search_params(caller, req, embedder, now=NOW, ignore_status=False)
+                params.update(iterative=True)
+                depth, fetch = rng.choice([(5, 12), (8, 40), (20, 50)])
+                kept = _vector_rows(conn, params, depth, fetch)
+                fetched = _vector_rows(conn, params, fetch, fetch)
+                assert [i for _, i in kept] == [i for _, i in fetched][:depth]
+                assert [r for r, _ in kept] == [r for r, _ in fetched][:depth]
+                cut += len(fetched) > len(kept) == depth
+                if own_index:
+                    walked = _index_scan_rows(conn, {**params, "depth": depth,
+                                                     "vec_fetch": fetch},
+                                              vector_index.index_name(corpus.tenant_id))
+                    assert walked == len(fetched) and walked > depth, (walked, len(fetched))
+        finally:
+            conn.execute("RESET ALL")
+    assert cut >= 20
+
+
+def _index_scan_rows(conn, params: dict, index: str) -> int:
+    """Rows the statement's scan of ``index`` returned (EXPLAIN ANALYZE, with the search's own
+    transaction settings)."""
+    with conn.transaction():
+        params.update({k: v for k, v in conn.execute(S._prelude(True), params).fetchone().items()
+                       if k in ("lexemes", "any_rare", "any_common", "two_lexemes",
+                                "has_own_index")})
+        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + S._statement(params),
+                            params).fetchone()
+    nodes, found = [next(iter(plan.values()))[0]["Plan"]], []
+    while nodes:
+        node = nodes.pop()
+        nodes += node.get("Plans", [])
+        if node.get("Index Name") == index:
+            found.append(round(node["Actual Rows"] * node["Actual Loops"]))
+    assert len(found) == 1, (index, plan)
+    return found[0]
 
 
 def test_path_words_count_once_where_the_content_lacks_them(db, embedder, corpus):

@@ -108,6 +108,8 @@ def _params(db, embedder, caller, query: str, common: list[str], *, mode: str = 
     params, _ = S._search_params(caller, SearchRequest(query=query, mode=mode), embedder,
                                  now=None, ignore_status=False)
     params.update(caps, common=sorted(common), iterative=iterative)
+    if "depth" in caps:  # search_reference's vector arm fetched its depth
+        params["vec_fetch"] = caps["depth"]
     return params
 
 

@@ -1,9 +1,9 @@
 """How search orders what its two arms found: pure functions and every weight, in one place.
 
 The statement in :mod:`strata.search` returns the candidates of both arms (the vector arm's
-nearest ``ARM_DEPTH`` rows and the text arm's best ``ARM_DEPTH`` by BM25), each with *both*
-raw scores -- the cosine similarity to the query and the BM25 score -- plus the statistics
-below. :func:`fuse` turns them into one order. The evaluation harnesses import these
+nearest ``ARM_DEPTH`` of the ``VECTOR_FETCH`` rows its ranking fetched, and the text arm's
+best ``ARM_DEPTH`` by BM25), each with *both* raw scores -- the cosine similarity to the
+query and the BM25 score -- plus the statistics below. :func:`fuse` turns them into one order. The evaluation harnesses import these
 functions and :data:`DEFAULT` (``eval/tune_fusion.py`` sweeps :class:`FusionParams` through
 the same :func:`fuse`); nothing else keeps a copy of a weight.
 
@@ -70,15 +70,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-# Candidates each arm contributes before fusion. eval/bench_arm_depth.py measures smaller
-# depths (2026-12-03): at 30 LoCoMo's tuning split and the golden set score as at 50 and a
-# search costs ~10 % less (eval/bench_search.py's 10k-row tenant p50 9.26 -> 8.35 ms, its
-# 100k-row tenant 16.5 -> 15.6 ms), but the depth is also how many rows the vector arm's
-# HNSW walk fetches before it re-sorts them, and through the shared index (a large tenant
-# before its own index is built) a walk filtered to a 100k-row tenant of 1M rows kept
-# recall@10 0.9625 at 50 and 0.903 at 30. A smaller depth wants the walk to fetch 50 and
-# the fusion to take the best of them; until then it stays at 50.
-ARM_DEPTH = 50
+# Candidates each arm hands the fusion, and how many rows the vector arm's ranking fetches
+# before it keeps its best ARM_DEPTH of them. Measured with eval/bench_arm_depth.py
+# (2026-12-03, depth and fetch one number then): at 30 LoCoMo's tuning split and the golden
+# set score as at 50 and a search costs ~10 % less (eval/bench_search.py's 10k-row tenant
+# p50 9.26 -> 8.35 ms, its 100k-row tenant 16.5 -> 15.6 ms) -- but an HNSW walk that stops
+# at 30 rows loses recall: through the shared index (a large tenant before its own index is
+# built) a walk filtered to a 100k-row tenant of 1M rows kept recall@10 0.9625 at 50 and
+# 0.903 at 30. So the walk fetches VECTOR_FETCH rows (an exact ranking the same: its best 30
+# are its best 30 either way) and the arm keeps the nearest ARM_DEPTH of them. README, "How
+# deep each arm goes", has the tables.
+ARM_DEPTH = 30
+VECTOR_FETCH = 50
 BM25_K1 = 1.2
 BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
 # N stops counting here (see "Lexical score"): counting costs ~0.6 us a row (3.5 ms at 5,000

@@ -388,21 +388,26 @@ _VEC_EXACT = f"""
          FROM memories m
          WHERE {{when}}m.embedding IS NOT NULL
            AND {_FILTERS}
-         ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(depth)s)"""
+         ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(vec_fetch)s)"""
 _VEC_HNSW = f"""
         (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist{{carry}}
          FROM memories m
          WHERE {{when}}m.embedding IS NOT NULL
            AND {_FILTERS}
-         ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(depth)s)"""
+         ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(vec_fetch)s)"""
 
 
 def _vec_arm(branches: str, carry: str = "") -> str:
+    """The arm's nearest ``depth`` of the ``vec_fetch`` rows its ranking fetched (an HNSW
+    walk that stops early loses recall: ``ranking.VECTOR_FETCH``). Sorted by ``dist + 0``:
+    the planner takes an HNSW scan's rows as sorted by distance, which under
+    ``relaxed_order`` they are only roughly, and would cut them with an incremental sort
+    that stops reading after the first ``depth`` (pgvector's README re-sorts the same way)."""
     return f"""
 vec AS (
     SELECT v.id, rank() OVER (ORDER BY v.dist) AS rank{carry}
-    FROM ({branches}
-    ) v
+    FROM (SELECT * FROM ({branches}
+          ) f ORDER BY f.dist + 0, f.id LIMIT %(depth)s) v
 ),"""
 
 
@@ -988,7 +993,9 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
         "kinds": req.kinds, "tags": req.tags, "meta": _jsonb(meta),
         "meta_ops": Jsonb(meta_ops) if meta_ops else None,
         "use_vec": use_vec, "use_txt": req.mode in ("hybrid", "keyword"),
-        "depth": max(ranking.ARM_DEPTH, req.limit), "stat_cap": ranking.BM25_STAT_CAP,
+        "depth": max(ranking.ARM_DEPTH, req.limit),
+        "vec_fetch": max(ranking.VECTOR_FETCH, ranking.ARM_DEPTH, req.limit),
+        "stat_cap": ranking.BM25_STAT_CAP,
         "k1": ranking.BM25_K1, "b": ranking.BM25_B,
         "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
         "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
