@@ -3,9 +3,10 @@
 The statement in :mod:`strata.search` returns the candidates of both arms (the vector arm's
 nearest ``ARM_DEPTH`` of the ``VECTOR_FETCH`` rows its ranking fetched, and the text arm's
 best ``ARM_DEPTH`` by BM25), each with *both* raw scores -- the cosine similarity to the
-query and the BM25 score -- plus the statistics below. :func:`fuse` turns them into one order. The evaluation harnesses import these
-functions and :data:`DEFAULT` (``eval/tune_fusion.py`` sweeps :class:`FusionParams` through
-the same :func:`fuse`); nothing else keeps a copy of a weight.
+query and the BM25 score -- plus the statistics below. :func:`fuse` turns them into one
+order. The evaluation harnesses import these functions and :data:`DEFAULT`
+(``eval/tune_fusion.py`` sweeps :class:`FusionParams` through the same :func:`fuse`);
+nothing else keeps a copy of a weight.
 
 Lexical score (BM25, computed in SQL with :data:`BM25_K1` and :data:`BM25_B`)
     ``sum over query lexemes l in the memory: idf(l) * tf * (k1 + 1) / (tf + k1 * (1 - b + b *

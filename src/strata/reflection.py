@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
+from strata.db.vector import exact_distance
 from strata.errors import Conflict, InvalidInput, ModelUnavailable, NotFound
 from strata.fields import Integer, MemoryContent, MemoryPath, Text, _content_ok
 from strata.memories.models import Memory
@@ -122,6 +123,10 @@ ORDER BY {order}
 LIMIT %(limit)s
 """
 
+# The seed's nearest first, exactly (an HNSW walk under the path filter would return fewer
+# or farther rows: strata.db.vector.exact_distance).
+SEED_ORDER = exact_distance("embedding", "%(vec)s") + ", id"
+
 
 def _require_model(reflector, what: str, field: str | None = None):
     if reflector is None:
@@ -147,7 +152,7 @@ def _gather(db: Database, caller: Caller, req: ReflectRequest) -> tuple[str, lis
                 raise Conflict(f"the seed is {seed['status']}, not active", field="seed_id")
             path = seed["path"]
             caller.require(path, Level.write, field="seed_id")
-            order = "embedding <=> %(vec)s, id" if seed["embedding"] is not None else "id"
+            order = SEED_ORDER if seed["embedding"] is not None else "id"
             rows = conn.execute(_EVIDENCE.format(order=order, not_derived=NOT_DERIVED), scope(
                 caller, path=path, seed=seed["id"], vec=seed["embedding"],
                 limit=req.limit - 1)).fetchall()

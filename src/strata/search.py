@@ -185,6 +185,7 @@ from strata.audit.chain import HEAD as _AUDIT_HEAD
 from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.db.routing import Reads
+from strata.db.vector import exact_distance
 from strata.errors import Unavailable
 from strata.ingest import dates
 from strata.write.bookkeeping import TOUCH as _TOUCH
@@ -388,7 +389,7 @@ _VEC_EXACT = f"""
          FROM memories m
          WHERE {{when}}m.embedding IS NOT NULL
            AND {_FILTERS}
-         ORDER BY (m.embedding <=> %(vec)s::vector) + 0 LIMIT %(vec_fetch)s)"""
+         ORDER BY {exact_distance("m.embedding", "%(vec)s::vector")} LIMIT %(vec_fetch)s)"""
 _VEC_HNSW = f"""
         (SELECT m.id, m.embedding <=> %(vec)s::vector AS dist{{carry}}
          FROM memories m

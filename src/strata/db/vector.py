@@ -122,6 +122,24 @@ def _dumpers(oid: int) -> tuple[type[Dumper], type[Dumper]]:
             type("VectorBinaryDumper", (VectorBinaryDumper,), {"oid": oid}))
 
 
+def exact_distance(column: str, vector: str) -> str:
+    """An ``ORDER BY`` key that ranks by cosine distance *exactly*: ``(column <=> vector) + 0``.
+
+    The bare ``column <=> vector`` is what an HNSW index orders by, and the planner may answer
+    a filtered top-k ordered by it with a walk of the index: the ``hnsw.ef_search`` nearest
+    rows (40 by default) of the whole graph, filtered afterwards, which returns fewer than
+    ``k`` rows -- or farther ones -- once the filter keeps few of them. Measured: with the
+    planner steered to the index, the write gate's five nearest neighbours in a small path
+    of a ~1,500-row tenant came back as one row. It takes that way when the table is large
+    enough for the walk to look cheaper than reading the filtered rows, so a lookup that is
+    exact in tests stops being exact in production. ``+ 0`` is an expression no index can
+    order by: a top-N sort over exactly the rows the filter keeps. Every statement that
+    means "the nearest k of these rows" orders by this; only :mod:`strata.search`'s HNSW
+    walks, which set up iterative scans and re-sort what they fetch, order by the bare
+    distance (tests/test_exact_neighbours.py holds the source to that)."""
+    return f"({column} <=> {vector}) + 0"
+
+
 def register_vector(conn: psycopg.Connection) -> None:
     """Adapt ``vector`` on ``conn``: ``Vector`` (and numpy arrays, without importing numpy)
     dump as vector, vector values load as ``Vector``. One catalog query.

@@ -34,6 +34,7 @@ from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
 from strata.auth.access import Caller, Level
+from strata.db.vector import exact_distance
 from strata.errors import (
     Conflict, Forbidden, Gone, InvalidInput, NotFound, Suppressed, VersionConflict,
 )
@@ -51,13 +52,13 @@ ERASED_FIELDS = ("content", "context", "canonical", "value", "evidence", "meta",
 
 _BY_ID = f"SELECT {COLUMNS}, value_hash, embedding FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
 
-_SIMILAR_RETIRED = """
+_SIMILAR_RETIRED = f"""
 SELECT t.id, t.reason::text AS reason, 1 - (t.embedding <=> %(vec)s) AS similarity
 FROM tombstones t
 WHERE t.tenant_id = %(tenant)s AND %(path)s::ltree <@ t.path
   AND t.reason = 'rejected' AND t.embedding IS NOT NULL
   AND (t.until IS NULL OR t.until > now()) AND t.memory_id IS DISTINCT FROM %(id)s
-ORDER BY t.embedding <=> %(vec)s
+ORDER BY {exact_distance("t.embedding", "%(vec)s")}
 LIMIT 1
 """
 

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from strata.config import Settings
-from strata.db.vector import Vector
+from strata.db.vector import Vector, exact_distance
 from strata.write import lexical, slots
 from strata.write.canonical import slot_value_hash, value_hash
 from strata.write.models import Neighbour
@@ -136,7 +136,7 @@ CROSS JOIN LATERAL (
       AND (i.family IS NULL OR t.slot IS NULL
            OR NOT (t.slot = i.family OR starts_with(t.slot, i.family || '@')
                    OR starts_with(t.slot, i.family || ':')))
-    ORDER BY t.embedding <=> i.vec
+    ORDER BY {exact_distance("t.embedding", "i.vec")}
     LIMIT 1
 ) t
 """
@@ -169,8 +169,9 @@ JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = '
 ORDER BY i.ord, m.created_at
 """
 
-# Exact nearest neighbours in one path: the scope is small, so an exact scan is both correct
-# and fast (an HNSW scan under a tenant filter can return nothing; see TOOLING.md).
+# Exact nearest neighbours in one path: an exact ranking of the path's active rows (through
+# memories_tenant_path_active_idx), never an HNSW walk -- a walk under this filter returns
+# fewer or farther rows (strata.db.vector.exact_distance; see TOOLING.md).
 _NEIGHBOURS = f"""
 SELECT i.ord, n.id, n.slot, n.value, n.similarity
 FROM {_INPUTS}
@@ -179,7 +180,7 @@ CROSS JOIN LATERAL (
     FROM memories m
     WHERE m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
       AND m.embedding IS NOT NULL
-    ORDER BY m.embedding <=> i.vec
+    ORDER BY {exact_distance("m.embedding", "i.vec")}
     LIMIT %(k)s
 ) n
 ORDER BY i.ord, n.similarity DESC
