@@ -15,6 +15,7 @@ place that orders by the bare distance on purpose (``strata.search``, "Vector ar
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import uuid
@@ -30,14 +31,17 @@ from strata.write import changes, gate
 SRC = Path(__file__).resolve().parent.parent / "src" / "strata"
 WORDS = ("budget travel flight dentist birthday sister manager release incident latency "
          "customer invoice coffee tea running guitar chess lisbon boston deploy").split()
-# The planner's other ways to a top-k: off, so that an index able to order by distance wins.
-PREFER_AN_INDEX = ("SET enable_seqscan = off", "SET enable_bitmapscan = off")
+# The planner's other ways to a top-k: off, so that an index able to order by distance wins
+# (a sort is still what ranks exactly: disabled, it is only priced higher).
+PREFER_AN_INDEX = ("SET enable_seqscan = off", "SET enable_bitmapscan = off",
+                   "SET enable_sort = off")
 
 
 def _seed(db, embedder, tenant_id: uuid.UUID, rng: random.Random) -> dict[str, list]:
-    """~1,500 active memories (and some retired ones) of one tenant: one large path and a few
-    small ones, so a walk of the tenant's nearest rows mostly finds the large path's."""
-    paths = ["users.big"] * 30 + ["users.small", "shared.notes", "users.tiny"]
+    """~1,500 memories of one tenant, a tenth of them retired: one large path (~1,200 active
+    rows), one of ~80 and two of ~40, so a walk of the tenant's nearest rows mostly finds the
+    large path's."""
+    paths = ["users.big"] * 30 + ["users.small"] * 2 + ["shared.notes", "users.tiny"]
     rows = []
     for i in range(1500):
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))) + f" n{i}"
@@ -58,6 +62,16 @@ def _seed(db, embedder, tenant_id: uuid.UUID, rng: random.Random) -> dict[str, l
     with db.connection() as conn:
         conn.execute("ANALYZE memories")
     return by_path
+
+
+@contextlib.contextmanager
+def _patched(module, name: str, value):
+    was = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, was)
 
 
 def _cosines(rows: list, query: np.ndarray) -> dict[uuid.UUID, float]:
@@ -83,15 +97,15 @@ def corpus(db, embedder, make_tenant):
 @pytest.mark.parametrize("own_index", [False, True])
 def test_the_gates_neighbours_are_the_nearest_in_the_path(db, embedder, corpus, own_index):
     """For generated inputs into each path (through the shared HNSW index, and through the
-    tenant's own): the gate's neighbour lookup returns exactly the ``k`` nearest active rows
-    of the input's path, nearest first. Control: with the lookup ordered by the bare
-    distance, the same searches miss rows in the small paths."""
+    tenant's own), within the exact limit: the gate's neighbour lookup returns exactly the
+    ``k`` nearest active rows of the input's path, nearest first. Control: ordered by the
+    bare distance, the same lookups miss rows in the small paths."""
     tenant, by_path = corpus
     if own_index:
         vector_index._build(db, vector_index.index_name(tenant.tenant_id), tenant.tenant_id)
     rng = random.Random(11 + own_index)
-    bare = re.sub(r"ORDER BY \(m\.embedding <=> i\.vec\) \+ 0", "ORDER BY m.embedding <=> i.vec",
-                  gate._NEIGHBOURS)
+    exact = "ORDER BY (m.embedding <=> i.vec) + 0"
+    assert gate._NEIGHBOURS.count(exact) == 1
     checked = missed_bare = 0
     with db.connection() as conn:
         for setting in PREFER_AN_INDEX:
@@ -100,21 +114,92 @@ def test_the_gates_neighbours_are_the_nearest_in_the_path(db, embedder, corpus, 
             for _ in range(12):
                 paths = [rng.choice(sorted(by_path)) for _ in range(3)]
                 vecs = embedder.embed([" ".join(rng.sample(WORDS, 4)) for _ in paths])
-                params = {"tenant": tenant.tenant_id, "paths": paths, "vecs": vecs,
-                          "slots": [None] * 3, "hashes": [None] * 3, "lexes": [None] * 3,
-                          "families": [None] * 3, "wides": [None] * 3, "k": gate.NEIGHBOURS}
-                got = gate._by_input(conn.execute(gate._NEIGHBOURS, params).fetchall())
-                was = gate._by_input(conn.execute(bare, params).fetchall())
+                got = gate.nearest(conn.cursor(), tenant.tenant_id, paths, vecs)
+                with _patched(gate, "_NEIGHBOURS", gate._NEIGHBOURS.replace(
+                        exact, "ORDER BY m.embedding <=> i.vec")):
+                    was = gate.nearest(conn.cursor(), tenant.tenant_id, paths, vecs)
                 for n, (path, vec) in enumerate(zip(paths, vecs, strict=True)):
                     cosines = _cosines(by_path[path], np.asarray(vec, dtype=np.float64))
-                    assert _is_top([r["id"] for r in got.get(n, [])], cosines,
-                                   gate.NEIGHBOURS), path
+                    rows = got.get(n, [])
+                    assert _is_top([r["id"] for r in rows], cosines, gate.NEIGHBOURS), path
+                    assert not any(r["walked"] for r in rows)
                     checked += 1
                     missed_bare += not _is_top([r["id"] for r in was.get(n, [])], cosines,
                                                gate.NEIGHBOURS)
         finally:
             conn.execute("RESET ALL")
     assert checked == 36 and missed_bare >= 6, missed_bare
+
+
+@pytest.mark.parametrize("own_index", [False, True])
+def test_a_path_past_the_exact_limit_is_walked_and_keeps_its_nearest(db, embedder, corpus,
+                                                                     monkeypatch, own_index):
+    """A path with more active rows than the exact limit (here lowered to 60) is walked
+    through HNSW with iterative scans -- with ``ef_search`` lowered to 10, so that a walk
+    without them would stop short in the ~80-row path: every input still gets ``k``
+    neighbours from its own path, nearly always the exact ones (a walk is approximate: at
+    least 95 % of them here), while a path within the limit stays exact. Control: the
+    inputs into the larger paths say they were walked, the others that they were not."""
+    tenant, by_path = corpus
+    if own_index:
+        vector_index._build(db, vector_index.index_name(tenant.tenant_id), tenant.tenant_id)
+    monkeypatch.setattr(vector_index, "EXACT_SCOPE_MIN", 60)
+    monkeypatch.setattr(vector_index, "EXACT_SCOPE_MAX", 60)
+    monkeypatch.setattr(gate, "NEIGHBOUR_EF_SEARCH", 10)
+    rng = random.Random(5 + own_index)
+    walked = {True: 0, False: 0}
+    with db.connection() as conn:
+        for setting in PREFER_AN_INDEX:
+            conn.execute(setting)
+        try:
+            _walk_and_compare(conn, tenant, by_path, embedder, rng, walked, counts := [0, 0])
+            # ... and a walk reads its whole fetch before the re-sort keeps the nearest k (a
+            # sort the planner took as done would stop the walk after k rows)
+            vec = embedder.embed(["coffee tea chess lisbon"])[0]
+            assert _hnsw_rows(conn, tenant.tenant_id, "users.big", vec) == gate.NEIGHBOUR_FETCH
+        finally:
+            conn.execute("RESET ALL")
+    found, wanted = counts
+    assert walked[True] >= 15 and walked[False] >= 10, walked
+    assert found >= 0.95 * wanted, (found, wanted)
+
+
+def _hnsw_rows(conn, tenant_id, path: str, vec) -> int:
+    """Rows the HNSW scans of the gate's lookup returned for one input (EXPLAIN ANALYZE)."""
+    with conn.transaction():
+        walks = conn.execute(gate._WALKS, {"ef": str(gate.NEIGHBOUR_EF_SEARCH)}).fetchone()
+        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + gate._NEIGHBOURS, {
+            "tenant": tenant_id, "paths": [path], "vecs": [vec], "k": gate.NEIGHBOURS,
+            "fetch": gate.NEIGHBOUR_FETCH, "walks": walks is not None,
+            **vector_index.exact_scope_params()}).fetchone()
+    nodes, rows = [next(iter(plan.values()))[0]["Plan"]], 0
+    while nodes:
+        node = nodes.pop()
+        nodes += node.get("Plans", [])
+        if str(node.get("Index Name", "")).startswith(("memories_vec_", "memories_embedding")):
+            rows += round(node["Actual Rows"] * node["Actual Loops"])
+    return rows
+
+
+def _walk_and_compare(conn, tenant, by_path, embedder, rng, walked, counts) -> None:
+    with conn.transaction():
+        for _ in range(12):
+            paths = [rng.choice(sorted(by_path)) for _ in range(4)]
+            vecs = embedder.embed([" ".join(rng.sample(WORDS, 4)) for _ in paths])
+            got = gate.nearest(conn.cursor(), tenant.tenant_id, paths, vecs)
+            for n, (path, vec) in enumerate(zip(paths, vecs, strict=True)):
+                rows = got.get(n, [])
+                large = len(by_path[path]) > 60
+                assert len(rows) == gate.NEIGHBOURS, (path, len(rows))
+                assert {r["walked"] for r in rows} == {large}
+                walked[large] += 1
+                cosines = _cosines(by_path[path], np.asarray(vec, dtype=np.float64))
+                best = sorted(cosines, key=lambda i: -cosines[i])[:gate.NEIGHBOURS]
+                assert all(r["id"] in cosines for r in rows)  # never another path's
+                counts[0] += len({r["id"] for r in rows} & set(best))
+                counts[1] += gate.NEIGHBOURS
+                if not large:
+                    assert _is_top([r["id"] for r in rows], cosines, gate.NEIGHBOURS)
 
 
 def test_a_reflections_evidence_is_the_seeds_nearest(db, embedder, corpus):
@@ -127,9 +212,7 @@ def test_a_reflections_evidence_is_the_seeds_nearest(db, embedder, corpus):
     seed_id, seed_vec = by_path[path][0]
     others = [r for r in by_path[path] if r[0] != seed_id]
     with db.connection() as conn:
-        # two sort keys: an index walk then needs an incremental sort, which a full sort
-        # (off here) must look dearer than
-        for setting in (*PREFER_AN_INDEX, "SET enable_sort = off"):
+        for setting in PREFER_AN_INDEX:
             conn.execute(setting)
         try:
             rows = conn.execute(reflection._EVIDENCE.format(
@@ -145,8 +228,10 @@ def test_a_reflections_evidence_is_the_seeds_nearest(db, embedder, corpus):
 
 def test_no_other_statement_orders_by_the_bare_distance():
     """Every ``ORDER BY`` on a cosine distance in strata's source ranks exactly
-    (``exact_distance``, or the same ``+ 0`` written out) -- but the search's HNSW walk, which
-    means to walk the index. Control: the walk is found, so the scan reads the statements."""
+    (``exact_distance``, or the same ``+ 0`` written out) -- but the two HNSW walks (search's
+    vector arm, the gate's neighbours in a large path), which mean to walk the index with
+    iterative scans and re-sort what they fetch. Control: both are found, so the scan reads
+    the statements."""
     bare = []
     for path in sorted(SRC.rglob("*.py")):
         for line in path.read_text().splitlines():
@@ -154,7 +239,8 @@ def test_no_other_statement_orders_by_the_bare_distance():
             if m and not re.search(r"<=>\s*[^)]*\)\s*\+\s*0", line):
                 bare.append((path.relative_to(SRC).as_posix(), line.strip()))
     assert bare == [("search.py",
-                     "ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(vec_fetch)s)\"\"\"")]
+                     "ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(vec_fetch)s)\"\"\""),
+                    ("write/gate.py", "ORDER BY m.embedding <=> i.vec")]
 
 
 def test_tombstone_lookups_rank_exactly():

@@ -568,6 +568,7 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
     limit grows with the table: the same tenant is exact once it is a small share of a
     larger table. Without iterative scans (pgvector 0.7) the arm is always exact."""
     import strata.search as search_module
+    from strata import vector_index
 
     h = tenant.headers
     created = create(client, h, *[
@@ -575,9 +576,9 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
         for i, w in enumerate(["billing", "search", "ingest", "audit", "export", "login"])])
 
     def ranked(lo: int, hi: int = 1000, share: float = 0.0) -> tuple[list[str], set]:
-        monkeypatch.setattr(search_module, "EXACT_SCOPE_MIN", lo)
-        monkeypatch.setattr(search_module, "EXACT_SCOPE_MAX", hi)
-        monkeypatch.setattr(search_module, "EXACT_SCOPE_SHARE", share)
+        monkeypatch.setattr(vector_index, "EXACT_SCOPE_MIN", lo)
+        monkeypatch.setattr(vector_index, "EXACT_SCOPE_MAX", hi)
+        monkeypatch.setattr(vector_index, "EXACT_SCOPE_SHARE", share)
         res = search(client, h, "ticket about the billing service", mode="vector",
                      explain=True)
         return ids(res), {r["explain"]["vector"]["exact"] for r in res}

@@ -30,8 +30,9 @@ Vector arm
     tenants by the lifecycle job) is ranked through it (``route: tenant_index``): the walk
     never crosses another tenant's graph. Otherwise the
     ``scope`` CTE counts the tenant's rows in the requested statuses, stopping one past the
-    exact limit -- ``EXACT_SCOPE_SHARE`` (5 %) of the table's rows (``pg_class.reltuples``),
-    but at least ``EXACT_SCOPE_MIN`` (2,000) and at most ``EXACT_SCOPE_MAX`` (20,000); an
+    exact limit -- ``vector_index.EXACT_SCOPE_SHARE`` (5 %) of the table's rows
+    (``pg_class.reltuples``), but at least ``EXACT_SCOPE_MIN`` (2,000) and at most
+    ``EXACT_SCOPE_MAX`` (20,000); an
     index-only scan, ~0.2 us a row. A scope within the limit is ranked exactly (an ORDER BY
     no index matches: a bitmap scan on the tenant and a top-N sort, recall 1.0, ~1.5 ms for
     1,000 rows); a larger one through HNSW. Each branch sits under a one-time filter, so
@@ -434,9 +435,7 @@ _VEC_ROUTES = {
     # decided by the scope: exactly if it holds at most exact_rows rows, else through HNSW
     "scope": ("""
 exact_rows AS (  -- the largest scope ranked exactly
-    SELECT least(%(exact_max)s, greatest(%(exact_min)s,
-                 (c.reltuples * %(exact_share)s)::bigint)) AS n
-    FROM pg_class c WHERE c.oid = 'memories'::regclass
+    """ + vector_index.EXACT_ROWS + """
 ),
 scope AS (
     SELECT count(*) <= (SELECT n FROM exact_rows) AS small
@@ -653,12 +652,10 @@ def own_index_ef_search(rows: float) -> int:
 _OWN_INDEX_EF_SQL = "CASE " + " ".join(
     f"WHEN o.rows >= {least} THEN '{ef}'" for least, ef in OWN_INDEX_EF_SEARCH[:-1]
 ) + f" ELSE '{OWN_INDEX_EF_SEARCH[-1][1]}' END"
-# A scope (the tenant's rows in the requested statuses) of at most EXACT_SCOPE_SHARE of the
-# table, but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, is ranked
-# exactly, whatever the planner estimates: see "Vector arm".
-EXACT_SCOPE_MIN = 2000
-EXACT_SCOPE_MAX = 20_000
-EXACT_SCOPE_SHARE = 0.05
+# A scope (the tenant's rows in the requested statuses) of at most vector_index.EXACT_SCOPE_SHARE
+# of the table, but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, is
+# ranked exactly, whatever the planner estimates: see "Vector arm". The rule lives in
+# strata.vector_index, which the write gate's neighbour lookup follows too.
 
 
 # No parallel workers for the search transaction: a Gather under the text arm's LIMIT would
@@ -1000,8 +997,8 @@ def _search_params(caller: Caller, req: SearchRequest, embedder: Embedder, *,
         "k1": ranking.BM25_K1, "b": ranking.BM25_B,
         "two_cap": TEXT_TWO_LEXEME_CAP, "one_cap": TEXT_ONE_LEXEME_CAP,
         "win_lo": [w["from"] for w in windows], "win_hi": [w["to"] for w in windows],
-        "exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
-        "exact_share": EXACT_SCOPE_SHARE, "own_index": vector_index.index_name(caller.tenant_id),
+        **vector_index.exact_scope_params(),
+        "own_index": vector_index.index_name(caller.tenant_id),
         "common": [],  # the tenant's common lexemes: candidates() reads them (common_lexemes)
         "corpus_at_cap": False,  # N known to be the cap: candidates() asks (_corpus_at_cap)
     }

@@ -68,6 +68,27 @@ BUILD_MEMORY_MARGIN = 1.25
 BUILD_MEMORY_MAX_MB = 1024
 
 
+# Which way a filtered nearest-rows lookup ranks (search's vector arm, the write gate's
+# neighbours): a scope of at most EXACT_SCOPE_SHARE of the table's rows (pg_class.reltuples),
+# but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, exactly; a larger
+# one through an HNSW walk with iterative scans (pgvector 0.8+). Relative because a filtered
+# walk loses recall as the scope's share of the graph shrinks, while an exact ranking costs
+# the same in any table (strata.search, "Vector arm", has the measurements).
+EXACT_SCOPE_MIN = 2000
+EXACT_SCOPE_MAX = 20_000
+EXACT_SCOPE_SHARE = 0.05
+# The largest scope ranked exactly, in SQL (parameters: exact_scope_params()).
+EXACT_ROWS = """SELECT least(%(exact_max)s, greatest(%(exact_min)s,
+                 (c.reltuples * %(exact_share)s)::bigint)) AS n
+    FROM pg_class c WHERE c.oid = 'memories'::regclass"""
+
+
+def exact_scope_params() -> dict[str, Any]:
+    """The parameters of :data:`EXACT_ROWS`."""
+    return {"exact_min": EXACT_SCOPE_MIN, "exact_max": EXACT_SCOPE_MAX,
+            "exact_share": EXACT_SCOPE_SHARE}
+
+
 def index_name(tenant_id: uuid.UUID) -> str:
     return PREFIX + uuid.UUID(str(tenant_id)).hex
 

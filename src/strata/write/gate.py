@@ -27,6 +27,7 @@ from typing import Any
 
 import psycopg
 
+from strata import vector_index
 from strata.config import Settings
 from strata.db.vector import Vector, exact_distance
 from strata.write import lexical, slots
@@ -169,22 +170,58 @@ JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = '
 ORDER BY i.ord, m.created_at
 """
 
-# Exact nearest neighbours in one path: an exact ranking of the path's active rows (through
-# memories_tenant_path_active_idx), never an HNSW walk -- a walk under this filter returns
-# fewer or farther rows (strata.db.vector.exact_distance; see TOOLING.md).
+# The nearest active neighbours in one path, the way search's vector arm ranks a scope
+# (strata.vector_index, EXACT_SCOPE_*): a path of at most the exact limit of active rows
+# exactly -- through memories_tenant_path_active_idx and a top-N sort (exact_distance) --
+# and a larger one through an HNSW walk with iterative scans (pgvector 0.8+; _WALKS turns
+# them on for the transaction), which fetches NEIGHBOUR_FETCH rows and keeps the nearest k.
+# Ordered by the bare distance without iterative scans, the lookup had been a walk filtered
+# afterwards: the five nearest in a small path came back as one row, and at a 100k-row
+# tenant of eval/bench_search.py's 1M rows 50 of a batch's 100 neighbours were missing. An
+# exact ranking reads every row of the path (~7.5 ms an input at 4,000 rows there), so a
+# path past the limit is walked. ``walked`` says which way each input went.
 _NEIGHBOURS = f"""
-SELECT i.ord, n.id, n.slot, n.value, n.similarity
-FROM {_INPUTS}
-CROSS JOIN LATERAL (
-    SELECT m.id, m.slot, m.value, 1 - (m.embedding <=> i.vec) AS similarity
-    FROM memories m
-    WHERE m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
-      AND m.embedding IS NOT NULL
-    ORDER BY {exact_distance("m.embedding", "i.vec")}
-    LIMIT %(k)s
+WITH exact_rows AS ({vector_index.EXACT_ROWS})
+SELECT i.ord, n.id, n.slot, n.value, n.similarity, NOT sc.small AS walked
+FROM unnest(%(paths)s::ltree[], %(vecs)s::vector[]) WITH ORDINALITY AS i(path, vec, ord)
+CROSS JOIN LATERAL (  -- the path's active rows, counted one past the exact limit
+    SELECT NOT %(walks)s OR count(*) <= (SELECT n FROM exact_rows) AS small
+    FROM (SELECT 1 FROM memories m
+          WHERE %(walks)s AND m.tenant_id = %(tenant)s AND m.path = i.path
+            AND m.status = 'active'
+          LIMIT (SELECT n FROM exact_rows) + 1) s
+) sc
+CROSS JOIN LATERAL (  -- one branch runs: the other's filter on sc.small is false
+    (SELECT m.id, m.slot, m.value, 1 - (m.embedding <=> i.vec) AS similarity
+     FROM memories m
+     WHERE sc.small AND m.tenant_id = %(tenant)s AND m.path = i.path
+       AND m.status = 'active' AND m.embedding IS NOT NULL
+     ORDER BY {exact_distance("m.embedding", "i.vec")}
+     LIMIT %(k)s)
+    UNION ALL
+    (SELECT w.id, w.slot, w.value, 1 - w.dist
+     FROM (SELECT m.id, m.slot, m.value, m.embedding <=> i.vec AS dist
+           FROM memories m
+           WHERE NOT sc.small AND m.tenant_id = %(tenant)s AND m.path = i.path
+             AND m.status = 'active' AND m.embedding IS NOT NULL
+           ORDER BY m.embedding <=> i.vec
+           LIMIT %(fetch)s) w
+     ORDER BY w.dist + 0, w.id  -- relaxed order: re-sorted (see search._vec_arm)
+     LIMIT %(k)s)
 ) n
 ORDER BY i.ord, n.similarity DESC
 """
+# Iterative scans for the walk, for the rest of the write's transaction (no other statement
+# of a write walks an index); no row when pgvector predates them (0.7): every path is then
+# ranked exactly.
+_WALKS = """
+SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,
+       set_config('hnsw.ef_search', %(ef)s, true) AS ef_search
+FROM pg_extension
+WHERE extname = 'vector' AND string_to_array(extversion, '.')::int[] >= '{0,8}'::int[]
+"""
+NEIGHBOUR_FETCH = 40  # rows a walk fetches before keeping the nearest NEIGHBOURS
+NEIGHBOUR_EF_SEARCH = 100
 
 
 def _by_input(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
@@ -218,18 +255,30 @@ def decide(
         "vecs": [i.embedding for i in items], "slots": [i.slot for i in items],
         "hashes": [value_hash(i.canonical) for i in items],
         "lexes": [i.lexical for i in items], "families": [i.family for i in items],
-        "wides": [i.wide for i in items], "k": NEIGHBOURS,
+        "wides": [i.wide for i in items],
     }
     similar = _by_input(cur.execute(_SIMILAR_TOMBSTONES, params).fetchall())
     twins = _by_input(cur.execute(_TWINS, params).fetchall())
     holders = _by_input(cur.execute(_SLOT_HOLDERS, params).fetchall()) if any(
         i.slot for i in items) else {}
-    near = _by_input(cur.execute(_NEIGHBOURS, params).fetchall())
+    near = nearest(cur, tenant_id, params["paths"], params["vecs"])
     return [
         _decide_one(item, exact.get(n), (similar.get(n) or [None])[0], twins.get(n, []),
                     _holding(item, holders.get(n, [])), near.get(n, []), thresholds)
         for n, item in enumerate(items)
     ]
+
+
+def nearest(cur: psycopg.Cursor, tenant_id: uuid.UUID, paths: Sequence[str],
+            vecs: Sequence[Any], k: int = NEIGHBOURS) -> dict[int, list[dict[str, Any]]]:
+    """The ``k`` nearest active memories (with an embedding) in each input's path, nearest
+    first, by input index: exactly in a path within the exact limit, else through an HNSW
+    walk (see ``_NEIGHBOURS``). Each row says whether it was ``walked``."""
+    walks = cur.execute(_WALKS, {"ef": str(NEIGHBOUR_EF_SEARCH)}).fetchone() is not None
+    return _by_input(cur.execute(_NEIGHBOURS, {
+        "tenant": tenant_id, "paths": list(paths), "vecs": list(vecs), "k": k,
+        "fetch": max(NEIGHBOUR_FETCH, k), "walks": walks,
+        **vector_index.exact_scope_params()}).fetchall())
 
 
 def _holding(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
