@@ -652,10 +652,6 @@ def own_index_ef_search(rows: float) -> int:
 _OWN_INDEX_EF_SQL = "CASE " + " ".join(
     f"WHEN o.rows >= {least} THEN '{ef}'" for least, ef in OWN_INDEX_EF_SEARCH[:-1]
 ) + f" ELSE '{OWN_INDEX_EF_SEARCH[-1][1]}' END"
-# A scope (the tenant's rows in the requested statuses) of at most vector_index.EXACT_SCOPE_SHARE
-# of the table, but never fewer than EXACT_SCOPE_MIN nor more than EXACT_SCOPE_MAX rows, is
-# ranked exactly, whatever the planner estimates: see "Vector arm". The rule lives in
-# strata.vector_index, which the write gate's neighbour lookup follows too.
 
 
 # No parallel workers for the search transaction: a Gather under the text arm's LIMIT would

@@ -20,6 +20,7 @@ fact of its own.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -273,12 +274,16 @@ def nearest(cur: psycopg.Cursor, tenant_id: uuid.UUID, paths: Sequence[str],
             vecs: Sequence[Any], k: int = NEIGHBOURS) -> dict[int, list[dict[str, Any]]]:
     """The ``k`` nearest active memories (with an embedding) in each input's path, nearest
     first, by input index: exactly in a path within the exact limit, else through an HNSW
-    walk (see ``_NEIGHBOURS``). Each row says whether it was ``walked``."""
-    walks = cur.execute(_WALKS, {"ef": str(NEIGHBOUR_EF_SEARCH)}).fetchone() is not None
-    return _by_input(cur.execute(_NEIGHBOURS, {
-        "tenant": tenant_id, "paths": list(paths), "vecs": list(vecs), "k": k,
-        "fetch": max(NEIGHBOUR_FETCH, k), "walks": walks,
-        **vector_index.exact_scope_params()}).fetchall())
+    walk (see ``_NEIGHBOURS``). Each row says whether it was ``walked``. In the caller's
+    transaction, or one of its own: the walk's settings are the transaction's."""
+    conn = cur.connection
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with conn.transaction() if idle else contextlib.nullcontext():
+        walks = cur.execute(_WALKS, {"ef": str(NEIGHBOUR_EF_SEARCH)}).fetchone() is not None
+        return _by_input(cur.execute(_NEIGHBOURS, {
+            "tenant": tenant_id, "paths": list(paths), "vecs": list(vecs), "k": k,
+            "fetch": max(NEIGHBOUR_FETCH, k), "walks": walks,
+            **vector_index.exact_scope_params()}).fetchall())
 
 
 def _holding(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
