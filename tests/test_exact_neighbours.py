@@ -7,10 +7,12 @@ answers such a statement with an index walk -- the ``hnsw.ef_search`` nearest ro
 default) of the whole index, filtered afterwards -- which returns fewer than ``k`` rows,
 or farther ones, once the filter keeps few of them (a path of a large tenant). A large
 table is what gives it the chance; here the planner is steered to the same choice by
-switching sequential and bitmap scans off, and the lookups must still return the exact
-nearest rows (``strata.db.vector.exact_distance``). ``search``'s HNSW walks are the one
-place that orders by the bare distance on purpose (``strata.search``, "Vector arm");
-``test_no_other_statement_orders_by_the_bare_distance`` holds the source to that.
+switching sequential scans, bitmap scans and sorts off, and the lookups must still return
+the exact nearest rows (``strata.db.vector.exact_distance``). Two statements order by the
+bare distance on purpose, walking HNSW with iterative scans and re-sorting what they fetch:
+search's vector arm (``strata.search``, "Vector arm") and the gate's lookup in a path past
+the exact limit, which the tests here walk too;
+``test_no_other_statement_orders_by_the_bare_distance`` holds the source to those two.
 """
 
 from __future__ import annotations
