@@ -49,14 +49,14 @@ from harness import NoAccessLog, percentile, scratch_database  # noqa: E402
 from strata import ranking  # noqa: E402
 
 
+PRODUCTION = (ranking.ARM_DEPTH, ranking.VECTOR_FETCH)
+
+
 def use(setting: str) -> None:
     """Set the search's depth (and fetch, for ``D/F``) to ``setting``."""
     depth, _, fetch = setting.partition("/")
     ranking.ARM_DEPTH = int(depth)
     ranking.VECTOR_FETCH = int(fetch) if fetch else PRODUCTION[1]
-
-
-PRODUCTION = (ranking.ARM_DEPTH, ranking.VECTOR_FETCH)
 
 
 def locomo(data: Path, conversations: list[str], depths: list[str], embedder_name: str

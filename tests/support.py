@@ -131,3 +131,35 @@ def sam_python() -> Path:
         pytest.skip(message)
     return python
 
+
+def explain(conn, sql: str, params: dict) -> dict:
+    """The root node of ``sql``'s EXPLAIN ANALYZE (JSON), run on ``conn`` as it is."""
+    row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchone()
+    plan = next(iter(row.values())) if isinstance(row, dict) else row[0]
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+
+
+def search_plan(conn, params: dict) -> dict:
+    """The search statement's plan for ``params`` (``strata.search``: the prelude's settings
+    and terms first, in one transaction); ``params`` gains the prelude's terms."""
+    from strata import search as S
+
+    with conn.transaction():
+        terms = conn.execute(S._prelude(params["iterative"]), params).fetchone()
+        params.update({k: terms[k] for k in ("lexemes", "any_rare", "any_common",
+                                              "two_lexemes", "has_own_index")})
+        return explain(conn, S._statement(params), params)
+
+
+def plan_nodes(plan: dict):
+    """Every node of a plan, the root first."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def rows_read(plan: dict, index_names) -> int:
+    """Rows the plan's scans of the named indexes returned, over all their loops
+    (``index_names``: a predicate on the index name)."""
+    return sum(round(n["Actual Rows"] * n["Actual Loops"]) for n in plan_nodes(plan)
+               if n.get("Index Name") and index_names(n["Index Name"]))

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import support
 from strata import reflection, vector_index
 from strata.db.vector import Vector
 from strata.write import changes, gate
@@ -174,17 +175,12 @@ def _hnsw_rows(conn, tenant_id, path: str, vec) -> int:
     """Rows the HNSW scans of the gate's lookup returned for one input (EXPLAIN ANALYZE)."""
     with conn.transaction():
         walks = conn.execute(gate._WALKS, {"ef": str(gate.NEIGHBOUR_EF_SEARCH)}).fetchone()
-        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + gate._NEIGHBOURS, {
+        plan = support.explain(conn, gate._NEIGHBOURS, {
             "tenant": tenant_id, "paths": [path], "vecs": [vec], "k": gate.NEIGHBOURS,
             "fetch": gate.NEIGHBOUR_FETCH, "walks": walks is not None,
-            **vector_index.exact_scope_params()}).fetchone()
-    nodes, rows = [next(iter(plan.values()))[0]["Plan"]], 0
-    while nodes:
-        node = nodes.pop()
-        nodes += node.get("Plans", [])
-        if str(node.get("Index Name", "")).startswith(("memories_vec_", "memories_embedding")):
-            rows += round(node["Actual Rows"] * node["Actual Loops"])
-    return rows
+            **vector_index.exact_scope_params()})
+    return support.rows_read(plan, lambda name: name.startswith(
+        (vector_index.PREFIX, "memories_embedding")))
 
 
 def _walk_and_compare(conn, tenant, by_path, embedder, rng, walked, counts) -> None:
@@ -202,7 +198,7 @@ def _walk_and_compare(conn, tenant, by_path, embedder, rng, walked, counts) -> N
                 assert {r["walked"] for r in rows} == {large}
                 walked[large] += 1
                 cosines = _cosines(by_path[path], np.asarray(vec, dtype=np.float64))
-                best = sorted(cosines, key=lambda i: -cosines[i])[:gate.NEIGHBOURS]
+                best = sorted(cosines, key=lambda mid: -cosines[mid])[:gate.NEIGHBOURS]
                 assert all(r["id"] in cosines for r in rows)  # never another path's
                 counts[0] += len({r["id"] for r in rows} & set(best))
                 counts[1] += gate.NEIGHBOURS

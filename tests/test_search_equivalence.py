@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import search_reference
+import support
 from strata import search as S, vector_index
 from strata.auth.keys import authenticate
 from strata.search import SearchRequest
@@ -212,32 +213,13 @@ def test_the_vector_arm_keeps_the_nearest_depth_of_what_it_fetched(db, embedder,
                 assert [r for r, _ in kept] == [r for r, _ in fetched][:depth]
                 cut += len(fetched) > len(kept) == depth
                 if own_index:
-                    walked = _index_scan_rows(conn, {**params, "depth": depth,
-                                                     "vec_fetch": fetch},
-                                              vector_index.index_name(corpus.tenant_id))
+                    name = vector_index.index_name(corpus.tenant_id)
+                    walked = support.rows_read(support.search_plan(conn, {
+                        **params, "depth": depth, "vec_fetch": fetch}), name.__eq__)
                     assert walked == len(fetched) and walked > depth, (walked, len(fetched))
         finally:
             conn.execute("RESET ALL")
     assert cut >= 20
-
-
-def _index_scan_rows(conn, params: dict, index: str) -> int:
-    """Rows the statement's scan of ``index`` returned (EXPLAIN ANALYZE, with the search's own
-    transaction settings)."""
-    with conn.transaction():
-        params.update({k: v for k, v in conn.execute(S._prelude(True), params).fetchone().items()
-                       if k in ("lexemes", "any_rare", "any_common", "two_lexemes",
-                                "has_own_index")})
-        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + S._statement(params),
-                            params).fetchone()
-    nodes, found = [next(iter(plan.values()))[0]["Plan"]], []
-    while nodes:
-        node = nodes.pop()
-        nodes += node.get("Plans", [])
-        if node.get("Index Name") == index:
-            found.append(round(node["Actual Rows"] * node["Actual Loops"]))
-    assert len(found) == 1, (index, plan)
-    return found[0]
 
 
 def test_path_words_count_once_where_the_content_lacks_them(db, embedder, corpus):

@@ -6,7 +6,6 @@ the statement to the reference when no lexeme is common)."""
 
 from __future__ import annotations
 
-import json
 import random
 import uuid
 
@@ -15,6 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import search_reference
+import support
 from strata import search as S
 from strata.auth import Caller
 from strata.auth.keys import authenticate, create_key
@@ -80,14 +80,8 @@ def test_common_lexemes_come_from_the_statistics_per_tenant(db, corpus, monkeypa
 
 def _plan(db, params: dict) -> dict:
     """The statement's EXPLAIN ANALYZE (JSON) for ``params`` (after the prelude)."""
-    with db.connection() as conn, conn.transaction():
-        terms = conn.execute(S._prelude(params["iterative"]), params).fetchone()
-        params.update({k: terms[k] for k in ("lexemes", "any_rare", "any_common",
-                                              "two_lexemes", "has_own_index")})
-        row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + S._statement(params),
-                           params).fetchone()
-    plan = next(iter(row.values()))
-    return (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+    with db.connection() as conn:
+        return support.search_plan(conn, params)
 
 
 def _scans_of(node: dict, literal: str) -> list[dict]:
