@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import subprocess
@@ -163,3 +164,17 @@ def rows_read(plan: dict, index_names) -> int:
     (``index_names``: a predicate on the index name)."""
     return sum(round(n["Actual Rows"] * n["Actual Loops"]) for n in plan_nodes(plan)
                if n.get("Index Name") and index_names(n["Index Name"]))
+
+
+@contextlib.contextmanager
+def prefer_an_index(conn):
+    """``conn`` with the planner's other ways to a top-k (sequential and bitmap scans, sorts)
+    switched off, so that an index able to order by vector distance wins, as it does on a
+    large table; a sort is still what ranks exactly (disabled, it is only priced higher).
+    Reset afterwards: the pool hands the connection on."""
+    for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+        conn.execute(f"SET {setting} = off")
+    try:
+        yield conn
+    finally:
+        conn.execute("RESET ALL")

@@ -34,10 +34,6 @@ from strata.write import changes, gate
 SRC = Path(__file__).resolve().parent.parent / "src" / "strata"
 WORDS = ("budget travel flight dentist birthday sister manager release incident latency "
          "customer invoice coffee tea running guitar chess lisbon boston deploy").split()
-# The planner's other ways to a top-k: off, so that an index able to order by distance wins
-# (a sort is still what ranks exactly: disabled, it is only priced higher).
-PREFER_AN_INDEX = ("SET enable_seqscan = off", "SET enable_bitmapscan = off",
-                   "SET enable_sort = off")
 
 
 def _seed(db, embedder, tenant_id: uuid.UUID, rng: random.Random) -> dict[str, list]:
@@ -114,27 +110,22 @@ def test_the_gates_neighbours_are_the_nearest_in_the_path(db, embedder, corpus, 
         vector_index._build(db, vector_index.index_name(tenant.tenant_id), tenant.tenant_id)
     rng = random.Random(11 + own_index)
     checked = missed_bare = 0
-    with db.connection() as conn:
-        for setting in PREFER_AN_INDEX:
-            conn.execute(setting)
-        try:
-            for _ in range(12):
-                paths = [rng.choice(sorted(by_path)) for _ in range(3)]
-                vecs = embedder.embed([" ".join(rng.sample(WORDS, 4)) for _ in paths])
-                got = gate.nearest(conn.cursor(), tenant.tenant_id, paths, vecs)
-                was = gate._by_input(conn.execute(NEIGHBOURS_BEFORE, {
-                    "tenant": tenant.tenant_id, "paths": paths, "vecs": vecs,
-                    "k": gate.NEIGHBOURS}).fetchall())
-                for n, (path, vec) in enumerate(zip(paths, vecs, strict=True)):
-                    cosines = _cosines(by_path[path], np.asarray(vec, dtype=np.float64))
-                    rows = got.get(n, [])
-                    assert _is_top([r["id"] for r in rows], cosines, gate.NEIGHBOURS), path
-                    assert not any(r["walked"] for r in rows)
-                    checked += 1
-                    missed_bare += not _is_top([r["id"] for r in was.get(n, [])], cosines,
-                                               gate.NEIGHBOURS)
-        finally:
-            conn.execute("RESET ALL")
+    with db.connection() as conn, support.prefer_an_index(conn):
+        for _ in range(12):
+            paths = [rng.choice(sorted(by_path)) for _ in range(3)]
+            vecs = embedder.embed([" ".join(rng.sample(WORDS, 4)) for _ in paths])
+            got = gate.nearest(conn.cursor(), tenant.tenant_id, paths, vecs)
+            was = gate._by_input(conn.execute(NEIGHBOURS_BEFORE, {
+                "tenant": tenant.tenant_id, "paths": paths, "vecs": vecs,
+                "k": gate.NEIGHBOURS}).fetchall())
+            for n, (path, vec) in enumerate(zip(paths, vecs, strict=True)):
+                cosines = _cosines(by_path[path], np.asarray(vec, dtype=np.float64))
+                rows = got.get(n, [])
+                assert _is_top([r["id"] for r in rows], cosines, gate.NEIGHBOURS), path
+                assert not any(r["walked"] for r in rows)
+                checked += 1
+                missed_bare += not _is_top([r["id"] for r in was.get(n, [])], cosines,
+                                           gate.NEIGHBOURS)
     assert checked == 36 and missed_bare >= 6, missed_bare
 
 
@@ -155,17 +146,12 @@ def test_a_path_past_the_exact_limit_is_walked_and_keeps_its_nearest(db, embedde
     monkeypatch.setattr(gate, "NEIGHBOUR_EF_SEARCH", 10)
     rng = random.Random(5 + own_index)
     walked = {True: 0, False: 0}
-    with db.connection() as conn:
-        for setting in PREFER_AN_INDEX:
-            conn.execute(setting)
-        try:
-            _walk_and_compare(conn, tenant, by_path, embedder, rng, walked, counts := [0, 0])
-            # ... and a walk reads its whole fetch before the re-sort keeps the nearest k (a
-            # sort the planner took as done would stop the walk after k rows)
-            vec = embedder.embed(["coffee tea chess lisbon"])[0]
-            assert _hnsw_rows(conn, tenant.tenant_id, "users.big", vec) == gate.NEIGHBOUR_FETCH
-        finally:
-            conn.execute("RESET ALL")
+    with db.connection() as conn, support.prefer_an_index(conn):
+        _walk_and_compare(conn, tenant, by_path, embedder, rng, walked, counts := [0, 0])
+        # ... and a walk reads its whole fetch before the re-sort keeps the nearest k (a
+        # sort the planner took as done would stop the walk after k rows)
+        vec = embedder.embed(["coffee tea chess lisbon"])[0]
+        assert _hnsw_rows(conn, tenant.tenant_id, "users.big", vec) == gate.NEIGHBOUR_FETCH
     found, wanted = counts
     assert walked[True] >= 15 and walked[False] >= 10, walked
     assert found >= 0.95 * wanted, (found, wanted)
@@ -215,17 +201,12 @@ def test_a_reflections_evidence_is_the_seeds_nearest(db, embedder, corpus):
     path = "users.small"
     seed_id, seed_vec = by_path[path][0]
     others = [r for r in by_path[path] if r[0] != seed_id]
-    with db.connection() as conn:
-        for setting in PREFER_AN_INDEX:
-            conn.execute(setting)
-        try:
-            rows = conn.execute(reflection._EVIDENCE.format(
-                order=reflection.SEED_ORDER, not_derived=reflection.NOT_DERIVED), {
-                    "tenant": tenant.tenant_id, "path": path, "readable": [""],
-                    "seed": seed_id, "vec": Vector(seed_vec.astype(np.float32)),
-                    "limit": 10}).fetchall()
-        finally:
-            conn.execute("RESET ALL")
+    with db.connection() as conn, support.prefer_an_index(conn):
+        rows = conn.execute(reflection._EVIDENCE.format(
+            order=reflection.SEED_ORDER, not_derived=reflection.NOT_DERIVED), {
+                "tenant": tenant.tenant_id, "path": path, "readable": [""],
+                "seed": seed_id, "vec": Vector(seed_vec.astype(np.float32)),
+                "limit": 10}).fetchall()
     assert len(others) > 10
     assert _is_top([r["id"] for r in rows], _cosines(others, seed_vec), 10)
 
