@@ -353,6 +353,90 @@ def test_headroom_reports_the_ceilings_over_production(module_db):
     assert np.mean((model.score(x) > 0) == (y > 0)) > 0.95
 
 
+
+def _reorder_row(question: str, memories: list[tuple[str, list[float], str]],
+                 cited: int = 0) -> dict:
+    """A headroom row over hand-made candidates in fused order (descending cosine, equal
+    BM25): (content, vector, the day of valid_from); memory ``cited`` cites the evidence."""
+    import types
+    import uuid
+    from datetime import datetime
+
+    import numpy as np
+
+    from strata import ranking
+
+    cands, vectors, cites = [], {}, {}
+    for i, (content, vec, day) in enumerate(memories):
+        cid = uuid.UUID(int=i + 1)
+        vectors[cid] = np.asarray(vec, dtype=np.float64) / np.linalg.norm(vec)
+        cites[cid] = {"D1:1" if i == cited else f"D9:{i}"}
+        cands.append(ranking.Candidate(
+            id=cid, vec_rank=i + 1, cosine=0.9 - 0.05 * i, txt_rank=i + 1, bm25=1.0,
+            value_hash=bytes([i]), row={"content": content, "context": None,
+                                        "valid_from": datetime.fromisoformat(day)}))
+    return {"mode": "observations", "cid": "1", "q": {"question": question, "evidence": ["D1:1"]},
+            "cites": cites, "stored": {"D1:1"}, "vectors": vectors,
+            "qvec": vectors[cands[0].id], "found": types.SimpleNamespace(candidates=cands,
+                                                                          idf_sum=2.0)}
+
+
+def test_headroom_reorderings_change_the_order_only_as_each_says(tmp_path):
+    """Each re-ordering of eval/locomo_headroom.py against its control on hand-made candidates
+    (fused order A, A2, B, C; A2 a near duplicate of A, from the same day): ``diverse`` and
+    ``dates`` push A2 to the end, and leave the order as it was at a weight of 0; ``names``
+    lifts the one memory naming whom the question names, and changes nothing for a question
+    naming no one; ``thesaurus`` (a two-synset WordNet written here, with a license header
+    as the real files have) lifts the memory holding "injury" for a question saying "hurt";
+    ``feedback`` at a weight of 0 is the production order; ``compare_reorderings`` chooses
+    the point that scores best on the tuning rows and scores it once on the rest."""
+    headroom = support.load_module("locomo_headroom", ROOT / "eval" / "locomo_headroom.py")
+    row = _reorder_row("Did Alice get hurt?", [
+        ("Bob painted a lake", [1, 0, 0], "2023-05-01"),
+        ("Bob painted a lake again", [0.99, 0.1, 0], "2023-05-01"),
+        ("Bob has an injury", [0.5, 0.5, 0.7], "2023-06-01"),
+        ("Alice rides horses", [0, 1, 0], "2023-07-01"),
+    ])
+    a, a2, b, c = (m.id for m in row["found"].candidates)
+    assert headroom.production(row) == [a, a2, b, c]
+    assert headroom.diverse(0.0)(row) == headroom.dates(0.0)(row) == [a, a2, b, c]
+    assert headroom.diverse(1.0)(row) == [a, c, b, a2]
+    assert headroom.dates(1.0)(row) == [a, b, c, a2]
+    assert headroom.names(1.0)(row)[0] == c
+    nobody = _reorder_row("what did they paint?", [("Bob painted", [1, 0, 0], "2023-05-01"),
+                                                   ("Alice painted", [0, 1, 0], "2023-05-01")])
+    assert headroom.names(1.0)(nobody) == headroom.production(nobody)
+    assert headroom.feedback(0.0, 3)(row) == headroom.production(row)
+    assert headroom.feedback(1.0, 1)(row)[0] == a
+
+    wordnet = tmp_path / "wordnet"
+    wordnet.mkdir()
+    header = "  1 This software and database is provided under the following license.  \n"
+    for name in ("adj", "adv"):
+        (wordnet / f"index.{name}").write_text(header)
+        (wordnet / f"data.{name}").write_text(header)
+    (wordnet / "index.verb").write_text(header + "hurt v 1 1 + 1 0 00000001  \n")
+    (wordnet / "data.verb").write_text(
+        header + "00000001 29 v 01 hurt 0 001 + 00000002 n 0101 | feel pain  \n")
+    (wordnet / "index.noun").write_text(header + "injury n 1 1 + 1 0 00000002  \n")
+    (wordnet / "data.noun").write_text(
+        header + "00000002 26 n 01 injury 0 001 + 00000001 v 0101 | harm to the body  \n")
+    words = headroom.Thesaurus(wordnet)
+    assert words.related("hurt", 1) == {"injury"} and words.related("paint", 1) == set()
+    assert headroom.thesaurus(words, 2.0, 1)(row)[0] == b
+    assert headroom.thesaurus(words, 0.0, 1)(row) == headroom.production(row)
+
+    seven = [(f"memory {i}", [1, 0.1 * i, 0], "2023-05-01") for i in range(7)]
+    tune = [_reorder_row("Q?", seven, cited=6), row]  # production misses the first, finds the second
+    rest = [_reorder_row("Q?", seven, cited=0)]
+    grids = {"x": {"production": headroom.production, "oracle": headroom.pool_oracle,
+                   "none": lambda r: []}}
+    out = headroom.compare_reorderings(tune, rest, grids)["x"]
+    assert out["grid_tune_objective"] == {"production": 0.5, "oracle": 1.0, "none": 0.0}
+    assert out["chosen"] == "oracle"
+    assert out["tune"]["observations"]["recall_all@5"] == 1.0
+    assert out["rest"]["observations"] == {"recall_all@5": 1.0, "mrr": 1.0, "n": 1}
+
 def test_arm_depth_bench_asks_every_depth_and_puts_the_depth_back(capsys):
     """eval/bench_arm_depth.py on the tiny conversation (16 turns; hash embedder): every
     depth is reported per mode, and the depth reaches the search: at 30 the fusion orders all
