@@ -427,7 +427,8 @@ def test_headroom_reorderings_change_the_order_only_as_each_says(tmp_path):
     assert headroom.thesaurus(words, 0.0, 1)(row) == headroom.production(row)
 
     seven = [(f"memory {i}", [1, 0.1 * i, 0], "2023-05-01") for i in range(7)]
-    tune = [_reorder_row("Q?", seven, cited=6), row]  # production misses the first, finds the second
+    # production misses the first (its evidence ranks 7th) and finds the second
+    tune = [_reorder_row("Q?", seven, cited=6), row]
     rest = [_reorder_row("Q?", seven, cited=0)]
     grids = {"x": {"production": headroom.production, "oracle": headroom.pool_oracle,
                    "none": lambda r: []}}
