@@ -184,7 +184,6 @@ def learned(model: Logistic):
     return order
 
 
-
 # --------------------------------------------------------------------------------------
 # Re-orderings of the production order (see the module docstring)
 # --------------------------------------------------------------------------------------

@@ -353,7 +353,6 @@ def test_headroom_reports_the_ceilings_over_production(module_db):
     assert np.mean((model.score(x) > 0) == (y > 0)) > 0.95
 
 
-
 def _reorder_row(question: str, memories: list[tuple[str, list[float], str]],
                  cited: int = 0) -> dict:
     """A headroom row over hand-made candidates in fused order (descending cosine, equal
@@ -388,8 +387,9 @@ def test_headroom_reorderings_change_the_order_only_as_each_says(tmp_path):
     lifts the one memory naming whom the question names, and changes nothing for a question
     naming no one; ``thesaurus`` (a two-synset WordNet written here, with a license header
     as the real files have) lifts the memory holding "injury" for a question saying "hurt";
-    ``feedback`` at a weight of 0 is the production order; ``compare_reorderings`` chooses
-    the point that scores best on the tuning rows and scores it once on the rest."""
+    ``feedback`` at a weight of 0 is the production order, and with the query moved toward
+    the top three it ranks by the moved query; ``compare_reorderings`` chooses the point that
+    scores best on the tuning rows and scores it once on the rest."""
     headroom = support.load_module("locomo_headroom", ROOT / "eval" / "locomo_headroom.py")
     row = _reorder_row("Did Alice get hurt?", [
         ("Bob painted a lake", [1, 0, 0], "2023-05-01"),
@@ -407,7 +407,8 @@ def test_headroom_reorderings_change_the_order_only_as_each_says(tmp_path):
                                                    ("Alice painted", [0, 1, 0], "2023-05-01")])
     assert headroom.names(1.0)(nobody) == headroom.production(nobody)
     assert headroom.feedback(0.0, 3)(row) == headroom.production(row)
-    assert headroom.feedback(1.0, 1)(row)[0] == a
+    # the query moved most of the way to the mean of A, A2 and B: A2 is now the nearest
+    assert headroom.feedback(10.0, 3)(row)[0] == a2
 
     wordnet = tmp_path / "wordnet"
     wordnet.mkdir()
@@ -437,6 +438,7 @@ def test_headroom_reorderings_change_the_order_only_as_each_says(tmp_path):
     assert out["chosen"] == "oracle"
     assert out["tune"]["observations"]["recall_all@5"] == 1.0
     assert out["rest"]["observations"] == {"recall_all@5": 1.0, "mrr": 1.0, "n": 1}
+
 
 def test_arm_depth_bench_asks_every_depth_and_puts_the_depth_back(capsys):
     """eval/bench_arm_depth.py on the tiny conversation (16 turns; hash embedder): every
