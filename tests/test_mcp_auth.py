@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +160,36 @@ def inspector(url: str, key: str) -> subprocess.CompletedProcess:
                           timeout=240)
 
 
+def printed_json(text: str) -> dict:
+    """The JSON object a command printed on a terminal, among whatever else went there: npx
+    installing the Inspector on its first run draws a spinner (redrawn with terminal escapes,
+    the last of which the document follows on the same line) and prints npm's warnings, whose
+    braces are not the document's ("npm warn EBADENGINE Unsupported engine {", "required: {
+    node: '>=22.19.0' },"). The first brace from which a JSON object decodes starts it."""
+    decoder = json.JSONDecoder()
+    for start in re.finditer(r"\{", text):
+        try:
+            found, _ = decoder.raw_decode(text, start.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(found, dict):
+            return found
+    raise AssertionError(f"no JSON object in: {text!r}")
+
+
+def test_printed_json_finds_the_document_among_npm_noise():
+    """What the Inspector printed on a fresh machine (npx installing it: npm's warnings, then
+    the spinner's last frame on the document's line): the document is found, and a brace of
+    the warnings is not taken for it (the first brace of this text starts a warning)."""
+    warn = "\x1b[1mnpm\x1b[22m \x1b[33mwarn\x1b[39m \x1b[94mEBADENGINE\x1b[39m"
+    text = (f"\u2819\x1b[1G\x1b[0K{warn} Unsupported engine {{\r\n"
+            f"{warn}   required: {{ node: '>=22.19.0' }},\r\n{warn} }}\r\n"
+            "\u283c\x1b[1G\x1b[0K{\r\n  \"tools\": [{\"name\": \"recall\"}]\r\n}\r\n")
+    assert printed_json(text) == {"tools": [{"name": "recall"}]}
+    with pytest.raises(AssertionError):
+        printed_json(f"{warn} Unsupported engine {{\r\n")
+
+
 def test_the_inspector_cli_lists_tools_and_reports_a_wrong_key(observed, tenant):
     """Given the MCP Inspector's CLI on a terminal
     When it lists tools with the right key, then with a wrong one
@@ -168,7 +199,7 @@ def test_the_inspector_cli_lists_tools_and_reports_a_wrong_key(observed, tenant)
     url, requests = observed
     good = inspector(url, tenant.key)
     assert good.returncode == 0, good.stdout + good.stderr
-    listed = json.loads(good.stdout[good.stdout.index("{"):good.stdout.rindex("}") + 1])
+    listed = printed_json(good.stdout)
     assert len(listed["tools"]) == len(TOOLS)
 
     bad = inspector(url, wrong_secret(tenant.key))
