@@ -1,9 +1,10 @@
 """A minimal chat agent with strata as its memory: recall before answering, remember after.
 
 Each turn: search strata for what is relevant to the user's message, answer with those
-memories in the prompt, print which memories grounded the reply, then send the exchange to
-strata's ingest pipeline (which extracts what is worth keeping, resolves it against what it
-already holds, and retires what stopped being true).
+memories in the prompt, print which memories grounded the reply, then remember the exchange
+(strata extracts what is worth keeping, resolves it against what it already holds, retires
+what stopped being true, and answers what it kept once that is done, so the next turn, or the
+next session, recalls it).
 
     export STRATA_URL=http://127.0.0.1:8080 STRATA_KEY=...   # `strata dev` prints these
     python examples/agent_chat.py --path users.me --offline  # a scripted model, no network
@@ -71,7 +72,8 @@ class OpenAIModel:
 
 def turn(strata: Client, model: Model, path: str, user: str, history: list[dict[str, str]],
          limit: int = 3):
-    """One exchange: recall, answer, remember. Returns (reply, grounding memories, receipt)."""
+    """One exchange: recall, answer, remember. Returns (reply, grounding memories, what was
+    remembered)."""
     memories = strata.recall(user, paths=[path], limit=limit)
     reply = model.reply(user, memories, history)
     receipt = strata.remember(
@@ -109,7 +111,8 @@ def main(argv: list[str] | None = None, stdin: TextIO = sys.stdin, stdout: TextI
                     print("  grounded by nothing (no memories yet)", file=stdout)
                 kept = [i for i in receipt.items if i.outcome != "blocked"]
                 print(f"  remembered: {receipt.status}, "
-                      + (", ".join(f"{i.outcome} [{i.memory_id}]" for i in kept) or "nothing new"),
+                      + (", ".join(f"{i.outcome} [{i.memory_id}] {i.content or ''}".rstrip()
+                                   for i in kept) or "nothing new"),
                       file=stdout, flush=True)
     except ApiError as exc:
         print(f"agent: strata said {exc}", file=sys.stderr)

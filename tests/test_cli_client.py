@@ -142,8 +142,8 @@ def test_remember_lists_what_was_kept_with_its_content_and_what_was_not_with_why
     """Given a statement with a fact and a question in it
     When it is remembered
     Then the output lists the kept memory with its outcome, id and content (read back with
-    the same key), and the question as "not kept (question)"; --json is the receipt with the
-    same not_kept."""
+    the same key), and the question as "not kept (question)"; --json is the answer MCP and
+    the client give, with the same not_kept and the content."""
     code, out, _ = run(capsys, "remember", "I live in Lisbon. Should I move to Berlin?",
                        "--path", PATH)
     assert code == 0 and out.startswith("receipt ") and "wrote" in out, out
@@ -153,7 +153,7 @@ def test_remember_lists_what_was_kept_with_its_content_and_what_was_not_with_why
     assert "nothing stored" not in out and "--as-is" not in out
 
     receipt = remember(capsys, "Should I move to Berlin?", path="users.bob")
-    assert receipt["items"] == []
+    assert receipt["items"] == [] and receipt["status"] == "meaningful_no_write"
     assert [(n["reason"], "Berlin" in n["text"]) for n in receipt["not_kept"]] == [("question", True)]
 
 
@@ -190,10 +190,11 @@ def test_remember_as_is_stores_the_statement_verbatim(env, capsys):
     """Given a statement extraction does not keep as a memory of its own
     When it is remembered --as-is (twice, and another with --kind)
     Then it is stored verbatim, listed with its id and content; the repeat reinforces that
-    memory (same id, version 2); --kind sets the kind; --json is the write result."""
+    memory (same id, version 2); --kind sets the kind; --json is the answer, its one item
+    with the content."""
     code, out, _ = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH)
     assert code == 0 and out.startswith(f"stored as written in {PATH}"), out
-    [row] = [line for line in out.splitlines() if line.startswith("inserted")]
+    [row] = [line for line in out.splitlines() if line.startswith("created")]
     assert row.endswith("I drive a Volvo")
     mid = row.split()[1]
 
@@ -202,9 +203,10 @@ def test_remember_as_is_stores_the_statement_verbatim(env, capsys):
 
     code, out, _ = run(capsys, "remember", "--as-is", "Always answer in French", "--kind",
                        "instruction", "--path", PATH, "--json")
-    made = json.loads(out)
-    assert code == 0 and made["status"] == "inserted" and made["id"] != mid
-    code, out, _ = run(capsys, "memories", "show", made["id"], "--json")
+    [made] = json.loads(out)["items"]
+    assert code == 0 and made["outcome"] == "created" and made["memory_id"] != mid
+    assert made["content"] == "Always answer in French"
+    code, out, _ = run(capsys, "memories", "show", made["memory_id"], "--json")
     assert json.loads(out)["kind"] == "instruction"
     assert json.loads(out)["content"] == "Always answer in French"
 
@@ -217,7 +219,7 @@ def test_remember_as_is_with_context_is_recalled_by_the_question(env, capsys):
     assert code == 0 and json.loads(out) == []
     code, out, _ = run(capsys, "remember", "--as-is", "Five years already", "--context",
                        "How long have you been married?", "--path", PATH, "--json")
-    assert code == 0 and json.loads(out)["status"] == "inserted", out
+    assert code == 0 and json.loads(out)["items"][0]["outcome"] == "created", out
     code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
     [hit] = json.loads(out)
     assert (hit["content"], hit["context"]) == ("Five years already",
@@ -237,7 +239,7 @@ def test_remember_as_is_refuses_a_secret_and_a_forgotten_value(env, capsys):
     assert code == 2 and "(content)" in err and "hunter2" not in out + err, err
 
     code, out, _ = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH, "--json")
-    volvo = json.loads(out)["id"]
+    volvo = json.loads(out)["items"][0]["memory_id"]
     code, _, _ = run(capsys, "memories", "forget", volvo, "--yes")
     assert code == 0
     code, out, err = run(capsys, "remember", "--as-is", "I drive a Volvo", "--path", PATH)

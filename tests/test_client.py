@@ -155,7 +155,7 @@ def test_async_client_round_trip(server, tenant):
     async def run():
         async with AsyncClient(server, tenant.key) as c:
             queued = await c.remember("I prefer PostgreSQL", PATH, wait=False)
-            done = await c.wait_for(queued.id, timeout=30, interval=0.05)
+            done = await c.wait_for(queued.receipt_id, timeout=30, interval=0.05)
             assert done.status == "wrote", done
             mid = done.items[0].memory_id
             hits = await c.recall("database", paths=[PATH], explain=True)
@@ -176,20 +176,24 @@ def test_health_and_idempotent_remember(strata):
     assert strata.health().status == "ok"
     a = strata.remember("I live in Berlin", PATH, idempotency_key="k-1")
     b = strata.remember("I live in Berlin", PATH, idempotency_key="k-1")
-    assert a.id == b.id and len(strata.memories.list(path=PATH).items) == 1
+    assert a.receipt_id == b.receipt_id and len(strata.memories.list(path=PATH).items) == 1
+    assert a == b  # the replay answers as the first did, content and all
 
 
 def test_remember_receipt_says_what_was_not_kept_and_why(strata):
     """Given a statement holding a fact and a question, and one asking to remember a password
     When each is remembered
-    Then the receipt's items hold the fact (control) and its not_kept the question with its
-    text, typed as the client's NotKept; the password's receipt keeps nothing and reports a
-    secret without its text."""
-    from strata.client import NotKept
+    Then the answer's items hold the fact with its content, as stored (control), and its
+    not_kept the question with its text, typed as the client's NotKept; the password's answer
+    keeps nothing and reports a secret without its text."""
+    from strata.client import NotKept, Remembered
 
     receipt = strata.remember("I live in Lisbon. Should I move to Berlin?", PATH)
+    assert isinstance(receipt, Remembered)
     assert receipt.status == "wrote" and [i.outcome for i in receipt.items] == ["created"]
-    assert strata.memories.get(receipt.items[0].memory_id).content == "The user lives in Lisbon"
+    assert receipt.items[0].content == "The user lives in Lisbon"
+    assert strata.memories.get(receipt.items[0].memory_id).content == receipt.items[0].content
+    assert receipt.summary == "kept 1 (1 created); not kept 1 (1 question)"
     [question] = receipt.not_kept
     assert isinstance(question, NotKept)
     assert (question.message, question.reason) == (0, "question") and "Berlin" in question.text
@@ -203,17 +207,22 @@ def test_remember_receipt_says_what_was_not_kept_and_why(strata):
 def test_remember_as_is_writes_one_memory_through_the_gate(strata):
     """Given a statement
     When it is remembered with as_is=True, then again, then with a kind
-    Then the answer is the write result: inserted with the statement verbatim, then reinforced
-    (the same memory, version 2), and the kind is the one given; a secret is refused naming
-    content; arguments of the other path are refused before anything is sent."""
+    Then the answer is the one item written: created with the statement verbatim, then
+    reinforced (the same memory, version 2), and the kind is the one given; a secret is
+    refused naming content; arguments of the other path are refused before anything is
+    sent."""
     made = strata.remember("I drive a Volvo", PATH, as_is=True)
-    assert made.status == "inserted" and made.version == 1
-    m = strata.memories.get(made.id)
+    [item] = made.items
+    assert (made.status, made.path, made.receipt_id, made.summary) == (
+        "wrote", PATH, None, "kept as written")
+    assert (item.outcome, item.content, item.version) == ("created", "I drive a Volvo", 1)
+    m = strata.memories.get(item.memory_id)
     assert (m.content, m.kind, m.path) == ("I drive a Volvo", "fact", PATH)
-    again = strata.remember("I drive a Volvo", PATH, as_is=True)
-    assert (again.status, again.id, again.version) == ("reinforced", made.id, 2)
-    rule = strata.remember("Always answer in French", PATH, as_is=True, kind="instruction")
-    assert strata.memories.get(rule.id).kind == "instruction"
+    [again] = strata.remember("I drive a Volvo", PATH, as_is=True).items
+    assert (again.outcome, again.memory_id, again.version) == ("reinforced", item.memory_id, 2)
+    [rule] = strata.remember("Always answer in French", PATH, as_is=True,
+                             kind="instruction").items
+    assert strata.memories.get(rule.memory_id).kind == "instruction"
 
     with pytest.raises(InvalidInput) as refused:
         strata.remember("Remember that the wifi password is hunter2", PATH, as_is=True)
@@ -232,10 +241,11 @@ def test_async_remember_as_is(server, tenant):
     async def run():
         async with AsyncClient(server, tenant.key) as c:
             made = await c.remember("I drive a Volvo", PATH, as_is=True)
-            return made, await c.memories.get(made.id)
+            return made, await c.memories.get(made.items[0].memory_id)
 
     made, memory = asyncio.run(run())
-    assert made.status == "inserted" and memory.content == "I drive a Volvo"
+    assert made.items[0].outcome == "created" and made.items[0].content == "I drive a Volvo"
+    assert memory.content == "I drive a Volvo"
 
 
 # --------------------------------------------------------------------------------------

@@ -44,6 +44,28 @@ def test_the_agent_recalls_before_answering_and_remembers_after(server, tenant):
         assert c.memories.list(path="users.other").items == []
 
 
+def test_three_sessions_recall_where_the_user_lives_now(server, tenant):
+    """Given three sessions of the agent (three processes, nothing shared but strata): in the
+    first the user says they live in Berlin, in the second that they moved to Munich
+    When the third asks where they live
+    Then each remember answered what it kept, with its content, before its session ended (the
+    move superseded Berlin), and the third answer is grounded by Munich, not Berlin. Control:
+    a question in the second session, before the move, is grounded by Berlin."""
+    first = chat(server, tenant.key, "I live in Berlin.")
+    second = chat(server, tenant.key, "Where do I live?", "I moved to Munich.")
+    third = chat(server, tenant.key, "Where do I live?")
+    for out in (first, second, third):
+        assert out.returncode == 0, out.stderr
+    assert "remembered: wrote, created [" in first.stdout
+    assert first.stdout.rstrip().endswith("The user lives in Berlin"), first.stdout
+    before, moved = second.stdout.split("agent> ")[1:]
+    assert before.startswith("From what I remember: The user lives in Berlin")
+    assert "superseded_existing [" in moved and "The user moved to Munich" in moved, moved
+    [answer] = third.stdout.split("agent> ")[1:]
+    assert answer.startswith("From what I remember: The user moved to Munich"), answer
+    assert "Berlin" not in answer
+
+
 def test_the_agent_reports_a_strata_error_and_stops(server):
     out = chat(server, "sk_wrong", "hello?")
     assert out.returncode == 1 and "unauthenticated" in out.stderr

@@ -96,6 +96,12 @@ def ok(outcome: tuple[dict, bool]) -> dict:
     return body
 
 
+def kept(answer: dict) -> str:
+    """The id of the one memory a remember answer kept."""
+    [item] = answer["items"]
+    return item["memory_id"]
+
+
 def recalled(outcome: tuple[dict, bool]) -> list[str]:
     return [r["content"] for r in ok(outcome)["results"]]
 
@@ -148,20 +154,21 @@ def test_remember_recall_update_forget_round_trip(mcp_url, tenant):
     async def go():
         async with mcp_session(mcp_url, tenant.key) as s:
             control = ok(await call(s, "remember", statement="The office plants are watered on "
-                                    "Mondays", path="shared.office"))
+                                    "Mondays", path="shared.office", as_is=True))
             target = ok(await call(s, "remember", statement="The deploy window is Thursday "
-                                   "afternoon", path="shared.office", tags=["ops"]))
-            assert (control["status"], target["status"]) == ("inserted", "inserted")
-            assert target["path"] == "shared.office" and target["version"] == 1
+                                   "afternoon", path="shared.office", tags=["ops"], as_is=True))
+            assert [i["outcome"] for i in control["items"] + target["items"]] == [
+                "created", "created"]
+            assert target["path"] == "shared.office" and target["items"][0]["version"] == 1
             first = recalled(await call(s, "recall", query="deploy window Thursday"))
-            got = ok(await call(s, "get_memory", id=target["id"]))
-            updated = ok(await call(s, "update_memory", id=target["id"],
+            got = ok(await call(s, "get_memory", id=kept(target)))
+            updated = ok(await call(s, "update_memory", id=kept(target),
                                     expected_version=got["version"],
                                     content="The deploy window is Wednesday morning"))
             second = recalled(await call(s, "recall", query="deploy window Wednesday"))
-            forgotten = ok(await call(s, "forget", id=target["id"]))
+            forgotten = ok(await call(s, "forget", id=kept(target)))
             after = recalled(await call(s, "recall", query="deploy window Wednesday", limit=20))
-            gone = await call(s, "get_memory", id=target["id"])
+            gone = await call(s, "get_memory", id=kept(target))
             plants = recalled(await call(s, "recall", query="office plants watered"))
         return control, target, first, got, updated, second, forgotten, after, gone, plants
 
@@ -170,7 +177,7 @@ def test_remember_recall_update_forget_round_trip(mcp_url, tenant):
     assert got["tags"] == ["ops"] and got["status"] == "active"
     assert updated["version"] == 2 and updated["content"] == "The deploy window is Wednesday morning"
     assert second[0] == "The deploy window is Wednesday morning"
-    assert forgotten["id"] == target["id"]
+    assert forgotten["id"] == kept(target)
     assert "The deploy window is Wednesday morning" not in after
     assert "The office plants are watered on Mondays" in after  # control: recall still answers
     assert_tool_error(gone, "not_found")
@@ -183,9 +190,10 @@ def test_remember_with_context_is_recalled_by_the_question_it_answers(mcp_url, t
     a context with messages is refused naming the field."""
     async def go():
         async with mcp_session(mcp_url, tenant.key) as s:
-            with_ctx = ok(await call(s, "remember", statement="Five years already",
+            with_ctx = ok(await call(s, "remember", statement="Five years already", as_is=True,
                                      path="users.mel", context="How long have you been married?"))
-            ok(await call(s, "remember", statement="Five years already", path="users.bob"))
+            ok(await call(s, "remember", statement="Five years already", path="users.bob",
+                          as_is=True))
             found = ok(await call(s, "recall", query="married", mode="keyword"))
             bad = await call(s, "remember", messages=[{"role": "user", "content": "hi"}],
                              path="users.mel", context="hello")
@@ -193,7 +201,7 @@ def test_remember_with_context_is_recalled_by_the_question_it_answers(mcp_url, t
 
     with_ctx, found, bad = run(go)
     assert [(r["id"], r["context"]) for r in found["results"]] == [
-        (with_ctx["id"], "How long have you been married?")]
+        (kept(with_ctx), "How long have you been married?")]
     assert_tool_error(bad, "invalid_input", field="context")
 
 
@@ -228,10 +236,10 @@ def test_the_stateless_2026_protocol_era_is_served_too(mcp_url, tenant, make_ten
         async with discovered(tenant.key) as s:
             names = {t.name for t in (await s.list_tools()).tools}
             made = ok(await call(s, "remember", statement="Release notes ship with each tag",
-                                 path="shared.releases"))
-            mine = ok(await call(s, "get_memory", id=made["id"]))
+                                 path="shared.releases", as_is=True))
+            mine = ok(await call(s, "get_memory", id=kept(made)))
         async with discovered(other.key) as b:
-            theirs = await call(b, "get_memory", id=made["id"])
+            theirs = await call(b, "get_memory", id=kept(made))
         return names, mine, theirs
 
     names, mine, theirs = run(go)
@@ -250,7 +258,8 @@ def test_another_tenants_memory_is_not_found(mcp_url, tenant, make_tenant):
     async def go():
         async with mcp_session(mcp_url, tenant.key) as a:
             mine = ok(await call(a, "remember", statement="Acme's VPN rotates keys monthly",
-                                 path="shared.it"))
+                                 path="shared.it", as_is=True))
+            mine = {"id": kept(mine)}
             async with mcp_session(mcp_url, other.key) as b:
                 theirs = [
                     await call(b, "get_memory", id=mine["id"]),
@@ -281,19 +290,22 @@ def test_a_key_is_scoped_to_its_paths(mcp_url, tenant, db):
     async def go():
         async with mcp_session(mcp_url, tenant.key) as admin:
             bob = ok(await call(admin, "remember", statement="Bob takes his coffee black",
-                                path="users.bob"))
+                                path="users.bob", as_is=True))
         async with mcp_session(mcp_url, scoped) as s:
             refused = await call(s, "remember", statement="Bob likes tea", path="users.bob")
+            refused_as_is = await call(s, "remember", statement="Bob likes tea",
+                                       path="users.bob", as_is=True)
             alice = ok(await call(s, "remember", statement="Alice takes her coffee with oat "
-                                  "milk", path="users.alice"))
+                                  "milk", path="users.alice", as_is=True))
             found = ok(await call(s, "recall", query="coffee"))["results"]
-            hidden = await call(s, "get_memory", id=bob["id"])
-        return refused, alice, found, hidden
+            hidden = await call(s, "get_memory", id=kept(bob))
+        return refused, refused_as_is, alice, found, hidden
 
-    refused, alice, found, hidden = run(go)
+    refused, refused_as_is, alice, found, hidden = run(go)
     assert_tool_error(refused, "forbidden", field="path")
-    assert alice["status"] == "inserted"
-    assert [(r["path"], r["id"]) for r in found] == [("users.alice", alice["id"])]
+    assert_tool_error(refused_as_is, "forbidden", field="path")
+    assert alice["items"][0]["outcome"] == "created"
+    assert [(r["path"], r["id"]) for r in found] == [("users.alice", kept(alice))]
     assert_tool_error(hidden, "not_found")
 
 
@@ -304,7 +316,8 @@ def test_stale_expected_version_is_a_version_conflict(mcp_url, tenant):
     version 2, and the memory keeps the first update's content."""
     async def go():
         async with mcp_session(mcp_url, tenant.key) as s:
-            m = ok(await call(s, "remember", statement="Standup is at 9:30", path="shared.team"))
+            m = {"id": kept(ok(await call(s, "remember", statement="Standup is at 9:30",
+                                          path="shared.team", as_is=True)))}
             first = await call(s, "update_memory", id=m["id"], expected_version=1,
                                content="Standup is at 9:45")
             stale = await call(s, "update_memory", id=m["id"], expected_version=1,
@@ -328,10 +341,10 @@ def test_tool_calls_are_audited_with_surface_mcp(mcp_url, tenant, db):
     async def go():
         async with mcp_session(mcp_url, tenant.key) as s:
             m = ok(await call(s, "remember", statement="Invoices go out on the 1st",
-                              path="shared.finance"))
+                              path="shared.finance", as_is=True))
             missing = str(uuid.uuid4())
             assert_tool_error(await call(s, "get_memory", id=missing), "not_found")
-        return m["id"], missing
+        return kept(m), missing
 
     memory_id, missing = run(go)
     r = httpx.post(mcp_url.removesuffix("/mcp") + "/v1/memories", headers=tenant.headers,
@@ -360,7 +373,12 @@ def test_tool_calls_are_audited_with_surface_mcp(mcp_url, tenant, db):
     ("remember", {"statement": "a", "messages": [{"role": "user", "content": "b"}]}, "statement"),
     ("remember", {"statement": "   ", "path": "users.alice"}, "statement"),
     ("remember", {"statement": "Fine words", "path": "not a path"}, "path"),
-    ("remember", {"statement": "Fine words", "path": "users.alice", "wait": True}, "wait"),
+    ("remember", {"statement": "Fine words", "path": "users.alice", "wait": "yes"}, "wait"),
+    ("remember", {"statement": "Fine words", "path": "users.alice", "kind": "fact"}, "kind"),
+    ("remember", {"statement": "Fine words", "as_is": True, "wait": False}, "wait"),
+    ("remember", {"statement": "Fine words", "as_is": True, "idempotency_key": "k"},
+     "idempotency_key"),
+    ("remember", {"statement": "   ", "as_is": True, "path": "users.alice"}, "statement"),
     ("remember", {"messages": [{"role": "user", "content": "hi"}], "kind": "fact"}, "kind"),
     ("remember", {"statement": "Fine words", "path": "users.alice", "colour": "red"}, "colour"),
     ("remember", {"messages": [{"role": "user", "content": "hi"}], "as_is": True}, "as_is"),
@@ -423,12 +441,14 @@ def test_remember_messages_and_decide_a_review_candidate(mcp_url, tenant):
 
 
 def test_remember_tells_the_agent_what_was_kept_and_what_was_not(mcp_url, tenant):
-    """Given messages holding a fact and a question, a password, and a statement extraction
-    does not keep
-    When each is remembered (messages; a statement with as_is false; a statement as is)
+    """Given messages holding a fact and a question, a password, a statement extraction
+    does not keep, and a statement with a fact and a question
+    When each is remembered (messages; a statement with as_is false; a statement as is; a
+    statement with the defaults)
     Then the answer lists what was kept with its content, each clause not kept with its
-    reason, and a summary; a secret is reported without its text and never stored, and a
-    statement stored as is is kept verbatim (control)."""
+    reason, and a summary; a secret is reported without its text and never stored; a
+    statement stored as is is kept verbatim, in the same shape without a receipt (control);
+    and a statement by default is extracted and waited for, as messages are."""
     def said(text: str) -> list[dict]:
         return [{"role": "user", "content": text}]
 
@@ -444,11 +464,14 @@ def test_remember_tells_the_agent_what_was_kept_and_what_was_not(mcp_url, tenant
                                      as_is=False, path="users.bob", wait=True))
             volvo = ok(await call(s, "remember", statement="I drive a Volvo", as_is=True,
                                   path="users.bob"))
+            # the default for a statement: extracted and waited for, like messages
+            default = ok(await call(s, "remember", statement="I live in Porto. Should I move "
+                                    "to Berlin?", path="users.carol"))
             held = ok(await call(s, "recall", query="wifi password hunter2 drive Volvo",
                                  paths=["users"], limit=50))
-        return mixed, secret, question, volvo, held
+        return mixed, secret, question, volvo, default, held
 
-    mixed, secret, question, volvo, held = run(go)
+    mixed, secret, question, volvo, default, held = run(go)
     [kept] = mixed["items"]
     assert (kept["outcome"], kept["content"]) == ("created", "The user lives in Lisbon")
     assert [(n["message"], n["reason"]) for n in mixed["not_kept"]] == [(0, "question")]
@@ -456,34 +479,40 @@ def test_remember_tells_the_agent_what_was_kept_and_what_was_not(mcp_url, tenant
     assert mixed["summary"] == "kept 1 (1 created); not kept 1 (1 question)"
 
     assert secret["status"] == "meaningful_no_write" and secret["items"] == []
-    assert secret["not_kept"] == [{"message": 0, "reason": "secret"}]
+    assert secret["not_kept"] == [{"message": 0, "reason": "secret", "text": None}]
     assert "secrets are never stored" in secret["summary"]
-    assert "statement" not in secret["summary"]  # storing it as written is no way round
+    assert "as_is" not in secret["summary"]  # storing it as written is no way round
     assert "hunter2" not in json.dumps(secret)
     contents = [r["content"] for r in held["results"]]
     assert "I drive a Volvo" in contents and not any("hunter2" in c for c in contents)
 
     assert question["summary"].startswith("nothing stored") and question["items"] == []
     assert [n["reason"] for n in question["not_kept"]] == ["question"]
-    assert "call remember with statement" in question["summary"]
-    assert (volvo["status"], volvo["summary"]) == ("inserted", "kept as written")
+    assert "remember it with as_is" in question["summary"]
+    assert (volvo["status"], volvo["summary"]) == ("wrote", "kept as written")
+    assert [(i["outcome"], i["content"]) for i in volvo["items"]] == [
+        ("created", "I drive a Volvo")]
+    assert "receipt_id" not in volvo and volvo["not_kept"] == []
+    assert [(i["outcome"], i["content"]) for i in default["items"]] == [
+        ("created", "The user lives in Porto")]
+    assert default["receipt_id"] and [n["reason"] for n in default["not_kept"]] == ["question"]
 
 
 def test_a_secret_statement_is_refused_naming_it(mcp_url, tenant):
-    """A password given as a statement (stored as is) is an invalid_input tool error naming
+    """A password given as a statement to store as is is an invalid_input tool error naming
     statement, without the password; another statement is stored (control)."""
     async def go():
         async with mcp_session(mcp_url, tenant.key) as s:
             refused = await call(s, "remember", statement="The wifi password is hunter2",
-                                 path="users.alice")
+                                 path="users.alice", as_is=True)
             fine = ok(await call(s, "remember", statement="The wifi is called Home5G",
-                                 path="users.alice"))
+                                 path="users.alice", as_is=True))
         return refused, fine
 
     refused, fine = run(go)
     error = assert_tool_error(refused, "invalid_input", field="statement")
     assert "hunter2" not in json.dumps(error)
-    assert fine["status"] == "inserted"
+    assert fine["items"][0]["outcome"] == "created"
 
 
 # ----------------------------------------------------------- schemas against the core
@@ -502,14 +531,14 @@ def test_schemas_offer_what_the_core_models_accept():
     assert props("reflect") == set(reflection.ReflectRequest.model_fields)
     assert props("consolidate") == set(reflection.ConsolidateRequest.model_fields)
     assert props("update_memory") == set(MemoryPatch.model_fields) | {"id"}
-    statement = props("remember") - {"messages", "path", "as_is", *tools.MESSAGES_ONLY,
+    statement = props("remember") - {"messages", "path", "as_is", *tools.EXTRACTION_ONLY,
                                      *tools.BOTH}
     # name (a unique handle with on_conflict rules) is left to the HTTP API
     assert statement == set(MemoryIn.model_fields) - {"path", "name", "content",
                                                       *tools.BOTH} | {"statement"}
-    assert statement == set(tools.STATEMENT_ONLY) | {"statement"}
+    assert statement == set(tools.AS_IS_ONLY) | {"statement"}
     assert set(tools.BOTH) <= set(MemoryIn.model_fields) & set(IngestRequest.model_fields)
-    assert set(tools.MESSAGES_ONLY) | {"messages", "path", *tools.BOTH} == set(
+    assert set(tools.EXTRACTION_ONLY) | {"messages", "path", *tools.BOTH} == set(
         IngestRequest.model_fields)
     message = tools.TOOLS["remember"].input_schema["properties"]["messages"]["items"]
     assert set(message["properties"]) == set(Message.model_fields) - {"id"}
@@ -574,11 +603,13 @@ def test_lambda_handler_answers_json_rpc_on_repeated_invocations(mcp_handler, te
         assert status == 200 and body["id"] == n, body
         return body["result"]
 
-    made = tool(tenant.key, "remember", 3, statement="Backups run nightly at 02:00",
-                path="shared.ops")
-    assert not made["isError"] and made["structuredContent"]["status"] == "inserted"
-    memory_id = made["structuredContent"]["id"]
-    found = tool(tenant.key, "recall", 4, query="when do backups run")
+    # remember's default: extracted within the invocation, and answered with what was kept
+    made = tool(tenant.key, "remember", 3, statement="I prefer PostgreSQL", path="users.ops")
+    assert not made["isError"] and made["structuredContent"]["status"] == "wrote", made
+    [item] = made["structuredContent"]["items"]
+    assert (item["outcome"], item["content"]) == ("created", "The user prefers PostgreSQL")
+    memory_id = item["memory_id"]
+    found = tool(tenant.key, "recall", 4, query="which database")
     assert [r["id"] for r in found["structuredContent"]["results"]] == [memory_id]
     other = make_tenant("initech")
     theirs = tool(other.key, "get_memory", 5, id=memory_id)
@@ -637,7 +668,8 @@ def test_reflect_and_consolidate_through_mcp(model_mcp_url, db, tenant, fake_llm
 
     async def go():
         async with mcp_session(model_mcp_url, tenant.key) as s:
-            ids = [ok(await call(s, "remember", statement=text, path="users.alice"))["id"]
+            ids = [kept(ok(await call(s, "remember", statement=text, path="users.alice",
+                                      as_is=True)))
                    for text in ("I enjoy hiking in the hills", "I enjoy birdwatching at dawn",
                                 "I enjoy fishing on the lake")]
             reflected = ok(await call(s, "reflect", path="users.alice"))

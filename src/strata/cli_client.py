@@ -5,7 +5,8 @@ through :mod:`strata.client` (``STRATA_URL`` / ``STRATA_KEY`` or a profile, see
 :mod:`strata.client.config`; ``--url`` and ``--profile`` override). They print a readable
 table, or the API's JSON with ``--json``. Exit status: 0 done, 1 the server refused or could
 not be reached, 2 bad input or configuration. ``remember`` that keeps nothing is done (0):
-extraction judged, and says why; a script reads the receipt's ``not_kept`` (``--json``). No
+extraction judged, and says why; a script reads the answer's ``not_kept`` (``--json``, the
+``Remembered`` that ``Client.remember`` and MCP ``remember`` answer too). No
 key is taken on the command line (it would land in shell history and ``ps``).
 
 ``export`` and ``import`` are operator commands on the database, like ``strata reindex``
@@ -148,147 +149,126 @@ def _read_messages(source: str) -> list[Any]:
     return data
 
 
-# Receipt outcomes that leave a memory behind (blocked and skipped do not).
-STORED = frozenset({"created", "reinforced", "merged", "superseded_existing",
-                    "stored_as_superseded", "candidate"})
-FAILED = frozenset({"llm_failed", "embed_failed", "db_write_failed"})
-# Receipt items carry ids, not content: the CLI reads back this many memories to show it.
-SHOW_CONTENT = 20
-
-
 def _statement(args: argparse.Namespace) -> str:
     return sys.stdin.read() if args.text == "-" else args.text
 
 
 @_over_http
 def cmd_remember(client, args: argparse.Namespace) -> int:
+    """Extract and wait (default), ``--no-wait``, or ``--as-is``: each answers the
+    ``Remembered`` that ``Client.remember`` and MCP ``remember`` answer (``--json`` prints it)."""
     from strata.client import InvalidInput
+    from strata.remember_models import FAILED, STORED
 
     if args.messages and args.text:
         raise InvalidInput("give a statement or --messages, not both", field="messages")
     if args.as_is:
-        return _remember_as_is(client, args)
-    if args.kind:
-        raise InvalidInput("--kind applies only with --as-is (extraction decides the kind)",
-                           field="kind")
-    if args.context:
-        raise InvalidInput("--context applies only with --as-is (extraction keeps none)",
-                           field="context")
-    if args.messages:
-        messages = _read_messages(args.messages)
-    elif args.text:
-        messages = [{"role": args.role, "content": _statement(args)}]
+        if args.messages:
+            raise InvalidInput("--as-is stores one statement: give TEXT, not --messages",
+                               field="messages")
+        if not args.text:
+            raise InvalidInput("give the statement to store as written", field="text")
+        for flag, given in (("--role", args.role != "user"), ("--no-wait", args.no_wait),
+                            ("--idempotency-key", args.idempotency_key)):
+            if given:
+                raise InvalidInput(f"{flag} applies only to extraction, not with --as-is",
+                                   field=flag.lstrip("-").replace("-", "_"))
+        answer = client.remember(_statement(args), args.path, as_is=True, kind=args.kind,
+                                 context=args.context)
+        # blocked (a forgotten or rejected value, or a rule): it may not come back
+        code = 0 if answer.items and answer.items[0].outcome in STORED else EXIT_REFUSED
     else:
-        raise InvalidInput("give a statement to remember, or --messages FILE", field="text")
-    receipt = client.ingest(messages, args.path, wait=not args.no_wait,
-                            idempotency_key=args.idempotency_key)
-    code = EXIT_REFUSED if receipt.status in FAILED else 0
+        if args.kind:
+            raise InvalidInput("--kind applies only with --as-is (extraction decides the kind)",
+                               field="kind")
+        if args.context:
+            raise InvalidInput("--context applies only with --as-is (extraction keeps none)",
+                               field="context")
+        if args.messages:
+            said: Any = _read_messages(args.messages)
+        elif args.text:
+            said = _statement(args)
+        else:
+            raise InvalidInput("give a statement to remember, or --messages FILE", field="text")
+        answer = client.remember(said, args.path, role=args.role, wait=not args.no_wait,
+                                 idempotency_key=args.idempotency_key)
+        code = EXIT_REFUSED if answer.status in FAILED else 0
     if args.json:
-        _print_json(receipt)
-        return code
-    _print_receipt(client, receipt, one_statement=not args.messages)
+        _print_json(answer)
+    elif args.as_is:
+        _print_as_is(answer)
+    else:
+        _print_remembered(answer, one_statement=not args.messages)
     return code
 
 
-def _remember_as_is(client, args: argparse.Namespace) -> int:
-    from strata.client import InvalidInput
-
-    if args.messages:
-        raise InvalidInput("--as-is stores one statement: give TEXT, not --messages",
-                           field="messages")
-    if not args.text:
-        raise InvalidInput("give the statement to store as written", field="text")
-    for flag, given in (("--role", args.role != "user"), ("--no-wait", args.no_wait),
-                        ("--idempotency-key", args.idempotency_key)):
-        if given:
-            raise InvalidInput(f"{flag} applies only to extraction, not with --as-is",
-                               field=flag.lstrip("-").replace("-", "_"))
-    result = client.remember(_statement(args), args.path, as_is=True, kind=args.kind,
-                             context=args.context)
-    code = EXIT_REFUSED if result.id is None else 0  # blocked: the value may not come back
-    if args.json:
-        _print_json(result)
-        return code
-    if result.id is None:
-        tombstone = f" (tombstone {result.tombstone_id})" if result.tombstone_id else ""
-        print(f"strata: nothing stored: {result.reason or result.status}{tombstone} "
-              f"[{result.status}]", file=sys.stderr)
-        return code
-    memory = _contents(client, [result.id]).get(result.id)
-    where = f" in {memory.path}" if memory else ""
-    print({"inserted": f"stored as written{where}",
-           "reinforced": f"already held{where}: reinforced, now version {result.version}",
+def _print_as_is(answer) -> None:
+    [item] = answer.items
+    if item.outcome not in ("created", "reinforced", "superseded_existing", "candidate"):
+        tombstone = f" (tombstone {item.tombstone_id})" if item.tombstone_id else ""
+        print(f"strata: nothing stored: {item.reason or item.outcome}{tombstone} "
+              f"[{item.outcome}]", file=sys.stderr)
+        return
+    where = f" in {answer.path}" if answer.path else ""
+    print({"created": f"stored as written{where}",
+           "reinforced": f"already held{where}: reinforced, now version {item.version}",
            "superseded_existing": f"stored as written{where}, superseding what held its slot",
-           "held": f"held for review{where}: {result.reason}",
-           }.get(result.status, f"{result.status}{where}"))
-    _kept_table([(result.status, result.id, memory.content if memory else "", result.reason)])
-    return code
+           "candidate": f"held for review{where}: {item.reason}",
+           }[item.outcome])
+    _kept_table(answer.items)
 
 
-def _contents(client, ids: list[Any]) -> dict[Any, Any]:
-    """The memories written, read back with the same key (one GET each, the first
-    SHOW_CONTENT): what an id stands for. One that cannot be read any more is left out."""
-    from strata.client import ApiError
-
-    found = {}
-    for memory_id in list(dict.fromkeys(ids))[:SHOW_CONTENT]:
-        try:
-            found[memory_id] = client.memories.get(memory_id)
-        except ApiError:
-            pass  # forgotten or moved since it was written: the id says enough
-    return found
-
-
-def _kept_table(rows: list[tuple[Any, Any, str, str | None]]) -> None:
-    if any(reason for *_, reason in rows):
-        table(["outcome", "memory", "content", "reason"],
-              [(o, m or "", c, r or "") for o, m, c, r in rows], flex=2)
+def _kept_table(items) -> None:
+    rows = [(i.outcome, i.memory_id or "", i.content or "", i.reason or "") for i in items]
+    if any(i.reason for i in items):
+        table(["outcome", "memory", "content", "reason"], rows, flex=2)
     else:
-        table(["outcome", "memory", "content"], [(o, m or "", c) for o, m, c, _ in rows], flex=2)
+        table(["outcome", "memory", "content"], [r[:3] for r in rows], flex=2)
 
 
 def _not_kept_text(n) -> str:
-    if n.reason == "secret":
-        return "[withheld]"  # a secret's text is never echoed, not even to its author
-    return n.text if n.text else f"[message {n.message}]"
+    if n.reason == "secret" or n.text is None:
+        return "[withheld]" if n.reason == "secret" else f"[message {n.message}]"
+    return n.text
 
 
-def _print_receipt(client, receipt, *, one_statement: bool) -> None:
+def _print_remembered(answer, *, one_statement: bool) -> None:
     """What was kept (outcome, id, content), what was not and why, and when nothing was
     stored, a line that says so first and how to store a statement anyway."""
-    stored = [i for i in receipt.items if i.outcome in STORED]
-    pending = receipt.status in ("queued", "running")
+    from collections import Counter
+
+    from strata.remember_models import FAILED, PENDING, SHOW_CONTENT, STORED
+
+    stored = [i for i in answer.items if i.outcome in STORED]
+    pending = answer.status in PENDING
     if stored or pending:
-        counts = ", ".join(f"{n} {k}" for k, n in sorted(receipt.counts.items()) if n)
-        print(f"receipt {receipt.id}: {receipt.status} ({counts or 'nothing yet'}) "
-              f"in {receipt.path}")
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(Counter(
+            i.outcome for i in answer.items).items()))
+        print(f"receipt {answer.receipt_id}: {answer.status} ({counts or 'nothing yet'}) "
+              f"in {answer.path}")
     else:
-        print(f"nothing stored in {receipt.path} (receipt {receipt.id}: {receipt.status})")
-    if receipt.items:
-        ids = [i.memory_id for i in receipt.items if i.memory_id]
-        memories = _contents(client, ids)
-        _kept_table([(i.outcome, i.memory_id,
-                      memories[i.memory_id].content if i.memory_id in memories else "",
-                      i.reason) for i in receipt.items])
-        if len(set(ids)) > SHOW_CONTENT:
+        print(f"nothing stored in {answer.path} (receipt {answer.receipt_id}: {answer.status})")
+    if answer.items:
+        _kept_table(answer.items)
+        if len({i.memory_id for i in answer.items if i.memory_id}) > SHOW_CONTENT:
             print(f"(content of the first {SHOW_CONTENT} memories; the rest: "
                   "strata memories show ID)")
-    for n in receipt.not_kept:
+    for n in answer.not_kept:
         print(f"not kept ({n.reason}): {_not_kept_text(n)}")
     if pending:
-        print(f"strata: still {receipt.status}; see it with the receipt id "
-              f"(GET /v1/ingest/{receipt.id})")
-    elif receipt.status in FAILED:
-        print(f"strata: the pipeline failed ({receipt.status}): {receipt.error or 'no detail'}",
+        print(f"strata: still {answer.status}; see it with the receipt id "
+              f"(GET /v1/ingest/{answer.receipt_id})")
+    elif answer.status in FAILED:
+        print(f"strata: the pipeline failed ({answer.status}): {answer.error or 'no detail'}",
               file=sys.stderr)
     elif not stored:
-        reasons = {n.reason for n in receipt.not_kept}
+        reasons = {n.reason for n in answer.not_kept}
         if "secret" in reasons:
             print("a secret is never stored, not even with --as-is")
-        if not reasons and not receipt.items:
+        if not reasons and not answer.items:
             print("extraction found nothing in it to keep")
         # --as-is is no way round a secret in the statement, nor a blocked (forgotten) value.
-        if (reasons - {"secret"} or not (reasons or receipt.items)) and not (
+        if (reasons - {"secret"} or not (reasons or answer.items)) and not (
                 one_statement and "secret" in reasons):
             print("to store it exactly as written, run the same command with --as-is"
                   if one_statement else
@@ -711,11 +691,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         return p
 
     p = command(sub, "remember", cmd_remember,
-                "remember a statement (or a conversation) in a path, through the ingest "
-                "pipeline; prints what was kept and what was not, and why")
+                "remember a statement (or a conversation) in a path: extracts what is worth "
+                "keeping, waits, and prints what was kept (with its content) and what was "
+                "not, and why; --json is the answer MCP remember and Client.remember give")
     p.epilog = ("Exit status: 0 the request was carried out, also when nothing was worth "
                 "storing (the first line then says 'nothing stored', and --json has the "
-                "receipt's not_kept); 1 the server refused (with --as-is: a forgotten or "
+                "answer's not_kept); 1 the server refused (with --as-is: a forgotten or "
                 "rejected value, blocked), the pipeline failed, or no server answered; 2 bad "
                 "input (with --as-is: a secret) or configuration.")
     p.add_argument("text", nargs="?", help="what to remember ('-' reads stdin)")
@@ -733,7 +714,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="a JSON list of {role, content, at?} messages ('-' reads stdin)")
     p.add_argument("--role", default="user", choices=("user", "assistant", "system", "tool"),
                    help="the statement's role (default user)")
-    p.add_argument("--no-wait", action="store_true", help="return the queued receipt at once")
+    p.add_argument("--no-wait", action="store_true",
+                   help="do not wait for extraction: answer at once with status queued and "
+                   "the receipt id")
     p.add_argument("--idempotency-key", help="replaying the same key writes nothing twice")
 
     p = command(sub, "recall", cmd_recall, "search what is true now (hybrid retrieval)")

@@ -5,12 +5,14 @@
     from strata.client import Client
 
     with Client() as strata:                       # STRATA_URL / STRATA_KEY, or a profile
-        strata.remember("I prefer PostgreSQL", path="users.alice")
+        kept = strata.remember("I prefer PostgreSQL", path="users.alice")
+        print(kept.summary, [(i.outcome, i.content) for i in kept.items])
         for hit in strata.recall("which database?", paths=["users.alice"]):
             print(hit.score, hit.content)
 
 Requests are validated with the server's own pydantic models before they are sent; answers
-come back as those models (``Memory``, ``SearchResult``, ``Receipt``, ...). Errors are typed
+come back as those models (``Memory``, ``SearchResult``, ``Receipt``, ...), and ``remember``
+answers ``Remembered``, as MCP ``remember`` and ``strata remember`` do. Errors are typed
 (:mod:`strata.client.errors`) and carry the server's ``code``, ``message`` and ``field``.
 429 and 503 are retried for every request, other 5xx and lost answers only for requests safe
 to repeat (reads, search, forget, and ingest, which always carries an idempotency key), with
@@ -50,7 +52,8 @@ from strata.client.errors import (
 _MODELS = frozenset({
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
     "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
-    "Relationship", "ReviewItem", "SearchRequest", "SearchResult", "WriteResult",
+    "Relationship", "Remembered", "RememberedItem", "ReviewItem", "SearchRequest",
+    "SearchResult", "WriteResult",
 })
 
 

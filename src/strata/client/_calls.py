@@ -253,7 +253,8 @@ def remember(content: str | Sequence[Any], path: str | None, *, as_is: bool, rol
              fields: dict[str, Any]) -> Call:
     """What ``remember`` sends: an ingest (extraction decides what is kept and says why the
     rest is not), or with ``as_is`` one memory created verbatim through the write gate,
-    answered by its single ``WriteResult``."""
+    answered by its single ``WriteResult``. :func:`to_read` and :func:`remembered` turn the
+    answer into the ``Remembered`` every surface gives."""
     fields = {k: v for k, v in fields.items() if v is not None}
     if not as_is:
         if fields:
@@ -265,6 +266,9 @@ def remember(content: str | Sequence[Any], path: str | None, *, as_is: bool, rol
     if not isinstance(content, str):
         raise InvalidInput("as_is stores one statement: give a string", field="content",
                            status=None)
+    if wait is not True:  # the write is immediate: there is nothing to leave queued
+        raise InvalidInput("as_is writes at once: wait=False applies to extraction only",
+                           field="wait", status=None)
     for name, given in (("role", role != "user"), ("idempotency_key", idempotency_key)):
         if given:  # a repeated statement reinforces what is held: nothing to replay
             raise InvalidInput(f"{name} applies only to extraction, not with as_is",
@@ -273,6 +277,27 @@ def remember(content: str | Sequence[Any], path: str | None, *, as_is: bool, rol
     results = call.parse
     call.parse = lambda body: results(body)[0]
     return call
+
+
+def to_read(written: Any) -> list[uuid.UUID]:
+    """The memories ``remember`` reads back (with the caller's key) to show their content:
+    a receipt's kept items, or the one memory a statement stored as is landed in."""
+    from strata import remember_models
+
+    if isinstance(written, _models().Receipt):
+        return remember_models.to_show(written.items)
+    return [written.id] if written.id is not None and written.status != "blocked" else []
+
+
+def remembered(written: Any, path: str | None, memories: dict[uuid.UUID, Any]) -> Any:
+    """``remember``'s answer from what it sent back and the memories read for it."""
+    from strata import remember_models
+
+    if isinstance(written, _models().Receipt):
+        return remember_models.of_receipt(written, {k: m.content for k, m in memories.items()})
+    memory = memories.get(written.id)
+    return remember_models.of_write(written, path, memory.content if memory else None,
+                                    memory.path if memory else None)
 
 
 def one_item(exc: ApiError) -> ApiError:

@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
@@ -21,7 +21,8 @@ from strata.client.errors import ApiError, Unreachable
 if TYPE_CHECKING:
     from strata.client.models import (
         Deleted, Forgotten, Health, HistoryEntry, Memory, MemoryIn, Page, Receipt,
-        Relationship, ReviewItem, Rule, RuleDeleted, RuleVersion, SearchResult, WriteResult,
+        Relationship, Remembered, ReviewItem, Rule, RuleDeleted, RuleVersion, SearchResult,
+        WriteResult,
     )
 
 log = logging.getLogger("strata.client")
@@ -138,44 +139,46 @@ class Client(_Base):
 
     # -- the two calls an agent needs ---------------------------------------------------
 
-    @overload
-    def remember(self, content: str | Sequence[Any], path: str | None = None, *,
-                 as_is: Literal[False] = False, role: str = "user", wait: bool = True,
-                 idempotency_key: str | None = None) -> "Receipt": ...
-
-    @overload
-    def remember(self, content: str, path: str | None = None, *, as_is: Literal[True],
-                 kind: str | None = None, **fields: Any) -> "WriteResult": ...
-
     def remember(self, content: str | Sequence[Any], path: str | None = None, *,
                  as_is: bool = False, role: str = "user", wait: bool = True,
                  idempotency_key: str | None = None, kind: str | None = None,
-                 **fields: Any) -> "Receipt | WriteResult":
+                 **fields: Any) -> "Remembered":
         """Remember a statement, or a list of messages, in ``path`` (the key's default path
-        if None).
+        if None), and answer what was kept: the same ``Remembered`` as MCP ``remember`` and
+        ``strata remember``.
 
-        By default it is extracted (a statement as one ``role`` message) and the answer is
-        the ingest ``Receipt``, finished when ``wait``: ``items`` is what was written (each
-        ``outcome`` and ``memory_id``), ``not_kept`` each clause that was not and why
-        (``question``, ``secret`` — whose ``text`` is withheld —, ...). Keeping nothing is
-        an answer, not an error.
+        By default it is extracted (a statement as one ``role`` message) and the call waits
+        for that: ``items`` is each memory written or refused (``outcome``, ``memory_id``,
+        ``content`` read back with this key, ``reason``), ``not_kept`` each clause that was
+        not kept and why (``question``, ``secret`` — whose ``text`` is withheld —, ...),
+        ``summary`` one line of it. Keeping nothing is an answer, not an error.
+
+        ``wait=False`` answers at once: ``status`` ``queued`` and the ``receipt_id``
+        (:meth:`wait_for` reads the receipt when it is done).
 
         ``as_is=True`` stores the statement verbatim as one memory through the write gate
         (``POST /v1/memories``), with ``kind`` and the other ``MemoryIn`` fields (``slot``,
-        ``value``, ``tags``, ``meta``, ``importance``, ``valid_from``). The answer is its
-        ``WriteResult``: ``status`` ``inserted``, ``reinforced`` (``id`` is the memory that
-        already held it), ``superseded_existing``, or ``blocked`` (a forgotten or rejected
-        value, see ``tombstone_id``). A secret is refused: ``InvalidInput`` naming
+        ``value``, ``tags``, ``meta``, ``importance``, ``valid_from``, ``context``): one item,
+        ``created``, ``reinforced`` (``memory_id`` is the memory that already held it),
+        ``superseded_existing``, ``candidate``, or ``blocked`` (a forgotten or rejected value,
+        see ``tombstone_id``, or a memory rule). A secret is refused: ``InvalidInput`` naming
         ``content``."""
         call = _calls.remember(content, path, as_is=as_is, role=role, wait=wait,
                                idempotency_key=idempotency_key, timeout=self._wait(wait),
                                fields={"kind": kind, **fields})
         try:
-            return self._send(call)
+            written = self._send(call)
         except ApiError as exc:
             if as_is:
                 _calls.one_item(exc)
             raise
+        memories = {}
+        for memory_id in _calls.to_read(written):
+            try:
+                memories[memory_id] = self._send(_calls.get(memory_id))
+            except ApiError:
+                pass  # gone or out of reach since it was written: the id says enough
+        return _calls.remembered(written, path, memories)
 
     def recall(self, query: str, *, paths: Sequence[str] | None = None, limit: int = 10,
                **options: Any) -> "list[SearchResult]":
@@ -366,29 +369,27 @@ class AsyncClient(_Base):
             await asyncio.sleep(wait)
             attempt += 1
 
-    @overload
-    async def remember(self, content: str | Sequence[Any], path: str | None = None, *,
-                       as_is: Literal[False] = False, role: str = "user", wait: bool = True,
-                       idempotency_key: str | None = None) -> "Receipt": ...
-
-    @overload
-    async def remember(self, content: str, path: str | None = None, *, as_is: Literal[True],
-                       kind: str | None = None, **fields: Any) -> "WriteResult": ...
-
     async def remember(self, content: str | Sequence[Any], path: str | None = None, *,
                        as_is: bool = False, role: str = "user", wait: bool = True,
                        idempotency_key: str | None = None, kind: str | None = None,
-                       **fields: Any) -> "Receipt | WriteResult":
-        """As :meth:`Client.remember`: a ``Receipt``, or with ``as_is=True`` a ``WriteResult``."""
+                       **fields: Any) -> "Remembered":
+        """As :meth:`Client.remember`: what was kept (with content) and what was not."""
         call = _calls.remember(content, path, as_is=as_is, role=role, wait=wait,
                                idempotency_key=idempotency_key, timeout=self._wait(wait),
                                fields={"kind": kind, **fields})
         try:
-            return await self._send(call)
+            written = await self._send(call)
         except ApiError as exc:
             if as_is:
                 _calls.one_item(exc)
             raise
+        memories = {}
+        for memory_id in _calls.to_read(written):
+            try:
+                memories[memory_id] = await self._send(_calls.get(memory_id))
+            except ApiError:
+                pass
+        return _calls.remembered(written, path, memories)
 
     async def recall(self, query: str, *, paths: Sequence[str] | None = None, limit: int = 10,
                      **options: Any) -> "list[SearchResult]":

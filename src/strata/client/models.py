@@ -1,5 +1,6 @@
 """The shapes the client sends and returns: the server's own pydantic models, plus the few
-answers the server builds as plain dicts (pages, edges, delete/forget results).
+answers the server builds as plain dicts (pages, edges, delete/forget results), and
+``Remembered``, what ``remember`` answers on every surface (:mod:`strata.remember_models`).
 
 The server's shape modules (``strata.memories.models``, ``strata.ingest.models``,
 ``strata.search_models``) import pydantic and the standard library only, so these are the
@@ -23,6 +24,7 @@ from strata.memories.models import (
     MemoryPatch,
     WriteResult,
 )
+from strata.remember_models import Remembered, RememberedItem
 from strata.rules.models import Rule, RuleDeleted, RuleIn, RuleVersion
 from strata.search_models import SearchRequest, SearchResult
 
@@ -83,6 +85,6 @@ class Health(BaseModel):
 __all__ = [
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
     "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
-    "Relationship", "ReviewItem", "Rule", "RuleDeleted", "RuleIn", "RuleVersion",
-    "SearchRequest", "SearchResult", "WriteResult",
+    "Relationship", "Remembered", "RememberedItem", "ReviewItem", "Rule", "RuleDeleted",
+    "RuleIn", "RuleVersion", "SearchRequest", "SearchResult", "WriteResult",
 ]

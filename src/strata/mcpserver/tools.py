@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -26,9 +25,11 @@ from strata import reflection, review, search
 from strata.auth import Caller
 from strata.errors import InvalidInput, StrataError, Unauthenticated
 from strata.ingest import service
-from strata.ingest.models import IngestRequest, Receipt, Role
+from strata.ingest.models import IngestRequest, Role
 from strata.memories.models import MAX_CONTEXT_CHARS, Instant, Kind
 from strata.paths import validate_path
+from strata import remember_models as answers
+from strata.remember_models import Remembered, to_show
 from strata.rules import store as rules
 from strata.rules.models import RuleIn
 from strata.providers.clients import ModelCallFailed
@@ -44,8 +45,9 @@ strata is long-term memory that knows which of its memories are still true.
 - Before answering anything that may depend on the user, the project or earlier decisions, \
 call `recall` with a short query.
 - When you learn something durable (a preference, a fact, a decision, an instruction), call \
-`remember` with a self-contained `statement`; or pass the conversation's `messages` and let \
-strata extract what is worth keeping.
+`remember` with what the user said as `statement`, or the conversation's `messages`: strata \
+extracts what is worth keeping, waits, and answers what it kept (with content) and what it \
+did not keep and why. `as_is: true` stores a self-contained statement exactly as written.
 - Memories live under dot-separated paths (users.alice, shared.project_x); this key reads and \
 writes only where it was granted access.
 - A new value for the same thing supersedes the old one (history is kept): do not delete \
@@ -88,24 +90,28 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
     return schema
 
 
-STATEMENT_ONLY = ("context", "kind", "slot", "value", "tags", "meta", "importance",
-                  "valid_from")
-MESSAGES_ONLY = ("wait", "idempotency_key")
+# A statement stored as is takes the fields of a memory; extraction decides those itself.
+AS_IS_ONLY = ("context", "kind", "slot", "value", "tags", "meta", "importance", "valid_from")
+# Extraction's own (IngestRequest): with as_is, wait true is accepted (the write is immediate).
+EXTRACTION_ONLY = ("wait", "idempotency_key")
 # Either way: where the new memories land.
 BOTH = ("tier", "ttl")
 
 REMEMBER_SCHEMA = _object({
     "statement": {
         "type": "string", "minLength": 1, "maxLength": 32768,
-        "description": "One durable fact, preference, decision or instruction, stored as given "
-                       "(no extraction; see as_is). Make it self-contained, e.g. 'Alice prefers "
-                       "PostgreSQL for new services.' Give either statement or messages.",
+        "description": "What the user said that is worth keeping, e.g. 'I moved to Munich and "
+                       "I prefer PostgreSQL now.' strata extracts the durable memories from it "
+                       "as from one user message (see as_is). Give either statement or "
+                       "messages.",
     },
     "as_is": {
-        "type": "boolean", "default": True,
-        "description": "statement only: true (default) stores it verbatim as one memory; false "
-                       "extracts from it as one user message, as for messages (then kind, "
-                       "slot, ... do not apply, and wait and idempotency_key do).",
+        "type": "boolean", "default": False,
+        "description": "statement only: true stores it verbatim as one memory, through the "
+                       "same checks, with no extraction (then kind, slot, value, tags, meta, "
+                       "importance, valid_from and context apply, and idempotency_key does "
+                       "not). Make it self-contained, e.g. 'Alice prefers PostgreSQL for new "
+                       "services.' Default false: extracted.",
     },
     "messages": {
         "type": "array", "minItems": 1, "maxItems": 1000,
@@ -123,32 +129,33 @@ REMEMBER_SCHEMA = _object({
     "path": _path("Where the memory lives, e.g. users.alice or shared.project_x. Optional only "
                   "when this key has a default path."),
     "context": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_CONTEXT_CHARS,
-                "description": "statement only: what situates it when it does not say it "
-                               "itself, e.g. the question it answers ('How long have you been "
-                               "married?' for '5 years already'). Recall matches its words; it "
-                               "is not part of the statement."},
-    "kind": _kind("statement only: what sort of memory it is (default fact)."),
+                "description": "as_is only: what situates the statement when it does not say "
+                               "it itself, e.g. the question it answers ('How long have you "
+                               "been married?' for '5 years already'). Recall matches its "
+                               "words; it is not part of the statement."},
+    "kind": _kind("as_is only: what sort of memory it is (default fact)."),
     "slot": {"type": "string", "minLength": 1, "maxLength": 200,
-             "description": "statement only: what the memory is about when it has one current "
+             "description": "as_is only: what the memory is about when it has one current "
                             "value, e.g. user.preferred_database. A new value of the same slot "
                             "supersedes the old one."},
     "value": {"type": "string", "minLength": 1, "maxLength": 500,
-              "description": "statement only, with slot: the value in normal form, e.g. "
+              "description": "as_is only, with slot: the value in normal form, e.g. "
                              "postgresql (default: the statement)."},
-    "tags": _tags("statement only: labels to filter on later."),
-    "meta": {"type": "object", "description": "statement only: a JSON object kept with the "
+    "tags": _tags("as_is only: labels to filter on later."),
+    "meta": {"type": "object", "description": "as_is only: a JSON object kept with the "
                                               "memory (recall can filter on it)."},
     "importance": {"type": "number", "minimum": 0, "maximum": 1,
-                   "description": "statement only: 0 to 1 (default 0.5)."},
-    "valid_from": {**TIMESTAMP, "description": "statement only: when it became true in the "
+                   "description": "as_is only: 0 to 1 (default 0.5)."},
+    "valid_from": {**TIMESTAMP, "description": "as_is only: when it became true in the "
                                                "world (ISO 8601); default now."},
-    "wait": {"type": "boolean", "default": False,
-             "description": "messages only: wait for extraction to finish and return what was "
-                            "kept and what was not (default false: returns a queued receipt at "
-                            "once)."},
+    "wait": {"type": "boolean", "default": True,
+             "description": "true (default): wait for extraction to finish and answer what was "
+                            "kept and what was not. false: answer at once with status queued "
+                            "and the receipt_id; what is kept is not known yet (recall finds "
+                            "it once extracted). as_is always writes at once."},
     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200,
-                        "description": "messages only: a retry with the same key writes nothing "
-                                       "twice and returns the first receipt."},
+                        "description": "Extraction only: a retry with the same key writes "
+                                       "nothing twice and answers as the first did."},
     "tier": {"type": "string", "enum": ["long_term", "short_term"], "default": "long_term",
              "description": "short_term: kept for ttl seconds, then expired, unless it is used "
                             "often enough to be promoted to long_term (same id). For context "
@@ -328,33 +335,44 @@ class _ReviewDecisionArgs(BaseModel):
     until: Instant | None = None
 
 
-def _not_with(args: dict[str, Any], names: tuple[str, ...], what: str) -> None:
-    for name in names:
-        if name in args:
-            raise InvalidInput(f"{name} does not apply to {what}", field=name)
-
-
 # ------------------------------------------------------------------------------------ tools
 
 
 def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
-    as_is = args.pop("as_is", None)
-    if as_is is not None and not isinstance(as_is, bool):
+    """Extract and wait by default; ``as_is`` stores a statement verbatim; ``wait: false``
+    answers the queued receipt. Every way answers a ``Remembered`` (strata.remember_models),
+    as the client and the CLI do."""
+    as_is = args.pop("as_is", False)
+    if not isinstance(as_is, bool):
         raise InvalidInput("as_is must be true or false", field="as_is")
     if ("statement" in args) == ("messages" in args):
         raise InvalidInput("give either statement or messages (exactly one)", field="statement")
-    if "messages" in args:
-        if as_is:
-            raise InvalidInput("messages are always extracted: give a statement to store it "
-                               "as written", field="as_is")
-        _not_with(args, STATEMENT_ONLY, "messages")
-        return _extracted(rt, caller, _parse(IngestRequest, args))
-    if as_is is False:
-        _not_with(args, STATEMENT_ONLY, "a statement with as_is false")
+    if as_is:
+        if "messages" in args:
+            raise InvalidInput("as_is stores one statement as written: messages are always "
+                               "extracted", field="as_is")
+        return _as_is(rt, caller, args)
+    for name in AS_IS_ONLY:
+        if name in args:
+            raise InvalidInput(f"{name} applies only with as_is true (extraction decides it)",
+                               field=name)
+    rename = None
+    if "statement" in args:
         said = {"role": "user", "content": args.pop("statement")}
-        return _extracted(rt, caller, _parse(IngestRequest, {**args, "messages": [said]},
-                                             {"messages[0].content": "statement"}))
-    _not_with(args, MESSAGES_ONLY, "a statement")
+        args["messages"] = [said]
+        rename = {"messages[0].content": "statement"}
+    return _extracted(rt, caller, _parse(IngestRequest, {"wait": True, **args}, rename))
+
+
+def _as_is(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Remembered:
+    wait = args.pop("wait", True)
+    if wait is not True:  # the write is immediate: there is nothing to leave queued
+        raise InvalidInput("as_is writes at once: wait false applies to extraction only"
+                           if wait is False else "wait must be true or false", field="wait")
+    if "idempotency_key" in args:
+        raise InvalidInput("idempotency_key applies to extraction only, not with as_is "
+                           "(a repeated statement reinforces what is held)",
+                           field="idempotency_key")
     item = _parse(core.MemoryIn, {"content" if k == "statement" else k: v
                                   for k, v in args.items()}, {"content": "statement"})
     req = core.CreateRequest(memories=[item])
@@ -366,74 +384,31 @@ def remember(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
         if exc.field and exc.field.startswith("memories[0]."):
             exc.field = exc.field.removeprefix("memories[0].").replace("content", "statement")
         raise
-    path = item.path or caller.default_path
-    summary = {
-        "inserted": "kept as written", "reinforced": "already held: reinforced",
-        "superseded_existing": "kept as written; it supersedes what held its slot",
-        "held": f"held for review as a candidate ({result.reason})",
-    }.get(result.status, f"nothing stored: {result.status} ({result.reason})")
-    return {**result.model_dump(exclude_none=True), "path": path, "summary": summary}
+    # A blocked write names no memory of its own: nothing of a refused value is read back.
+    memory = (_readable(rt, caller, result.id)
+              if result.id is not None and result.status != "blocked" else None)
+    return answers.of_write(result, item.path, memory.content if memory else None,
+                            memory.path if memory else None)
 
 
-# Receipt items carry memory ids; the answer reads back this many to show their content.
-SHOW_CONTENT = 20
-STORED = frozenset({"created", "reinforced", "merged", "superseded_existing",
-                    "stored_as_superseded", "candidate"})
+def _readable(rt: Runtime, caller: Caller, memory_id: uuid.UUID) -> core.Memory | None:
+    try:
+        return core.get_memory(rt.db, caller, memory_id)
+    except StrataError:
+        return None  # gone, moved, or out of this key's reach since it was written: the id says enough
 
 
-def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> dict[str, Any]:
+def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> Remembered:
     """Ingest, answered as an agent reads it: each item kept (outcome, memory id, content),
-    each clause not kept with its reason, and a summary line that says which and what next.
-    A secret's clause has no text anywhere."""
+    each clause not kept with its reason, and a summary line. A secret's clause has no text
+    anywhere, and a blocked item no content."""
     receipt, _ = service.ingest(rt.ingest, rt.launcher, caller, req)
-    contents: dict[uuid.UUID, str] = {}
-    for memory_id in list(dict.fromkeys(i.memory_id for i in receipt.items if i.memory_id)):
-        if len(contents) == SHOW_CONTENT:
-            break
-        try:
-            contents[memory_id] = core.get_memory(rt.db, caller, memory_id).content
-        except StrataError:
-            pass  # gone or moved since it was written: the id says enough
-    items = [{"outcome": i.outcome, "memory_id": i.memory_id,
-              "content": contents.get(i.memory_id), "reason": i.reason,
-              "related_ids": i.related_ids or None, "version": i.version, "tier": i.tier,
-              "rule_id": i.rule_id}
-             for i in receipt.items]
-    answer = {
-        "id": receipt.id, "status": receipt.status, "path": receipt.path,
-        "summary": _summary(receipt),
-        "items": [{k: v for k, v in item.items() if v is not None} for item in items],
-        "not_kept": [n.model_dump(exclude_none=True) for n in receipt.not_kept],
-    }
-    if receipt.notes:
-        answer["notes"] = receipt.notes
-    return answer
-
-
-def _tally(values: list[str]) -> str:
-    return ", ".join(f"{n} {v}" for v, n in Counter(values).items())
-
-
-def _summary(receipt: Receipt) -> str:
-    if receipt.status in ("queued", "running"):
-        return f"{receipt.status}: what is kept is not known yet (pass wait: true to wait for it)"
-    if receipt.status not in ("wrote", "meaningful_no_write"):
-        return f"nothing stored: the pipeline failed ({receipt.status}): {receipt.error}"
-    kept = [i.outcome for i in receipt.items if i.outcome in STORED]
-    refused = [f"{i.outcome}: {i.reason}" for i in receipt.items if i.outcome not in STORED]
-    reasons = [n.reason for n in receipt.not_kept]
-    parts = [f"kept {len(kept)} ({_tally(kept)})" if kept else "nothing stored"]
-    if refused:
-        parts.append(f"refused {len(refused)} ({'; '.join(refused)})")
-    if reasons:
-        parts.append(f"not kept {len(reasons)} ({_tally(reasons)})")
-    if "secret" in reasons:
-        parts.append("secrets are never stored")
-    # Storing as written is no way round a secret, nor a blocked (forgotten) value.
-    if not kept and (set(reasons) - {"secret"} or not (reasons or receipt.items)):
-        parts.append("to store a statement exactly as written, call remember with "
-                     "statement (as_is true)")
-    return "; ".join(parts)
+    contents = {}
+    for memory_id in to_show(receipt.items):
+        memory = _readable(rt, caller, memory_id)
+        if memory is not None:
+            contents[memory_id] = memory.content
+    return answers.of_receipt(receipt, contents)
 
 
 def recall(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Any:
@@ -526,18 +501,19 @@ class Tool:
 TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool(
         "remember", "Remember",
-        "Store memories. Either a `statement` (one durable fact, preference, decision or "
-        "instruction, stored as given; as_is false extracts from it instead) or the "
-        "conversation's `messages` (strata extracts what is worth keeping). Every write is "
-        "checked against what is held: a paraphrase reinforces the existing memory, a new "
-        "value for the same thing supersedes the old one (kept in history), and a value that "
-        "was forgotten or rejected is blocked (status blocked, with the reason). Secrets "
-        "(passwords, keys, tokens) are never stored: a secret statement is refused, a secret "
-        "clause is not kept and its text is not echoed. A statement returns {id, status, "
-        "version, path, summary}; messages return the receipt {id, status, path, summary, "
-        "items: each memory written or refused (outcome, memory_id, content, reason), "
-        "not_kept: each clause not kept with its reason (question, hypothetical, secret, ...)} "
-        "once extracted (wait true; else status queued).",
+        "Remember what the user said: a `statement` (extracted as one user message) or the "
+        "conversation's `messages`. strata extracts the durable memories, checks each against "
+        "what it holds (a paraphrase reinforces the existing memory, a new value for the same "
+        "thing supersedes the old one, kept in history, and a value that was forgotten or "
+        "rejected is blocked), waits for that, and answers {receipt_id, status, path, "
+        "summary, items: each memory written or refused (outcome, memory_id, content, "
+        "reason), not_kept: each clause not kept with its reason (question, hypothetical, "
+        "secret, ...)}. `as_is: true` stores a statement verbatim as one memory through the "
+        "same checks, with kind, slot, tags, ... (the same answer, without receipt_id). "
+        "`wait: false` answers at once with status queued and the receipt_id: what is kept "
+        "is not known yet. Secrets (passwords, keys, tokens) are never stored: a secret "
+        "clause is not kept and its text is not echoed; a secret statement as_is is refused; "
+        "a blocked item never shows the refused value.",
         REMEMBER_SCHEMA, remember,
     ),
     Tool(
