@@ -9,7 +9,8 @@ own ids, versions, statuses and timestamps, which no route allows. Both are audi
 Format (one JSON object per line, ``type`` first, in this order)::
 
     header        format, version, tenant {id, name}, embedding {dim, model}, counts
-    memory        every column (valid as valid_from/valid_to), the vector as base64 of
+    memory        every column (valid as valid_from/valid_to, with valid_from_explicit: the
+                  start was given, not only when it was said), the vector as base64 of
                   little-endian float32 with its embedding_model stamp
     history       one line per memory: its memory_history rows, oldest first (erased rows
                   keep only hashes, as in the database)
@@ -125,6 +126,8 @@ class MemoryRecord(_Record):
     tier: Literal["short_term", "long_term"]
     expires_at: datetime | None = None
     valid_from: datetime
+    # The start was given, not only when it was said (migration 0024); absent in older files.
+    valid_from_explicit: bool = False
     valid_to: datetime | None = None
     recorded_at: datetime
     asserted_at: datetime | None = None
@@ -264,7 +267,8 @@ SELECT id, asserted_at, path::text AS path, name, content, context, kind::text A
        {bookkeeping.count_sql("memories")} AS access_count,
        {bookkeeping.last_sql("memories")} AS last_accessed_at,
        reinforcements, tier::text AS tier, expires_at,
-       lower(valid) AS valid_from, upper(valid) AS valid_to, recorded_at, embedding,
+       lower(valid) AS valid_from, valid_from_explicit, upper(valid) AS valid_to, recorded_at,
+       embedding,
        embedding_model, version, evidence, meta, tags, created_at, updated_at,
        encode(value_hash, 'hex') AS value_hash
 FROM memories WHERE tenant_id = %(t)s ORDER BY created_at, id
@@ -622,6 +626,7 @@ class Importer:
             "last_accessed_at": m.last_accessed_at, "reinforcements": m.reinforcements,
             "tier": m.tier, "expires_at": m.expires_at,
             "valid": Range(m.valid_from, m.valid_to, "[)"), "recorded_at": m.recorded_at,
+            "valid_from_explicit": m.valid_from_explicit,
             "asserted_at": m.asserted_at,
             "embedding": vec, "model": self.embedder.model, "version": m.version,
             "evidence": Jsonb(m.evidence), "meta": Jsonb(m.meta), "tags": m.tags,

@@ -210,14 +210,19 @@ def accounted(extraction: Extraction, messages: list[Message]) -> list[NotKept]:
 
 
 def _stage(p: StepPayload, idx: int, c: Candidate, messages: list[Message], now: datetime) -> dict:
-    cited = [messages[i] for i in c.evidence if 0 <= i < len(messages)]
-    said_at = max((m.at for m in cited if m.at), default=None)
+    # valid_from is staged only when the statement gives its start ("since May 2025"); NULL
+    # when its start is only when it was said, which persist takes from the evidence. The
+    # rule extractor stamps an undated statement with its message's time (a correction with
+    # its antecedent's), so a start at the time of any message of the request, or at the
+    # request's time, is not one the statement gave.
+    said = {m.at for m in messages if m.at} | {now}
+    explicit = c.valid_from if c.valid_from is not None and c.valid_from not in said else None
     canonical = canonicalize(c.content) or c.content.strip().casefold()
     return {
         "receipt": p.receipt_id, "idx": idx, "tenant": p.tenant_id, "content": c.content,
         "canonical": canonical, "hash": value_hash(canonical), "kind": c.kind,
         "slot": c.slot, "value": gating.normalise_value(c.value),
-        "valid_from": c.valid_from or said_at or now, "valid_to": c.valid_to,
+        "valid_from": explicit, "valid_to": c.valid_to,
         "confidence": c.confidence,
         "asserts_change": c.asserts_change,
         "evidence": Jsonb([
@@ -379,7 +384,9 @@ def _persist(rt: IngestRuntime, p: StepPayload, cur, started: float):
         persist.Staged(
             idx=c["idx"], path=row["path"], content=c["content"], canonical=c["canonical"],
             value_hash=bytes(c["value_hash"]), kind=c["kind"], slot=c["slot"],
-            value=c["value"], valid_from=c["valid_from"], valid_to=c["valid_to"],
+            value=c["value"],
+            valid_from=c["valid_from"] or _said_at(c["evidence"]) or row["created_at"],
+            valid_from_explicit=c["valid_from"] is not None, valid_to=c["valid_to"],
             confidence=c["confidence"], evidence=c["evidence"], embedding=c["embedding"],
             gate=c["gate"], asserts_change=c["asserts_change"],
             asserted_at=_said_at(c["evidence"]) or row["created_at"],

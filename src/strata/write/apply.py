@@ -19,7 +19,12 @@ inside the caller's transaction:
 
 The age guard orders statements by when they were *said* (``asserted_at``: message time or
 request time); valid time only breaks ties between statements of one moment, and says where
-the superseded value's validity ends.
+the superseded value's validity ends. When both statements give their start explicitly (a
+``valid_from`` in the request, a date read in the statement: ``valid_from_explicit``) and the
+starts differ, the starts decide instead, whenever each was said: the earlier start is
+history, its validity closed at the later one's start. A start that is only the time
+something was said never outranks when it was said ("I live in Berlin", then a week later
+"actually I moved to Paris last month": Paris holds).
 """
 
 from __future__ import annotations
@@ -52,12 +57,13 @@ WITH m AS (
     INSERT INTO memories (id, tenant_id, path, name, content, context, canonical, value_hash,
                           kind, slot, value, status, origin, confidence, importance, valid,
                           embedding, embedding_model, evidence, meta, tags, asserted_at, tier,
-                          expires_at)
+                          expires_at, valid_from_explicit)
     VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(context)s,
             %(canonical)s, %(hash)s,
             %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(confidence)s,
             COALESCE(%(importance)s, 0.5), %(valid)s, %(embedding)s, %(model)s, %(evidence)s,
-            %(meta)s, %(tags)s, %(asserted_at)s, %(tier)s::memory_tier, %(expires_at)s)
+            %(meta)s, %(tags)s, %(asserted_at)s, %(tier)s::memory_tier, %(expires_at)s,
+            %(valid_from_explicit)s)
     RETURNING id, tenant_id
 )
 INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash)
@@ -120,6 +126,9 @@ class Staged:
     neighbours: dict[uuid.UUID, Neighbour] = field(default_factory=dict)
     asserted_at: datetime | None = None  # when it was said; None: the request's time
     valid_to: datetime | None = None  # set when the statement is about a state that ended
+    # The start was given (a request's valid_from, a date in the statement), not only the
+    # time the statement was said: see said_before.
+    valid_from_explicit: bool = False
     asserts_change: bool = False
     # Direct create carries these; extraction leaves the defaults.
     context: str | None = None
@@ -299,8 +308,13 @@ def _verdicts(item: Staged, shown: list[Neighbour], seen: set[uuid.UUID], judge)
 
 
 def said_before(item: Staged, recorded_at: datetime, target: Neighbour) -> bool:
-    """Whether ``item`` was said before ``target``: assertion time decides; valid time, then
-    recording time, break a tie between statements of one moment."""
+    """Whether ``item`` is the older statement of the two: when both give their start
+    explicitly and the starts differ, the earlier start, whenever each was said; otherwise
+    assertion time decides, and valid time, then recording time, break a tie between
+    statements of one moment."""
+    if (item.valid_from_explicit and target.valid_from_explicit
+            and item.valid_from != target.valid_from):
+        return item.valid_from < target.valid_from
     said, theirs = item.asserted_at or recorded_at, target.asserted_at or target.recorded_at
     if said != theirs:
         return said < theirs
@@ -342,6 +356,7 @@ class _Writer:
             "embedding": item.embedding, "model": self.model, "evidence": Jsonb(item.evidence),
             "meta": Jsonb(item.meta), "tags": item.tags, "asserted_at": item.asserted_at,
             "lexical": item.lexical_hash, "tier": item.tier, "expires_at": item.expires_at,
+            "valid_from_explicit": item.valid_from_explicit,
         })
         self.memory_of[item.idx] = new_id
         return new_id
@@ -439,10 +454,11 @@ class _Writer:
                  if said_before(item, self.recorded_at, item.neighbours[v.target_id])]
         ended = item.valid_to is not None and item.valid_to <= item.asserted_at
         if older or (supersedes and ended):
-            # Age guard: a statement said before the one that holds, or one about a state
-            # that has already ended ("I lived in Munich in 2024"), never supersedes it. It
-            # is kept, as already superseded: its validity ends where the holder's begins, or
-            # where the statement says it ended.
+            # Age guard: an older statement than the one that holds (said before it, or
+            # with an explicit start before the holder's explicit start), or one about a
+            # state that has already ended ("I lived in Munich in 2024"), never supersedes
+            # it. It is kept, as already superseded: its validity ends where the holder's
+            # begins, or where the statement says it ended.
             v = (older or supersedes)[0]
             holder = item.neighbours[v.target_id]
             until = item.valid_to if ended and not older else holder.valid_from

@@ -108,6 +108,9 @@ class Target:
     tags: list[str] | None = None
     meta: dict[str, Any] | None = None
     valid_from: datetime | None = None
+    # Whether the start is one given (migration 0024); None: given when valid_from is (a
+    # PATCH's), else as it was.
+    valid_from_explicit: bool | None = None
     valid_to: datetime | None = None
     set_valid_to: bool = False
     name: str | None = None
@@ -132,6 +135,7 @@ UPDATE memories SET
     tags = COALESCE(%(tags)s::text[], tags),
     meta = COALESCE(%(meta)s, meta),
     valid = %(valid)s,
+    valid_from_explicit = COALESCE(%(valid_from_explicit)s, valid_from_explicit),
     evidence = evidence || %(evidence)s,
     asserted_at = CASE WHEN %(reasserted)s THEN now() ELSE asserted_at END,
     version = version + 1, updated_at = now()
@@ -166,6 +170,9 @@ def revise(
     status = target.status or row["status"]
     new_hash = value_hash(canonical)
     valid_from = target.valid_from or row["valid"].lower
+    explicit = target.valid_from_explicit  # a start the edit gives is one given
+    if explicit is None and target.valid_from is not None:
+        explicit = True
     valid_to = target.valid_to if target.set_valid_to else row["valid"].upper
     if valid_to is not None and valid_to <= valid_from:
         raise InvalidInput("valid_to must be after valid_from", field="valid_to")
@@ -212,6 +219,7 @@ def revise(
         "pinned": target.pinned, "tags": target.tags,
         "meta": Jsonb(target.meta) if target.meta is not None else None,
         "valid": Range(valid_from, valid_to, "[)"), "evidence": Jsonb(target.evidence or []),
+        "valid_from_explicit": explicit,
         "reasserted": value_changed or status != row["status"],
     }).fetchone()
     if content != row["content"]:
@@ -492,12 +500,13 @@ _RESTORE_INSERT = f"""
 INSERT INTO memories (id, tenant_id, path, name, content, context, canonical, value_hash,
     kind, slot, value, status, origin, importance, confidence, pinned,
     reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model, version,
-    evidence, meta, tags, created_at, updated_at, asserted_at)
+    evidence, meta, tags, created_at, updated_at, asserted_at, valid_from_explicit)
 SELECT r.id, r.tenant_id, r.path, r.name, r.content, r.context, r.canonical, r.value_hash,
     r.kind, r.slot, r.value, r.status, r.origin, r.importance, r.confidence, r.pinned,
     r.reinforcements, r.tier, r.expires_at, r.valid, r.recorded_at,
     %(embedding)s, %(model)s, %(version)s, r.evidence || %(evidence)s, r.meta, r.tags,
-    r.created_at, now(), r.asserted_at
+    r.created_at, now(), r.asserted_at,
+    COALESCE(r.valid_from_explicit, false)  -- absent from history rows before 0024
 FROM jsonb_populate_record(NULL::memories, %(row)s) r
 RETURNING {COLUMNS}
 """
@@ -545,6 +554,7 @@ def restore(
             importance=data["importance"], confidence=data["confidence"], pinned=data["pinned"],
             tags=data.get("tags"), meta=data.get("meta"), name=data.get("name"), set_name=True,
             valid_from=bounds["lo"], valid_to=bounds["hi"], set_valid_to=True,
+            valid_from_explicit=bool(data.get("valid_from_explicit")),
             embedding=vector, model=model, evidence=evidence,
         )
         row = revise(cur, caller, live, target, thresholds=thresholds)

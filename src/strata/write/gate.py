@@ -375,7 +375,7 @@ def _decide_one(
 
 _NEIGHBOUR_ROWS = """
 SELECT id, content, kind::text AS kind, slot, value, lower(valid) AS valid_from, recorded_at,
-       COALESCE(asserted_at, recorded_at) AS asserted_at
+       COALESCE(asserted_at, recorded_at) AS asserted_at, valid_from_explicit
 FROM memories WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'
 """
 

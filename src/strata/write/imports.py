@@ -39,7 +39,7 @@ WITH m AS (
     INSERT INTO memories (id, tenant_id, path, name, content, context, canonical, value_hash,
         kind, slot, value, status, origin, importance, confidence, pinned,
         reinforcements, tier, expires_at, valid, recorded_at, embedding, embedding_model,
-        version, evidence, meta, tags, created_at, updated_at, asserted_at)
+        version, evidence, meta, tags, created_at, updated_at, asserted_at, valid_from_explicit)
     VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(name)s, %(content)s, %(context)s,
         %(canonical)s, %(hash)s,
         %(kind)s, %(slot)s, %(value)s, %(status)s, %(origin)s, %(importance)s, %(confidence)s,
@@ -48,7 +48,8 @@ WITH m AS (
             -- a memory this store deleted comes back above every version it had here
             SELECT max(h.version) + 1 FROM memory_history h
             WHERE h.tenant_id = %(tenant)s AND h.memory_id = %(id)s)),
-        %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s)
+        %(evidence)s, %(meta)s, %(tags)s, %(created_at)s, %(updated_at)s, %(asserted_at)s,
+        %(valid_from_explicit)s)
     ON CONFLICT (id) DO NOTHING
     RETURNING id, tenant_id
 ),
@@ -119,6 +120,7 @@ class Incoming:
         r = self.row
         r["slot"], r["value"] = slots.normal(r["slot"], r["value"], r["content"])
         r.setdefault("lexical", lexical.lexical_key(r["canonical"]))
+        r.setdefault("valid_from_explicit", False)  # a row that does not say (migration 0024)
 
     def keys(self, tenant_id: uuid.UUID) -> set[tuple[str, ...]]:
         r = self.row

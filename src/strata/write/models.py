@@ -88,6 +88,7 @@ class Neighbour(BaseModel):
     recorded_at: datetime
     similarity: float
     asserted_at: datetime | None = None  # when it was said (None: recorded_at)
+    valid_from_explicit: bool = False  # its start was given, not only when it was said
     # The gate found it as a holder the candidate's slot rules decide about (the same key,
     # a key a negation covers, or the one other context an unqualified change replaces).
     slot_match: bool = False

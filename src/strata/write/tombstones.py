@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 
+from strata.write import fingerprints
 from strata.write.canonical import slot_value_hash, value_hash
 
 # A tombstone in force retires its value; with ``ended`` also a suppression whose ``until`` has
@@ -33,7 +34,8 @@ def find_tombstones(
 ) -> dict[int, dict[str, Any]]:
     """Tombstones retiring each (path, canonical, slot, value), keyed by input index; one
     statement for a whole batch. ``ended``: where none is in force, a suppression that has
-    ended (``ended`` true in the row) counts too."""
+    ended (``ended`` true in the row) counts too. A forgotten fact the item carries, however
+    it is worded (:mod:`.fingerprints`), comes first."""
     if not values:
         return {}
     rows = cur.execute(
@@ -47,7 +49,10 @@ def find_tombstones(
             "ended": ended,
         },
     ).fetchall()
-    return {r["ord"] - 1: r for r in rows}
+    found = {r["ord"] - 1: r for r in rows}
+    for n, tombstone_id in fingerprints.find(cur, tenant_id, values).items():
+        found[n] = {"ord": n + 1, "id": tombstone_id, "reason": "forgotten", "ended": False}
+    return found
 
 
 def find_tombstone(
@@ -94,3 +99,23 @@ def lift(cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, value_hash: by
         {"tenant": tenant_id, "path": path, "hash": bytes(value_hash), "slot": slot,
          "slot_hash": slot_value_hash(value) if slot else None},
     )
+
+
+def insert_forgotten(
+    cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, content: str, canonical: str,
+    slot: str | None, value: str | None, memory_id: uuid.UUID,
+) -> uuid.UUID:
+    """Retire a forgotten statement in ``path``'s subtree: no content, no embedding, no plain
+    hash -- its keyed fingerprint (:mod:`.fingerprints`), whose decisive features stand in
+    the value columns too."""
+    key = fingerprints.tenant_key(cur, tenant_id, create=True)
+    fp = fingerprints.fingerprint(key, fingerprints.features(content, canonical, slot, value))
+    return cur.execute(
+        "INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash, reason,"
+        " memory_id, fingerprint, fingerprint_weights, fingerprint_kinds)"
+        " VALUES (%(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, 'forgotten',"
+        " %(memory)s, %(hashes)s, %(weights)s, %(kinds)s) RETURNING id",
+        {"tenant": tenant_id, "path": path, "slot": slot,
+         "slot_hash": fingerprints.keyed(key, f"s:{slot}={value}") if slot and value else None,
+         "hash": fingerprints.keyed(key, f"c:{canonical}"), "memory": memory_id, **fp},
+    ).fetchone()["id"]

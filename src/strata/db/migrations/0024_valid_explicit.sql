@@ -1,0 +1,13 @@
+-- Whether a memory's start (lower(valid)) was given explicitly (issue 34): a `valid_from` in
+-- a direct write or a PATCH, a date an extractor read in the statement ("since May 2025"),
+-- or an imported row that says so. Otherwise the start is only when the statement was said.
+-- The write path orders two statements of one slot by their starts only when both were
+-- given explicitly (the earlier start is history, closed at the later one's, whenever each
+-- was written); otherwise by when each was said (strata.write.apply.said_before).
+--
+-- A NOT NULL column with a constant default is a catalogue change on PostgreSQL 11+: no
+-- table rewrite. Every existing memory reads as not explicit, which is what the write path
+-- assumed of it until now. The history trigger copies the whole row (to_jsonb(OLD)), so
+-- history rows from here on carry the flag; older ones lack it and restore reads them as
+-- not explicit.
+ALTER TABLE memories ADD COLUMN valid_from_explicit boolean NOT NULL DEFAULT false;
