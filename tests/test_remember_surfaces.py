@@ -23,8 +23,9 @@ PATH = "users.alice"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # One story: extraction with a clause not kept, a change of value, a secret, a conversation,
-# a statement as is and its repeat, and (after the Volvo is forgotten) the forgotten value
-# as is. Each step: (arguments as MCP takes them, whether to forget the Volvo first).
+# a question, a statement as is and its repeat, and (after the Volvo is forgotten) the
+# forgotten value as is. Each step: the arguments as MCP takes them, and whether the Volvo
+# memory is forgotten first (through the client: setting, not the surface under test).
 STORY: list[dict[str, Any]] = [
     {"statement": "I live in Lisbon. Should I move to Berlin?"},
     {"statement": "I moved to Munich"},
@@ -125,14 +126,15 @@ def test_one_input_gives_one_answer_on_every_surface(server, make_tenant, capsys
                       monkeypatch, tmp_path)
 
     for n, step in enumerate(STORY):
-        assert normalised(mcp[n]) == normalised(client[n]) == normalised(cli[n]), (step, mcp[n],
-                                                                                  client[n], cli[n])
+        assert normalised(mcp[n]) == normalised(client[n]) == normalised(cli[n]), (
+            step, mcp[n], client[n], cli[n])
 
     lisbon, munich, secret, tea, dog, volvo, again, forgotten = mcp
     assert lisbon["status"] == "wrote" and lisbon["receipt_id"]
     assert [(i["outcome"], i["content"]) for i in lisbon["items"]] == [
         ("created", "The user lives in Lisbon")]
-    assert [(n["reason"], "Berlin" in n["text"]) for n in lisbon["not_kept"]] == [("question", True)]
+    assert [(n["reason"], "Berlin" in n["text"]) for n in lisbon["not_kept"]] == [
+        ("question", True)]
     assert [(i["outcome"], i["content"], i["related_ids"]) for i in munich["items"]] == [
         ("superseded_existing", "The user moved to Munich", [lisbon["items"][0]["memory_id"]])]
     assert secret["items"] == [] and secret["not_kept"] == [
@@ -274,3 +276,39 @@ def test_three_sessions_recall_where_the_user_lives_now(server, tenant):
     assert second["items"][0]["outcome"] == "superseded_existing"
     assert third and "Munich" in third[0], third
     assert not any("Berlin" in c for c in third), third
+
+
+def test_the_answer_shows_content_only_for_what_was_read_and_never_for_a_blocked_item():
+    """Given a receipt with a created item, a blocked one (a forgotten value: a tombstone,
+    and an id the contents hold by mistake), an item whose memory the key could not read, and
+    more memories than the answer reads back
+    Then the created item shows its content (control), the blocked one shows none and keeps
+    its tombstone, the unread one shows none, and only the first SHOW_CONTENT memories (never
+    the blocked one) are asked for."""
+    from types import SimpleNamespace
+
+    from strata.remember_models import SHOW_CONTENT, of_receipt, to_show
+
+    def item(outcome: str, memory_id: uuid.UUID, **more: Any) -> SimpleNamespace:
+        # the fields of a receipt item (ItemOutcome), with a forgotten value's tombstone
+        return SimpleNamespace(**{"outcome": outcome, "memory_id": memory_id, "reason": None,
+                                  "related_ids": [], "version": 1, "tier": "long_term",
+                                  "rule_id": None, "tombstone_id": None, **more})
+
+    made, refused, unread = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    tomb = uuid.uuid4()
+    items = [item("created", made),
+             item("blocked", refused, tombstone_id=tomb,
+                  reason=f"tombstoned: forgotten (tombstone {tomb})"),
+             item("reinforced", unread)]
+    receipt = SimpleNamespace(id=uuid.uuid4(), path=PATH, status="wrote", items=items,
+                              not_kept=[], notes=[], error=None)
+    assert to_show(items) == [made, unread]
+    answer = of_receipt(receipt, {made: "The user lives in Lisbon", refused: "12 Elm Street"})
+    shown = answer.model_dump(mode="json")
+    assert shown["items"][0]["content"] == "The user lives in Lisbon"
+    assert "content" not in shown["items"][1] and shown["items"][1]["tombstone_id"] == str(tomb)
+    assert "content" not in shown["items"][2]
+    assert "12 Elm Street" not in json.dumps(shown)
+    many = [item("created", uuid.uuid4()) for _ in range(SHOW_CONTENT + 5)]
+    assert to_show(many) == [i.memory_id for i in many[:SHOW_CONTENT]]

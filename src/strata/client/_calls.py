@@ -267,7 +267,8 @@ def remember(content: str | Sequence[Any], path: str | None, *, as_is: bool, rol
         raise InvalidInput("as_is stores one statement: give a string", field="content",
                            status=None)
     if wait is not True:  # the write is immediate: there is nothing to leave queued
-        raise InvalidInput("as_is writes at once: wait=False applies to extraction only",
+        raise InvalidInput("as_is writes at once: wait=False applies to extraction only"
+                           if wait is False else "wait must be True or False",
                            field="wait", status=None)
     for name, given in (("role", role != "user"), ("idempotency_key", idempotency_key)):
         if given:  # a repeated statement reinforces what is held: nothing to replay

@@ -152,7 +152,8 @@ REMEMBER_SCHEMA = _object({
              "description": "true (default): wait for extraction to finish and answer what was "
                             "kept and what was not. false: answer at once with status queued "
                             "and the receipt_id; what is kept is not known yet (recall finds "
-                            "it once extracted). as_is always writes at once."},
+                            "it once extracted). as_is writes at once: false does not apply "
+                            "there."},
     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200,
                         "description": "Extraction only: a retry with the same key writes "
                                        "nothing twice and answers as the first did."},
@@ -394,8 +395,8 @@ def _as_is(rt: Runtime, caller: Caller, args: dict[str, Any]) -> Remembered:
 def _readable(rt: Runtime, caller: Caller, memory_id: uuid.UUID) -> core.Memory | None:
     try:
         return core.get_memory(rt.db, caller, memory_id)
-    except StrataError:
-        return None  # gone, moved, or out of this key's reach since it was written: the id says enough
+    except StrataError:  # gone, moved or out of this key's reach: the id says enough
+        return None
 
 
 def _extracted(rt: Runtime, caller: Caller, req: IngestRequest) -> Remembered:
