@@ -59,7 +59,7 @@ class World:
 
     def memory(self, text: str | None = None, path: str = "users.alice") -> str:
         text = text or f"The deploy region is {uuid.uuid4().hex[:6]}"
-        return str(self.client.remember(text, path, as_is=True).id)
+        return str(self.client.remember(text, path, as_is=True).items[0].memory_id)
 
     def candidate(self) -> str:
         """A candidate held for review: a value that comes back after it was superseded."""

@@ -95,12 +95,12 @@ def test_the_installed_client_works_against_a_live_server(venv, server, tenant):
     InvalidInput naming content, without the password in the error."""
     out = json.loads(in_venv(venv, """
         import json, sys, uuid
-        from strata.client import Client, InvalidInput, Memory, NotFound, Receipt, SearchResult
+        from strata.client import Client, InvalidInput, Memory, NotFound, SearchResult
 
         with Client(sys.argv[1], sys.argv[2]) as strata:
             made = strata.remember("I drive a Volvo", "users.alice", as_is=True)
             hits = strata.recall("which car do I drive", paths=["users.alice"])
-            memory = strata.memories.get(made.id)
+            memory = strata.memories.get(made.items[0].memory_id)
             receipt = strata.remember("I live in Lisbon", "users.alice")
             try:
                 strata.memories.get(uuid.uuid4())
@@ -113,19 +113,19 @@ def test_the_installed_client_works_against_a_live_server(venv, server, tenant):
             except InvalidInput as exc:
                 refused = [exc.status, exc.field, str(exc)]
         print(json.dumps({
-            "made": [made.status, str(made.id)],
+            "made": [made.items[0].outcome, str(made.items[0].memory_id)],
             "hits": [[type(h).__name__, str(h.id), h.content] for h in hits],
             "memory": [type(memory).__name__, memory.content, memory.version],
             "receipt": [type(receipt).__name__, receipt.status,
-                        [i.outcome for i in receipt.items]],
+                        [(i.outcome, i.content) for i in receipt.items]],
             "missing": missing, "refused": refused,
         }))
     """, server, tenant.key))
     status, mid = out["made"]
-    assert status == "inserted"
+    assert status == "created"
     assert out["hits"][0] == ["SearchResult", mid, "I drive a Volvo"]
     assert out["memory"] == ["Memory", "I drive a Volvo", 1]
-    assert out["receipt"] == ["Receipt", "wrote", ["created"]]
+    assert out["receipt"] == ["Remembered", "wrote", [["created", "The user lives in Lisbon"]]]
     assert out["missing"] == 404
     status, field, message = out["refused"]
     assert (status, field) == (422, "content") and "does not store secrets" in message

@@ -455,7 +455,9 @@ def test_mcp_remember_obeys_the_rules_on_both_of_its_ways_in(server, tenant):
         return statement, said
 
     statement, said = run(go)
-    assert statement["status"] == "blocked" and statement["rule_id"] == rule["id"]
+    [item] = statement["items"]
+    assert (item["outcome"], item["rule_id"]) == ("blocked", rule["id"])
+    assert statement["status"] == "meaningful_no_write" and "content" not in item
     assert f"rule {rule['id']} at users: excluded (health)" in statement["summary"]
     outcomes = sorted((i["outcome"], i.get("rule_id")) for i in said["items"])
     assert outcomes == [("blocked", rule["id"]), ("created", None)]

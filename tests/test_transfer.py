@@ -128,9 +128,12 @@ def snapshot(db, tenant_id, id_of=lambda x: x) -> dict[str, list]:
                      (tenant_id,))]
         tombstones = []
         for r in conn.execute(
-                "SELECT id, path::text AS path, slot, slot_value_hash, value_hash,"
-                " reason::text AS reason, memory_id, replaced_by, embedding, until, created_at"
-                " FROM tombstones WHERE tenant_id = %s", (tenant_id,)):
+                "SELECT t.id, t.path::text AS path, t.slot, t.slot_value_hash, t.value_hash,"
+                " t.reason::text AS reason, t.memory_id, t.replaced_by, t.embedding, t.until,"
+                " t.created_at, k.secret AS fingerprint_key, t.fingerprint,"
+                " t.fingerprint_weights, t.fingerprint_kinds FROM tombstones t"
+                " LEFT JOIN fingerprint_keys k ON k.id = t.fingerprint_key_id"
+                " WHERE t.tenant_id = %s", (tenant_id,)):
             r = dict(r, id=m(r["id"]), memory_id=m(r["memory_id"]), replaced_by=m(r["replaced_by"]))
             r["embedding"] = transfer.encode_vector(r["embedding"])
             tombstones.append(r)

@@ -35,6 +35,11 @@ invariant, returning the violations, so the control test below proves each can f
 5. ``keys_above_parent``: every minted key's effective access lies within its parent's
    (the minting key's) live effective access.
 6. ``audit_breaks``: the tenant's audit chain verifies.
+7. ``live_fingerprint_matches``: no active or candidate memory carries a forgotten fact --
+   matches the fingerprint of a forgotten tombstone in force whose scope holds it
+   (strata.write.fingerprints: its probes under the tenant's key against the stored keyed
+   features), whatever its wording. (A forgotten tombstone keeps no plain hash, so
+   invariant 1 cannot see one.)
 
 Budget. ``make test`` runs a fixed, reproducible budget (``derandomize``: the same sequences
 every run, nothing written to a hypothesis database, nothing printed on success): 200
@@ -84,6 +89,7 @@ from strata.audit import verify_tenant
 from strata.auth import create_tenant
 from strata.errors import Conflict, InvalidInput
 
+from strata.write import fingerprints
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
 
 from support import bearer
@@ -118,7 +124,9 @@ SLOTS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
     ),
 }
 
-PLAIN = ("Deploys happen on Fridays", "deploys happen on fridays!", "The team uses Kubernetes")
+PLAIN = ("Deploys happen on Fridays", "deploys happen on fridays!", "The team uses Kubernetes",
+         # one fact in two wordings: forgotten in one, it must not come back in the other
+         "My gym locker is 58213", "Gym locker number 58213 is mine")
 
 
 @dataclass(frozen=True)
@@ -238,6 +246,40 @@ def live_retired_values(db, tenant_id) -> list[str]:
                     f"{m['status']} memory {m['id']} at {m['path']} (slot {m['slot']}, value "
                     f"{m['value']!r}) holds a {t['reason']} value of tombstone {t['id']} at "
                     f"{t['path'] or '<root>'} (by {'value hash' if by_hash else 'slot value'})")
+    return out
+
+
+def live_fingerprint_matches(db, tenant_id) -> list[str]:
+    """7. No active or candidate memory carries a forgotten fact in the scope of its
+    tombstone (in force): the memory's probes (its canonical text, slot and value), keyed
+    with the tenant's secret, checked against every such fingerprint -- all of them, not
+    only those an index would offer."""
+    with db.connection() as conn:
+        tombs = conn.execute(
+            "SELECT t.id, t.path::text AS path, k.secret, t.fingerprint, t.fingerprint_weights,"
+            " t.fingerprint_kinds FROM tombstones t JOIN fingerprint_keys k"
+            " ON k.id = t.fingerprint_key_id AND k.tenant_id = t.tenant_id"
+            " WHERE t.tenant_id = %s AND t.reason = 'forgotten'"
+            "   AND (t.until IS NULL OR t.until > now())",
+            (tenant_id,),
+        ).fetchall()
+        if not tombs:
+            return []
+        live = conn.execute(
+            "SELECT id, path::text AS path, status::text AS status, canonical, slot, value"
+            " FROM memories WHERE tenant_id = %s AND status IN ('active', 'candidate')",
+            (tenant_id,),
+        ).fetchall()
+    out = []
+    for m in live:
+        texts = fingerprints.probes(m["canonical"], m["slot"], m["value"])
+        for t in tombs:
+            probe = {fingerprints.keyed(bytes(t["secret"]), p) for p in texts}
+            if _within(m["path"], t["path"]) and fingerprints.carries(
+                    [bytes(h) for h in t["fingerprint"]], t["fingerprint_weights"],
+                    t["fingerprint_kinds"], probe):
+                out.append(f"{m['status']} memory {m['id']} at {m['path']} carries the forgotten"
+                           f" fact of tombstone {t['id']} at {t['path'] or '<root>'}")
     return out
 
 
@@ -700,6 +742,10 @@ class WriteMachine(RuleBasedStateMachine):
         assert not (v := live_retired_values(self.db, self.tenant_id)), "; ".join(v)
 
     @invariant()
+    def no_live_forgotten_fact(self):
+        assert not (v := live_fingerprint_matches(self.db, self.tenant_id)), "; ".join(v)
+
+    @invariant()
     def one_active_slot_holder(self):
         assert not (v := double_slot_holders(self.db, self.tenant_id)), "; ".join(v)
 
@@ -829,6 +875,18 @@ def _insert_tombstone(conn, tenant_id, path, content, reason, *, slot=None, valu
     )
 
 
+def _insert_fingerprint(conn, tenant_id, path, content) -> None:
+    """A forgotten tombstone with the fingerprint ``content`` leaves, under the tenant's key."""
+    key_id, key = fingerprints.tenant_key(conn.cursor(), tenant_id)
+    fp = fingerprints.fingerprint(key, fingerprints.features(content, canonicalize(content)))
+    conn.execute(
+        "INSERT INTO tombstones (tenant_id, path, value_hash, reason, fingerprint_key_id,"
+        " fingerprint, fingerprint_weights, fingerprint_kinds) VALUES (%s, %s::ltree, %s,"
+        " 'forgotten', %s, %s, %s, %s)",
+        (tenant_id, path, fingerprints.keyed(key, f"c:{canonicalize(content)}"), key_id,
+         fp["hashes"], fp["weights"], fp["kinds"]))
+
+
 # effective_access without the parent clamp: the key's own access (its holder's grants
 # clamped by its ceiling), which migration 0010 keeps as key_own_access.
 _UNCLAMPED_EFFECTIVE_ACCESS = """
@@ -843,7 +901,7 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
     When rows violating one invariant each are written directly with SQL
     Then each check reports exactly its violation, in that tenant only."""
     checks = (live_retired_values, double_slot_holders, duplicate_active_values,
-              history_gaps, keys_above_parent, audit_breaks)
+              history_gaps, keys_above_parent, audit_breaks, live_fingerprint_matches)
     t = make_tenant()
     other = make_tenant()
     with db.connection() as conn:
@@ -867,6 +925,8 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
         _insert_tombstone(conn, t.tenant_id, "users", "The user prefers MySQL", "forgotten",
                           until=datetime.now(UTC) - timedelta(minutes=1))
         _insert_tombstone(conn, t.tenant_id, "shared", "The user prefers MySQL", "forgotten")
+        # a forgotten fact whose scope holds nothing that carries it (users.carol)
+        _insert_fingerprint(conn, t.tenant_id, "users.carol", "I see Dr. Quorvane on Mondays")
     for check in checks:
         assert check(db, t.tenant_id) == [], check.__name__
 
@@ -901,6 +961,11 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
         # 5. the parent key's ceiling shrinks under its child (read on users.bob only)
         conn.execute("""UPDATE api_keys SET ceiling = '[{"path": "users.bob", "level": "read"}]'"""
                      " WHERE id = %s", (root,))
+        # 7. a forgotten fact said again in other words, active in its scope (and, out of
+        #    its scope, the same words: no violation)
+        _insert_fingerprint(conn, t.tenant_id, "users.alice", "My locker number is 58213")
+        _insert_memory(conn, t.tenant_id, "users.alice.gym", "Gym locker 58213 is mine")
+        _insert_memory(conn, t.tenant_id, "shared.team", "Gym locker 58213 is mine")
         # 6. an audit row edited after the fact
         conn.execute("UPDATE audit_log SET count = count + 1 WHERE tenant_id = %s AND seq = 1",
                      (t.tenant_id,))
@@ -917,6 +982,32 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
     assert found["keys_above_parent"] == [
         f"key {child} holds write on users beyond its parent {root}"], found
     assert len(found["audit_breaks"]) == 1 and "seq 1 " in found["audit_breaks"][0], found
+    assert len(found["live_fingerprint_matches"]) == 1, found
+    assert "at users.alice.gym carries" in found["live_fingerprint_matches"][0], found
     # the neighbour tenant is untouched by all of it
     for check in checks:
         assert check(db, other.tenant_id) == [], check.__name__
+
+
+def test_the_fingerprint_invariant_catches_a_write_path_that_ignores_fingerprints(
+        db, client, tenant, monkeypatch):
+    """Given a forgotten locker number
+    When the write path checks fingerprints, the number said in other words is blocked and
+         invariant 7 holds (control); when its fingerprint lookup is mutated to find nothing,
+         the same create is inserted
+    Then invariant 7 reports exactly that memory."""
+    h = tenant.headers
+    r = client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": "My gym locker is 58213", "path": "users.alice"}]})
+    mid = r.json()["results"][0]["id"]
+    assert client.post(f"/v1/memories/{mid}/forget", headers=h).status_code == 200
+    again = {"memories": [{"content": "Gym locker number 58213 is mine", "path": "users.alice"}]}
+    assert client.post("/v1/memories", headers=h, json=again).json()["results"][0]["status"] \
+        == "blocked"
+    assert live_fingerprint_matches(db, tenant.tenant_id) == []
+
+    monkeypatch.setattr(fingerprints, "find", lambda *a, **k: {})
+    res = client.post("/v1/memories", headers=h, json=again).json()["results"][0]
+    assert res["status"] == "inserted", res
+    [violation] = live_fingerprint_matches(db, tenant.tenant_id)
+    assert res["id"] in violation

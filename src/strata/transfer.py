@@ -15,7 +15,8 @@ Format (one JSON object per line, ``type`` first, in this order)::
     history       one line per memory: its memory_history rows, oldest first (erased rows
                   keep only hashes, as in the database)
     relationship  every edge
-    tombstone     every retired value (hashes; a vector for superseded and rejected ones)
+    tombstone     every retired value (hashes; a vector for superseded and rejected ones;
+                  for a forgotten one its keyed fingerprint and the key it was made with)
     end           the counts again: a file without it was cut short
 
 Ids. Primary keys are global, so a copy in another tenant needs new ids: memory, edge and
@@ -58,7 +59,7 @@ from typing import IO, Any, Literal
 
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from strata.audit import audited
 from strata.auth.access import Caller
@@ -186,6 +187,27 @@ class TombstoneRecord(_Record):
     embedding: str | None = None
     until: datetime | None = None
     created_at: datetime
+    # A forgotten value's fingerprint (strata.write.fingerprints) and the key it was made
+    # with; absent in files written before fingerprints.
+    fingerprint_key_id: uuid.UUID | None = None
+    fingerprint_key: str | None = None
+    fingerprint: list[str] | None = Field(default=None, max_length=10_000)
+    fingerprint_weights: list[float] | None = None
+    fingerprint_kinds: list[Literal[0, 1, 2]] | None = None
+
+    @model_validator(mode="after")
+    def _whole_fingerprint(self) -> "TombstoneRecord":
+        parts = (self.fingerprint_key_id, self.fingerprint_key, self.fingerprint,
+                 self.fingerprint_weights, self.fingerprint_kinds)
+        if any(p is not None for p in parts):
+            if any(p is None for p in parts) or self.reason != "forgotten":
+                raise ValueError("a fingerprint comes whole (key id, key, hashes, weights, "
+                                 "kinds) and only on a forgotten tombstone")
+            if not len(self.fingerprint) == len(self.fingerprint_weights) == len(
+                    self.fingerprint_kinds):
+                raise ValueError("fingerprint, fingerprint_weights and fingerprint_kinds "
+                                 "differ in length")
+        return self
 
 
 class End(_Record):
@@ -285,11 +307,19 @@ SELECT id, source_id, target_id, type::text AS rel, confidence, reason, decided_
 FROM memory_relationships WHERE tenant_id = %(t)s ORDER BY created_at, id
 """
 
+# A forgotten tombstone's fingerprint travels with the key it was made with: without it the
+# destination could not recognise the fact again (the file holds every memory in clear
+# anyway; it holds no forgotten one).
 _EXPORT_TOMBSTONES = """
-SELECT id, path::text AS path, slot, encode(slot_value_hash, 'hex') AS slot_value_hash,
-       encode(value_hash, 'hex') AS value_hash, reason::text AS reason, memory_id,
-       replaced_by, embedding, until, created_at
-FROM tombstones WHERE tenant_id = %(t)s ORDER BY created_at, id
+SELECT t.id, t.path::text AS path, t.slot, encode(t.slot_value_hash, 'hex') AS slot_value_hash,
+       encode(t.value_hash, 'hex') AS value_hash, t.reason::text AS reason, t.memory_id,
+       t.replaced_by, t.embedding, t.until, t.created_at, t.fingerprint_key_id,
+       encode(k.secret, 'hex') AS fingerprint_key,
+       (SELECT array_agg(encode(h, 'hex') ORDER BY n)
+        FROM unnest(t.fingerprint) WITH ORDINALITY AS u(h, n)) AS fingerprint,
+       t.fingerprint_weights, t.fingerprint_kinds
+FROM tombstones t LEFT JOIN fingerprint_keys k ON k.id = t.fingerprint_key_id
+WHERE t.tenant_id = %(t)s ORDER BY t.created_at, t.id
 """
 
 
@@ -712,6 +742,11 @@ class Importer:
                 "embedding": vec, "refill": t.reason != "forgotten", "model": self.embedder.model,
                 "until": t.until,
                 "created_at": t.created_at,
+                **({} if t.fingerprint is None else {
+                    "key_id": self.dest_id(t.fingerprint_key_id),
+                    "secret": _hex(t.fingerprint_key, "fingerprint_key"),
+                    "fingerprint": [_hex(h, "fingerprint") for h in t.fingerprint],
+                    "weights": t.fingerprint_weights, "kinds": t.fingerprint_kinds}),
             })
         self._insert_counted(imports.insert_tombstone, params, self.report.tombstones)
 

@@ -29,7 +29,7 @@ from strata.errors import Unavailable
 from strata.write import gate as gating
 from strata.ingest import receipts
 from strata.write import apply as persist
-from strata.write import locks, secrets
+from strata.write import fingerprints, locks, secrets
 from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,
@@ -142,6 +142,7 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
     if extraction is None:
         extraction = rt.rule_extractor.extract(messages, now)
     extraction = _without_secrets(extraction)
+    extraction = _apart_from_forgotten(rt, p, row["path"], extraction)
     not_kept = accounted(extraction, messages)
     rows = [_stage(p, i, c, messages, now) for i, c in enumerate(extraction.memories)]
     with rt.db.transaction(cause="ingest.extract") as cur:
@@ -188,6 +189,38 @@ def _without_secrets(extraction: Extraction) -> Extraction:
         else:
             kept.append(c)
     return Extraction(memories=kept, not_kept=[*extraction.not_kept, *withheld])
+
+
+def _apart_from_forgotten(rt: IngestRuntime, p: StepPayload, path: str,
+                          extraction: Extraction) -> Extraction:
+    """A candidate that carries a forgotten fact beside something new ("I live at <the
+    forgotten address>, and I started pottery") is cut into clauses: the clauses that carry
+    it stay one candidate, which the write path refuses naming the tombstone; every other
+    clause becomes a candidate of its own, so the rest of the message is kept. The slot
+    stays with the clause that names its value."""
+    if not extraction.memories:
+        return extraction
+    with rt.db.transaction(cause="ingest.extract") as cur:
+        cut = fingerprints.split(cur, p.tenant_id, path, [c.content for c in extraction.memories])
+    if cut is None:
+        return extraction
+    memories: list[Candidate] = []
+    for c, pieces in zip(extraction.memories, cut, strict=True):
+        carrying = [text for text, hit in pieces if hit]
+        if not carrying or len(carrying) == len(pieces):
+            memories.append(c)
+            continue
+        memories.append(c.model_copy(update={"content": ", ".join(carrying)}))
+        value = canonicalize(c.value) if c.value else None
+        for text, hit in pieces:
+            if not hit:
+                named = value is not None and value in canonicalize(text)
+                memories.append(Candidate(
+                    content=text, kind=c.kind, slot=c.slot if named else None,
+                    value=c.value if named else None, valid_from=c.valid_from,
+                    valid_to=c.valid_to, confidence=c.confidence,
+                    asserts_change=c.asserts_change, evidence=c.evidence))
+    return extraction.model_copy(update={"memories": memories})
 
 
 def accounted(extraction: Extraction, messages: list[Message]) -> list[NotKept]:

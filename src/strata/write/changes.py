@@ -43,12 +43,15 @@ from strata.write.apply import add_edge, retire
 from strata.write.derived import derived_from
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash
 from strata.write.rows import COLUMNS, columns, evidence_entry, scope
-from strata.write.tombstones import find_tombstone, insert_tombstone, lift
+from strata.write import fingerprints
+from strata.write.tombstones import find_tombstone, insert_forgotten, insert_tombstone, lift
 from strata.write.values import derive_value
 
-# What forget strips from history: everything that could carry the content. Hashes, ids,
-# path, kind and timestamps stay, so the record of *that* something was erased survives.
-ERASED_FIELDS = ("content", "context", "canonical", "value", "evidence", "meta", "tags", "name")
+# What forget strips from history: everything that could carry the content, and the plain
+# hash of its text (which would confirm a guess of it). Ids, path, kind, slot name and
+# timestamps stay, so the record of *that* something was erased survives.
+ERASED_FIELDS = ("content", "context", "canonical", "value", "value_hash", "evidence", "meta",
+                 "tags", "name")
 
 _BY_ID = f"SELECT {COLUMNS}, value_hash, embedding FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
 
@@ -393,12 +396,14 @@ def _last_state(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> di
 
 
 def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
-    """Erasure: the row goes, its history keeps only hashes, and every value it ever held is
-    tombstoned at the path it lives at (hashes only, no embedding), so it cannot be created
-    again there. A deleted memory is judged, and tombstoned, where it last lived. Another
-    active or candidate memory holding a forgotten value inside that scope holds what was
-    just erased: it is forgotten with it (``also_forgotten``), or, where the caller cannot
-    write it, nothing is (``Forbidden``). Forgetting twice answers the same as once."""
+    """Erasure: the row goes, its history keeps no content and no plain hash, and every
+    statement it ever held is tombstoned at the path it lives at with a keyed fingerprint
+    (no content, no embedding: :mod:`.fingerprints`), so it cannot be created again there,
+    however it is worded. A deleted memory is judged, and tombstoned, where it last lived.
+    Another active or candidate memory holding a forgotten value inside that scope -- the
+    same value, or the fact in other words -- holds what was just erased: it is forgotten
+    with it (``also_forgotten``), or, where the caller cannot write it, nothing is
+    (``Forbidden``). Forgetting twice answers the same as once."""
     live = find_visible(cur, caller, memory_id)
     if live is not None:
         path, erased = live["path"], False
@@ -425,16 +430,22 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
             continue
         done.add(one)
         values = _erase(cur, caller, one)
+        shared = fingerprints.held_elsewhere(
+            cur, caller.tenant_id, where,
+            {w for v in values for w in fingerprints.identifiers(v["content"], v["canonical"])},
+            apart=[*done, *(t[0] for t in todo)])
         tombstones += [
-            insert_tombstone(cur, caller.tenant_id, path=where, slot=v["slot"], value=v["value"],
-                             value_hash=bytes(v["value_hash"]), reason="forgotten",
-                             memory_id=one)
+            insert_forgotten(cur, caller.tenant_id, path=where, content=v["content"],
+                             canonical=v["canonical"], slot=v["slot"], value=v["value"],
+                             memory_id=one, shared=shared)
             for v in values
         ]
         # What was made from it (a reflection, a consolidation) may carry its content: the
-        # cascade (migration 0019) retired it when the row went; erased here with it.
+        # cascade (migration 0019) retired it when the row went; erased here with it. So is
+        # what says the forgotten fact in other words: no live memory may carry it.
         carriers = [*live_holders(cur, caller.tenant_id, where, values, exclude=done),
-                    *(d for d in derived_from(cur, caller.tenant_id, one) if d["id"] not in done)]
+                    *(d for d in derived_from(cur, caller.tenant_id, one) if d["id"] not in done),
+                    *_carrying(cur, caller.tenant_id, where, values, exclude=done)]
         for other in carriers:
             if not caller.can(other["path"], Level.write):
                 raise Forbidden("a memory holding this value lies where this key cannot write",
@@ -446,15 +457,21 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
 
 
 def _erase(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:
-    """Delete the row and scrub its history and edges of content; return every value it
-    ever held (hashes, slot, value) for the tombstones."""
+    """Delete the row and scrub its history, edges, receipts and earlier tombstones of
+    content and plain hashes; return every statement it ever held (content, canonical,
+    hash, slot, value) for the fingerprints."""
     values = cur.execute(
         """
-        SELECT value_hash, slot, value FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s
-        UNION
-        SELECT decode(substr(row_data->>'value_hash', 3), 'hex'),
-               row_data->>'slot', row_data->>'value'
-        FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(id)s
+        SELECT DISTINCT ON (value_hash, slot, value) * FROM (
+            SELECT value_hash, slot, value, content, canonical
+            FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s
+            UNION ALL
+            SELECT decode(substr(row_data->>'value_hash', 3), 'hex'),
+                   row_data->>'slot', row_data->>'value', row_data->>'content',
+                   row_data->>'canonical'
+            FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(id)s
+              AND NOT erased
+        ) v ORDER BY value_hash, slot, value
         """,
         scope(caller, id=memory_id),
     ).fetchall()
@@ -471,7 +488,47 @@ def _erase(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[di
         " WHERE tenant_id = %(tenant)s AND memory_id = %(id)s",
         {"fields": list(ERASED_FIELDS), "tenant": caller.tenant_id, "id": memory_id},
     )
+    # A plain hash of the text confirms a guess of it: the value it retired before (a
+    # superseded or rejected tombstone, with its embedding) and the receipt that stored it
+    # keep none. The forgotten tombstones hold keyed hashes only.
+    cur.execute("DELETE FROM tombstones WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
+                " AND reason <> 'forgotten'", scope(caller, id=memory_id))
+    cur.execute(
+        """
+        UPDATE ingest_receipts r SET items = (
+            SELECT jsonb_agg(CASE WHEN i->>'memory_id' = %(id_text)s
+                                  THEN i - 'content_hash' ELSE i END ORDER BY n)
+            FROM jsonb_array_elements(r.items) WITH ORDINALITY AS e(i, n))
+        WHERE r.tenant_id = %(tenant)s AND r.items @> %(match)s
+        """,
+        {"tenant": caller.tenant_id, "id_text": str(memory_id),
+         "match": Jsonb([{"memory_id": str(memory_id)}])},
+    )
     return values
+
+
+def _carrying(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
+              values: list[dict[str, Any]], *, exclude) -> list[dict[str, Any]]:
+    """Active and candidate memories in ``path``'s subtree that carry one of the statements
+    just forgotten, in other words (:mod:`.fingerprints`): those sharing a word with it by
+    the text index first, then the fingerprint's own test."""
+    words = {w for v in values for w in fingerprints.search_words(v["content"])}
+    if not words:
+        return []
+    rows = cur.execute(
+        "SELECT id, path::text AS path, canonical, slot, value FROM memories"
+        " WHERE tenant_id = %(tenant)s AND path <@ %(path)s::ltree"
+        "   AND status IN ('active', 'candidate')"
+        "   AND fts @@ to_tsquery('english', %(query)s) ORDER BY id FOR UPDATE",
+        {"tenant": tenant_id, "path": path,
+         "query": " | ".join(sorted(f"'{w}'" for w in words))},
+    ).fetchall()
+    rows = [r for r in rows if r["id"] not in exclude]
+    if not rows:
+        return []
+    hit = fingerprints.find(cur, tenant_id, [
+        (r["path"], r["canonical"], r["slot"], r["value"]) for r in rows])
+    return [r for n, r in enumerate(rows) if n in hit]
 
 
 def live_holders(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,

@@ -2,14 +2,17 @@
 
 A forgotten memory keeps no content, no embedding and no plain hash. What it leaves beside
 its tombstone is a set of keyed hashes (HMAC-SHA256 under a secret of the tenant's own,
-table ``tenant_secrets``, truncated to 16 bytes) of its *features*, each with a weight:
+table ``fingerprint_keys``, truncated to 16 bytes) of its *features*, each with a weight:
 
 - **decisive**: its canonical text, its lexical normal form (:mod:`.lexical`), and its slot
   with the value: any one of them in a candidate is the forgotten statement again;
 - **identifiers**: what names the fact rather than the kind of fact -- a number of three or
   more digits ("4417", the parts of "415-555-0134"), a rare word (below ``RARE`` on the
   Zipf scale: "endometriosis", "Larkspur"), a name (capitalised inside a sentence and not a
-  common word: "Marcus", "Berlin"). Any one of them in a candidate carries the fact;
+  common word: "Marcus", "Berlin"). Any one of them in a candidate carries the fact. One
+  that other memories of the scope still hold when the fact is forgotten is what the fact
+  is *about* ("Project Falcon's budget is 40k" in a project's memories), not what it says:
+  it weighs as context, so forgetting the budget leaves the project's other facts alone;
 - **context**: the other content words, weighted by how rare they are, and the short
   phrases two neighbouring content words make ("elm street"). A candidate that holds at
   least ``COVERAGE`` of their weight (and ``MIN_EVIDENCE`` of it) carries the fact: "I'm
@@ -54,6 +57,7 @@ COMMON = 6.0  # at or above: says nothing of what a fact is about ("have", "get"
 RARE = 3.0  # below (or not listed): a word that identifies what it is said about
 NAME = 4.5  # a capitalised word inside a sentence below this is a name ("Marcus" 4.1)
 IDENTIFIER_WEIGHT = 4.0
+SHARED_WEIGHT = 1.5  # an identifier the scope still holds elsewhere (see ``features``)
 PHRASE_WEIGHT = 1.0
 COVERAGE = 0.6
 MIN_EVIDENCE = 2.0
@@ -138,21 +142,26 @@ def _phrases(words: Sequence[str]) -> list[str]:
 
 
 def features(content: str, canonical: str, slot: str | None = None,
-             value: str | None = None) -> list[Feature]:
-    """What a forgotten memory leaves: its features, weighted (see the module docstring)."""
+             value: str | None = None, *, shared: frozenset[str] = frozenset()) -> list[Feature]:
+    """What a forgotten memory leaves: its features, weighted (see the module docstring).
+    ``shared``: words that would be identifiers but that the store still holds elsewhere in
+    the scope (what the fact is about -- "Project Falcon" in a project's memories -- rather
+    than what it says): they weigh as context, never alone."""
     names = _names(content)
     out: dict[str, Feature] = {t: Feature(t, 0.0, DECISIVE) for t in _decisive(canonical, slot, value)}
     kept: list[str] = []
     for word in _words(content):
         if word.isdigit():
-            strong = len(word) >= 3
+            strong = len(word) >= 3 and word not in shared
             feature = Feature(f"w:{word}", IDENTIFIER_WEIGHT if strong else 1.0,
                               IDENTIFIER if strong else CONTEXT)
         else:
             z = zipf(word)
             if z >= COMMON:
                 continue
-            if z < RARE or (word in names and z < NAME):
+            if word in shared:
+                feature = Feature(f"w:{word}", SHARED_WEIGHT, CONTEXT)
+            elif z < RARE or (word in names and z < NAME):
                 feature = Feature(f"w:{word}", IDENTIFIER_WEIGHT, IDENTIFIER)
             else:
                 feature = Feature(f"w:{word}", round(COMMON - z, 2), CONTEXT)
@@ -168,6 +177,31 @@ def probes(canonical: str, slot: str | None = None, value: str | None = None) ->
     memory (from its canonical text: a probe needs no capitals or weights)."""
     words = _words(canonical)
     return {*_decisive(canonical, slot, value), *(f"w:{w}" for w in words), *_phrases(words)}
+
+
+def identifiers(content: str, canonical: str) -> set[str]:
+    """The words of ``content`` that would identify it (before ``shared`` demotes any)."""
+    return {f.text[2:] for f in features(content, canonical) if f.kind == IDENTIFIER}
+
+
+_HELD_ELSEWHERE = """
+SELECT w.word FROM unnest(%(words)s::text[]) AS w(word)
+WHERE EXISTS (
+    SELECT 1 FROM memories m
+    WHERE m.tenant_id = %(tenant)s AND m.path <@ %(path)s::ltree AND m.id <> ALL(%(apart)s)
+      AND m.status <> 'rejected' AND m.fts @@ plainto_tsquery('english', w.word))
+"""
+
+
+def held_elsewhere(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str, words: Iterable[str],
+                   apart: Sequence[uuid.UUID]) -> frozenset[str]:
+    """Which of ``words`` another memory in ``path``'s subtree (not one of ``apart``, what
+    is being forgotten) still holds: what the forgotten fact is about, not what it says."""
+    words = sorted(set(words))
+    if not words:
+        return frozenset()
+    return frozenset(r["word"] for r in cur.execute(_HELD_ELSEWHERE, {
+        "tenant": tenant_id, "path": path, "words": words, "apart": list(apart)}).fetchall())
 
 
 def search_words(content: str) -> set[str]:
@@ -242,17 +276,24 @@ def clauses(text: str) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
-def tenant_key(cur: psycopg.Cursor, tenant_id: uuid.UUID, *, create: bool) -> bytes | None:
-    """The tenant's fingerprint key; made on first use when ``create`` (a forget), else None
-    when the tenant has none (then it has no fingerprint either)."""
-    if create:
-        cur.execute(
-            "INSERT INTO tenant_secrets (tenant_id, fingerprint_key) VALUES (%s, %s)"
-            " ON CONFLICT (tenant_id) DO NOTHING",
-            (tenant_id, secrets.token_bytes(32)))
-    row = cur.execute("SELECT fingerprint_key FROM tenant_secrets WHERE tenant_id = %s",
-                      (tenant_id,)).fetchone()
-    return bytes(row["fingerprint_key"]) if row else None
+def tenant_key(cur: psycopg.Cursor, tenant_id: uuid.UUID) -> tuple[uuid.UUID, bytes]:
+    """The key new fingerprints of the tenant are made with (its oldest), made on first
+    use. Concurrent first forgets may each make one: both are the tenant's, and each
+    tombstone names the key it was made with."""
+    row = cur.execute(_KEYS + " LIMIT 1", (tenant_id,)).fetchone()
+    if row is None:
+        row = cur.execute(
+            "INSERT INTO fingerprint_keys (tenant_id, secret) VALUES (%s, %s) RETURNING id, secret",
+            (tenant_id, secrets.token_bytes(32))).fetchone()
+    return row["id"], bytes(row["secret"])
+
+
+_KEYS = "SELECT id, secret FROM fingerprint_keys WHERE tenant_id = %s ORDER BY created_at, id"
+
+
+def tenant_keys(cur: psycopg.Cursor, tenant_id: uuid.UUID) -> dict[uuid.UUID, bytes]:
+    """Every key the tenant's fingerprints were made with (none: it has forgotten nothing)."""
+    return {r["id"]: bytes(r["secret"]) for r in cur.execute(_KEYS, (tenant_id,)).fetchall()}
 
 
 def fingerprint(key: bytes, feats: Iterable[Feature]) -> dict[str, list[Any]]:
@@ -263,7 +304,8 @@ def fingerprint(key: bytes, feats: Iterable[Feature]) -> dict[str, list[Any]]:
 
 
 _IN_SCOPE = """
-SELECT i.ord, t.id, t.fingerprint, t.fingerprint_weights, t.fingerprint_kinds
+SELECT i.ord, t.id, t.fingerprint_key_id AS key_id, t.fingerprint, t.fingerprint_weights,
+       t.fingerprint_kinds
 FROM unnest(%(paths)s::ltree[]) WITH ORDINALITY AS i(path, ord)
 JOIN tombstones t ON t.tenant_id = %(tenant)s AND t.reason = 'forgotten'
  AND i.path <@ t.path AND (t.until IS NULL OR t.until > now())
@@ -278,20 +320,21 @@ def find(cur: psycopg.Cursor, tenant_id: uuid.UUID,
     the id of the oldest tombstone whose fingerprint it matches, by input index."""
     if not items:
         return {}
-    key = tenant_key(cur, tenant_id, create=False)
-    if key is None:
+    keys = tenant_keys(cur, tenant_id)
+    if not keys:
         return {}
-    probe = [{keyed(key, t) for t in probes(canonical, slot, value)}
-             for _, canonical, slot, value in items]
+    texts = [probes(canonical, slot, value) for _, canonical, slot, value in items]
+    probe = {k: [{keyed(secret, t) for t in one} for one in texts] for k, secret in keys.items()}
     rows = cur.execute(_IN_SCOPE, {
         "tenant": tenant_id, "paths": [i[0] for i in items],
-        "probes": sorted(set().union(*probe)),
+        "probes": sorted(set().union(*(h for per in probe.values() for h in per))),
     }).fetchall()
     out: dict[int, uuid.UUID] = {}
     for r in rows:
         n = r["ord"] - 1
         if n not in out and carries([bytes(h) for h in r["fingerprint"]],
-                                    r["fingerprint_weights"], r["fingerprint_kinds"], probe[n]):
+                                    r["fingerprint_weights"], r["fingerprint_kinds"],
+                                    probe[r["key_id"]][n]):
             out[n] = r["id"]
     return out
 
@@ -300,7 +343,7 @@ def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
           texts: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
     """Each text cut into clauses, each clause with whether it carries a forgotten fact in
     ``path``'s scope; None when the tenant has forgotten nothing (nothing to cut)."""
-    if tenant_key(cur, tenant_id, create=False) is None:
+    if not tenant_keys(cur, tenant_id):
         return None
     from strata.write.canonical import canonicalize
 
@@ -314,5 +357,5 @@ def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
     return out
 
 
-__all__ = ["Feature", "carries", "clauses", "features", "find", "fingerprint", "keyed",
-           "probes", "search_words", "split", "tenant_key", "zipf"]
+__all__ = ["Feature", "carries", "clauses", "features", "find", "fingerprint", "held_elsewhere",
+           "identifiers", "keyed", "probes", "search_words", "split", "tenant_key", "tenant_keys", "zipf"]

@@ -1,7 +1,8 @@
 """The write gate: what may be written, and what each candidate must be compared with.
 
-For every candidate, in order: tombstones in scope (slot + value, value hash, and for
-superseded/rejected values the retired memory's embedding), an exact active duplicate, the
+For every candidate, in order: tombstones in scope (a forgotten fact's fingerprint, however
+the candidate words it; slot + value, value hash, and for superseded/rejected values the
+retired memory's embedding), an exact active duplicate, the
 active holders of its slot key, a lexical twin (the same statement in other words: one
 ``lexical.normal_form``, found by its key in ``memory_lexical_keys`` whatever the embedder
 scores it), and the nearest active neighbours with their similarity band. The gate decides
@@ -328,9 +329,14 @@ def _decide_one(
                          "held for review",
             target_id=holders[0]["id"] if holders else None, tombstone_id=tomb["id"],
         )
+    if tomb is not None and tomb["reason"] == "forgotten":
+        # Said in other words, in passing or beside something new: still what a person
+        # asked to be forgotten. The reason never quotes it.
+        return GateDecision("blocked", f"forgotten (tombstone {tomb['id']})",
+                            tombstone_id=tomb["id"])
     if tomb is not None:
         # Only a superseded value can be asserted back (held for review); a value a person
-        # rejected or forgot stays blocked.
+        # rejected stays blocked.
         if tomb["reason"] != "superseded" or not item.asserts_change:
             return GateDecision(
                 "blocked", f"tombstoned: {tomb['reason']} (tombstone {tomb['id']})",

@@ -26,6 +26,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from strata.errors import Conflict
+from strata.write import fingerprints
 from strata.write import gate as gating
 from strata.write import lexical, locks, policy, slots
 from strata.write.apply import waves
@@ -93,13 +95,14 @@ WHERE NOT EXISTS (
 
 _TOMBSTONE = """
 INSERT INTO tombstones (id, tenant_id, path, slot, slot_value_hash, value_hash, reason,
-                        memory_id, replaced_by, embedding, until, created_at)
+                        memory_id, replaced_by, embedding, until, created_at,
+                        fingerprint_key_id, fingerprint, fingerprint_weights, fingerprint_kinds)
 VALUES (%(id)s, %(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, %(reason)s,
         %(memory)s, %(replaced_by)s,
         COALESCE(%(embedding)s::vector, CASE WHEN %(refill)s THEN (
             SELECT m.embedding FROM memories m WHERE m.tenant_id = %(tenant)s
                AND m.id = %(memory)s AND m.embedding_model = %(model)s) END),
-        %(until)s, %(created_at)s)
+        %(until)s, %(created_at)s, %(key_id)s, %(fingerprint)s, %(weights)s, %(kinds)s)
 ON CONFLICT (id) DO NOTHING
 """
 
@@ -231,9 +234,42 @@ def insert_tombstone(cur: psycopg.Cursor, params: dict[str, Any]) -> int:
     """1 inserted, 0 there already, -1 skipped: a forgotten or rejected value that a live
     memory of this store holds in the tombstone's scope (importing the source's verdict
     would leave that memory holding a retired value, or erase it by import)."""
-    if params["reason"] in ("forgotten", "rejected") and _held_live(cur, params):
+    params = {"key_id": None, "fingerprint": None, "weights": None, "kinds": None, **params}
+    if params["fingerprint"] is not None:
+        _import_key(cur, params["tenant"], params["key_id"], params.pop("secret"))
+        if _carried_live(cur, params):
+            return -1
+    elif params["reason"] in ("forgotten", "rejected") and _held_live(cur, params):
         return -1
     return cur.execute(_TOMBSTONE, params).rowcount
+
+
+def _import_key(cur: psycopg.Cursor, tenant_id: uuid.UUID, key_id: uuid.UUID,
+                secret: bytes) -> None:
+    """The key a file's fingerprints were made with, as one of the destination's own."""
+    cur.execute("INSERT INTO fingerprint_keys (id, tenant_id, secret) VALUES (%s, %s, %s)"
+                " ON CONFLICT (id) DO NOTHING", (key_id, tenant_id, secret))
+    row = cur.execute("SELECT tenant_id, secret FROM fingerprint_keys WHERE id = %s",
+                      (key_id,)).fetchone()
+    if row["tenant_id"] != tenant_id or bytes(row["secret"]) != secret:
+        raise Conflict(f"fingerprint key {key_id} belongs to another tenant: import without "
+                       "keep_ids to derive new ids", field="fingerprint_key_id")
+
+
+def _carried_live(cur: psycopg.Cursor, t: dict[str, Any]) -> bool:
+    """Whether a live memory in the tombstone's scope carries the forgotten fact its
+    fingerprint describes (then importing the verdict would leave it holding the fact)."""
+    secret = bytes(cur.execute("SELECT secret FROM fingerprint_keys WHERE id = %s",
+                               (t["key_id"],)).fetchone()["secret"])
+    hashes = [bytes(h) for h in t["fingerprint"]]
+    for m in cur.execute(
+            "SELECT canonical, slot, value FROM memories WHERE tenant_id = %(tenant)s"
+            " AND path <@ %(path)s::ltree AND status IN ('active', 'candidate')", t).fetchall():
+        probe = {fingerprints.keyed(secret, p)
+                 for p in fingerprints.probes(m["canonical"], m["slot"], m["value"])}
+        if fingerprints.carries(hashes, t["weights"], t["kinds"], probe):
+            return True
+    return False
 
 
 def _held_live(cur: psycopg.Cursor, t: dict[str, Any]) -> bool:

@@ -104,18 +104,20 @@ def lift(cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, value_hash: by
 def insert_forgotten(
     cur: psycopg.Cursor, tenant_id: uuid.UUID, *, path: str, content: str, canonical: str,
     slot: str | None, value: str | None, memory_id: uuid.UUID,
+    shared: frozenset[str] = frozenset(),
 ) -> uuid.UUID:
     """Retire a forgotten statement in ``path``'s subtree: no content, no embedding, no plain
-    hash -- its keyed fingerprint (:mod:`.fingerprints`), whose decisive features stand in
-    the value columns too."""
-    key = fingerprints.tenant_key(cur, tenant_id, create=True)
-    fp = fingerprints.fingerprint(key, fingerprints.features(content, canonical, slot, value))
+    hash -- its keyed fingerprint (:mod:`.fingerprints`; ``shared``: the words the scope
+    still holds elsewhere), whose decisive features stand in the value columns too."""
+    key_id, key = fingerprints.tenant_key(cur, tenant_id)
+    fp = fingerprints.fingerprint(key, fingerprints.features(content, canonical, slot, value,
+                                                             shared=shared))
     return cur.execute(
         "INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash, reason,"
-        " memory_id, fingerprint, fingerprint_weights, fingerprint_kinds)"
+        " memory_id, fingerprint_key_id, fingerprint, fingerprint_weights, fingerprint_kinds)"
         " VALUES (%(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, 'forgotten',"
-        " %(memory)s, %(hashes)s, %(weights)s, %(kinds)s) RETURNING id",
-        {"tenant": tenant_id, "path": path, "slot": slot,
+        " %(memory)s, %(key_id)s, %(hashes)s, %(weights)s, %(kinds)s) RETURNING id",
+        {"tenant": tenant_id, "path": path, "slot": slot, "key_id": key_id,
          "slot_hash": fingerprints.keyed(key, f"s:{slot}={value}") if slot and value else None,
          "hash": fingerprints.keyed(key, f"c:{canonical}"), "memory": memory_id, **fp},
     ).fetchone()["id"]
