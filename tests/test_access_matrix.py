@@ -135,6 +135,7 @@ class Bundle:
     grant: str = ""
     key: str = ""             # a key id (revoked, listed)
     rule: str = ""            # a memory rule (neutral: capture on, nothing excluded) below path
+    tombstone: str = ""       # a forgotten memory's tombstone at path (listed, lifted)
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,18 @@ class World:
         memory_id, _ = self.new_memory(b.tenant, b.path, b.scope, "deleted memory")
         self.setup(self.owner_key[b.tenant], "DELETE", f"/v1/memories/{memory_id}")
         return memory_id
+
+    def new_tombstone(self, b: Bundle) -> str:
+        # Not a phrase of WORDS: a forgotten fact's rare words stay forgotten in any later
+        # phrase (strata.write.fingerprints), and the pool's are rare. Only its own number
+        # identifies this one.
+        content = self.mark(f"a forgotten note mx{self.unique():05d}", b.scope, "data",
+                            f"{b.scope} forgotten content")
+        [res] = self.setup(self.owner_key[b.tenant], "POST", "/v1/memories",
+                           {"memories": [{"content": content, "path": b.path}]})["results"]
+        [tomb] = self.setup(self.owner_key[b.tenant], "POST",
+                            f"/v1/memories/{res['id']}/forget")["tombstone_ids"]
+        return self.mark(tomb, b.scope, "admin", f"{b.scope} tombstone")
 
     def new_candidate(self, b: Bundle) -> dict[str, str]:
         path = f"{b.path}.c{self.unique()}"
@@ -332,6 +345,7 @@ class World:
             b.memory, b.memory_content = self.new_memory(tenant, path, scope, "memory")
             b.target, _ = self.new_memory(tenant, path, scope, "memory")
             b.deleted = self.new_deleted(b)
+            b.tombstone = self.new_tombstone(b)
             made = self.new_candidate(b)
             b.receipt, b.candidate, b.sibling = made["receipt"], made["candidate"], made["sibling"]
             if scope == "b":
@@ -489,6 +503,11 @@ OPS: dict[str, Op] = {
     "GET /v1/ingest/{receipt_id}": Op(lambda w, s, d: Http("GET", f"/v1/ingest/{s.receipt}")),
     "GET /v1/review": Op(lambda w, s, d: Http("GET", f"/v1/review?path={s.path}&limit=200"),
                          shows=lambda w, s: [s.candidate]),
+    "GET /v1/review/tombstones": Op(
+        lambda w, s, d: Http("GET", f"/v1/review/tombstones?path={s.path}&limit=200"),
+        shows=lambda w, s: [s.tombstone]),
+    "POST /v1/review/tombstones/{tombstone_id}/lift": Op(
+        lambda w, s, d: Http("POST", f"/v1/review/tombstones/{s.tombstone}/lift")),
     "POST /v1/review/{memory_id}/promote": Op(
         lambda w, s, d: Http("POST", f"/v1/review/{s.candidate}/promote"), "candidate"),
     "POST /v1/review/{memory_id}/reject": Op(

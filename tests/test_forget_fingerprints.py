@@ -164,7 +164,8 @@ def test_ingest_never_brings_a_forgotten_fact_back_and_keeps_the_new_one(client,
     assert not _holds(live, s["needle"]), (s, live)
     assert _holds(live, s["marker"]), (s, live, receipt)
     refused = [i for i in receipt["items"] if i["outcome"] == "blocked"]
-    assert refused and all("forgotten" in i["reason"] for i in refused), receipt
+    assert refused and all("forgotten" in i["reason"] and i["tombstone_id"] for i in refused), \
+        receipt
     assert s["needle"].casefold() not in json.dumps(receipt).casefold()
 
 
@@ -371,3 +372,38 @@ def test_a_different_fact_about_the_same_kind_of_thing_is_not_refused(forgotten,
 
     assert not carries(other)
     assert carries(f"by the way, {forgotten.lower()}, as I said")
+
+
+def test_an_owner_lifts_a_forgotten_fingerprint_explicitly_and_the_act_is_audited(
+        client, tenant):
+    """Given a forgotten fact, blocked when said again (control)
+    When a key that can write but not own the path tries to lift its tombstone, and then the
+         owner lifts it
+    Then the first is refused (403, nothing changes: still blocked), the owner's lift is
+         audited as tombstone.lift, the listing shows it no longer in force and never a value,
+         and the fact may be stated again."""
+    h, path = tenant.headers, "users.alice"
+    _forget_stated(client, h, path, "My therapist is Dr. Quorvane")
+    listed = client.get("/v1/review/tombstones", headers=h,
+                        params={"path": path, "reason": "forgotten"}).json()["items"]
+    assert len(listed) == 1 and listed[0]["in_force"] is True, listed
+    assert "quorvane" not in json.dumps(listed).casefold()
+    tomb = listed[0]["id"]
+    again = {"content": "I saw Dr. Quorvane today", "path": path}
+    assert create_ok(client, h, again)[0]["status"] == "blocked"
+
+    writer = client.post("/v1/keys", headers=h, json={
+        "principal_id": str(tenant.principal_id),
+        "ceiling": [{"path": path, "level": "write"}]}).json()["key"]
+    r = client.post(f"/v1/review/tombstones/{tomb}/lift", headers={
+        "Authorization": f"Bearer {writer}"})
+    assert_error(r, 403, "forbidden")
+    assert create_ok(client, h, again)[0]["status"] == "blocked"
+
+    r = client.post(f"/v1/review/tombstones/{tomb}/lift", headers=h)
+    assert r.status_code == 200 and r.json()["in_force"] is False, r.text
+    audit = client.get("/v1/audit", headers=h, params={"limit": 1000}).json()["items"]
+    assert any(e["operation"] == "tombstone.lift" and e["action"] == "admin" for e in audit)
+    assert create_ok(client, h, again)[0]["status"] == "inserted"
+    assert_error(client.post(f"/v1/review/tombstones/{uuid.uuid4()}/lift", headers=h), 404,
+                 "not_found")

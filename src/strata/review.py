@@ -3,6 +3,10 @@ back to a retired value, or a model's CONTRADICTS verdict). A person decides: pr
 (optionally suppressing the value for good), or merge into an existing memory. Each decision
 is recorded as the memory's history (cause ``review.<decision>``, actor = the principal) and
 as an edge decided by that principal.
+
+And the tombstones that keep retired values out -- superseded, rejected, forgotten: an owner
+of their path lists them (never a value, a hash or a fingerprint) and may lift one, an act
+the audit trail records (``tombstone.lift``).
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from strata.audit import audited
-from strata.auth.access import Caller
+from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.errors import InvalidInput
 from strata.memories.models import Memory
 from strata.memories.store import decode_cursor, encode_cursor
-from strata.write import changes, locks
+from strata.write import changes, locks, tombstones
 from strata.write.rows import columns, scope
 
 
@@ -31,6 +35,24 @@ class Contradiction(BaseModel):
     reason: str | None = Field(description="Why it was judged a contradiction.")
     decided_by: str = Field(description="A rule or a model's name.")
     confidence: float = Field(description="How sure the decision was, 0 to 1.")
+
+
+class Tombstone(BaseModel):
+    """A retired value as its path's owner may see it: never the value, a hash of it or its
+    fingerprint."""
+
+    id: uuid.UUID = Field(description="The tombstone's id.")
+    path: str = Field(description="It blocks its value in this path's subtree.")
+    reason: Literal["superseded", "rejected", "forgotten"] = Field(description=(
+        "Why the value was retired."))
+    memory_id: uuid.UUID | None = Field(description=(
+        "The memory whose value it retired (for `forgotten`, erased)."))
+    replaced_by: uuid.UUID | None = Field(description=(
+        "For `superseded`: the memory that replaced it."))
+    created_at: datetime = Field(description="When the value was retired.")
+    until: datetime | None = Field(description=(
+        "When it stops (or stopped) blocking: a suppression's end, or when it was lifted."))
+    in_force: bool = Field(description="Whether it blocks its value now.")
 
 
 class ReviewItem(Memory):
@@ -121,3 +143,44 @@ def merge(db: Database, caller: Caller, memory_id: uuid.UUID, into: uuid.UUID) -
             row = changes.merge(cur, caller, memory_id, into)
         event.count = 1
         return Memory.from_row(row)
+
+
+def list_tombstones(
+    db: Database, caller: Caller, *, path: str | None = None, reason: str | None = None,
+    cursor: str | None = None, limit: int = 50,
+) -> tuple[list[Tombstone], str | None]:
+    """The tombstones in paths the caller owns (in ``path``'s subtree when given), oldest
+    first."""
+    after = decode_cursor(cursor) if cursor else None
+    with audited(db, caller, "read", "tombstone.list") as event:
+        with db.connection() as conn:
+            rows = conn.execute(
+                f"""
+                SELECT {tombstones.TOMBSTONE_COLUMNS} FROM tombstones t
+                WHERE t.tenant_id = %(tenant)s AND t.path <@ %(owned)s::ltree[]
+                  AND (%(path)s::ltree IS NULL OR t.path <@ %(path)s::ltree)
+                  AND (%(reason)s::tombstone_reason IS NULL OR t.reason = %(reason)s)
+                  AND (%(after_at)s::timestamptz IS NULL
+                       OR (t.created_at, t.id) > (%(after_at)s::timestamptz, %(after_id)s::uuid))
+                ORDER BY t.created_at, t.id
+                LIMIT %(limit)s
+                """,
+                {"tenant": caller.tenant_id, "owned": caller.paths(Level.owner), "path": path,
+                 "reason": reason, "after_at": after[0] if after else None,
+                 "after_id": after[1] if after else None, "limit": limit + 1},
+            ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        event.count = len(rows)
+    next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["id"]) if more else None
+    return [Tombstone(**r) for r in rows], next_cursor
+
+
+def lift_tombstone(db: Database, caller: Caller, tombstone_id: uuid.UUID) -> Tombstone:
+    """An owner lifts a tombstone: its value may be stored again from now on (a forgotten
+    fact stated anew is a new memory; what was erased stays erased)."""
+    with audited(db, caller, "admin", "tombstone.lift") as event:
+        with db.transaction(cause="tombstone.lift", actor=caller.actor) as cur:
+            row = tombstones.lift_one(cur, caller, tombstone_id)
+        event.count = 1
+        return Tombstone(**row)

@@ -219,8 +219,11 @@ class WriteResult(BaseModel):
         "review_only capture, or a change back to a retired value) or `blocked` (nothing "
         "stored: a retired value, see `tombstone_id`, or a memory rule, see `rule_id`)."))
     reason: str | None = Field(default=None, description="Why, when the status needs a reason.")
-    tombstone_id: uuid.UUID | None = Field(default=None, description=(
-        "The tombstone of the retired value that blocked it."))
+    # Absent rather than null (as rule_id): a link-following client never reads a null as a
+    # tombstone to lift.
+    tombstone_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None,
+                                           description=(
+        "The tombstone of the retired value that blocked it; absent otherwise."))
     version: int | None = Field(default=None, description="The memory's version after this write.")
     tier: Tier | None = Field(default=None, description=(
         "Where the memory landed: `short_term` or `long_term`."))

@@ -41,7 +41,7 @@ from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
 from strata.write import gate as gating
-from strata.write import lexical, locks, policy, slots
+from strata.write import fingerprints, lexical, locks, policy, slots
 from strata.write.conflict import NoJudge, RuleJudge, by_slot, coexisting, judge_candidate
 from strata.write.gate import GateDecision
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
@@ -389,6 +389,12 @@ class _Writer:
         if decision.action == "blocked":
             item.rule = None  # a tombstone decided, not the rule
             self.outcome(item, "blocked", decision.reason)
+            self.outcomes[item.idx].tombstone_id = decision.tombstone_id
+            if decision.reason and decision.reason.startswith("forgotten"):
+                # A plain hash of what carries a forgotten fact would confirm a guess of it.
+                _, key = fingerprints.tenant_key(self.cur, self.tenant_id)
+                self.outcomes[item.idx].content_hash = fingerprints.keyed(
+                    key, f"r:{item.value_hash.hex()}").hex()
         elif item.rule is not None and item.rule.action == "hold":
             # capture review_only: whatever the gate would have done, a candidate (no
             # supersession, no reinforcement); a tombstone above still blocks first. The

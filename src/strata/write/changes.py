@@ -493,18 +493,25 @@ def _erase(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[di
     # keep none. The forgotten tombstones hold keyed hashes only.
     cur.execute("DELETE FROM tombstones WHERE tenant_id = %(tenant)s AND memory_id = %(id)s"
                 " AND reason <> 'forgotten'", scope(caller, id=memory_id))
-    cur.execute(
-        """
-        UPDATE ingest_receipts r SET items = (
-            SELECT jsonb_agg(CASE WHEN i->>'memory_id' = %(id_text)s
-                                  THEN i - 'content_hash' ELSE i END ORDER BY n)
-            FROM jsonb_array_elements(r.items) WITH ORDINALITY AS e(i, n))
-        WHERE r.tenant_id = %(tenant)s AND r.items @> %(match)s
-        """,
-        {"tenant": caller.tenant_id, "id_text": str(memory_id),
-         "match": Jsonb([{"memory_id": str(memory_id)}])},
-    )
+    _rehash_receipts(cur, caller.tenant_id, memory_id)
     return values
+
+
+def _rehash_receipts(cur: psycopg.Cursor, tenant_id: uuid.UUID, memory_id: uuid.UUID) -> None:
+    """The receipt items that wrote or matched ``memory_id`` keep their shape, with a hash
+    keyed under the tenant's fingerprint key in place of the plain one (as an item refused
+    as forgotten carries)."""
+    rows = cur.execute(
+        "SELECT id, items FROM ingest_receipts WHERE tenant_id = %s AND items @> %s FOR UPDATE",
+        (tenant_id, Jsonb([{"memory_id": str(memory_id)}]))).fetchall()
+    if not rows:
+        return
+    _, key = fingerprints.tenant_key(cur, tenant_id)
+    for r in rows:
+        items = [{**i, "content_hash": fingerprints.keyed(key, f"r:{i['content_hash']}").hex()}
+                 if i.get("memory_id") == str(memory_id) and i.get("content_hash") else i
+                 for i in r["items"]]
+        cur.execute("UPDATE ingest_receipts SET items = %s WHERE id = %s", (Jsonb(items), r["id"]))
 
 
 def _carrying(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,

@@ -55,7 +55,9 @@ class Verdict(BaseModel):
 class ItemOutcome(BaseModel):
     """What became of one candidate memory of an ingested conversation."""
 
-    content_hash: str = Field(description="sha256 of the candidate's canonical form.")
+    content_hash: str = Field(description=(
+        "sha256 of the candidate's canonical form; for one refused as `forgotten`, a hash "
+        "keyed with the tenant's fingerprint key instead, which confirms no guess of it."))
     outcome: Outcome = Field(description=(
         "`created`, `reinforced` (a paraphrase of a stored memory), `merged`, "
         "`superseded_existing` (it replaced what it contradicts), `stored_as_superseded` (an "
@@ -74,6 +76,10 @@ class ItemOutcome(BaseModel):
     # rule to fetch.
     rule_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None, description=(
         "The memory rule that decided this item, if one did; absent otherwise."))
+    tombstone_id: uuid.UUID | None = Field(default=None, exclude_if=lambda v: v is None,
+                                           description=(
+        "For `blocked` by a retired value (reason `forgotten`, `tombstoned: ...`): the "
+        "tombstone that refused it; absent otherwise."))
 
 
 class Neighbour(BaseModel):

@@ -8,6 +8,8 @@ from typing import Any
 
 import psycopg
 
+from strata.auth.access import Caller, Level
+from strata.errors import NotFound
 from strata.write import fingerprints
 from strata.write.canonical import slot_value_hash, value_hash
 
@@ -121,3 +123,30 @@ def insert_forgotten(
          "slot_hash": fingerprints.keyed(key, f"s:{slot}={value}") if slot and value else None,
          "hash": fingerprints.keyed(key, f"c:{canonical}"), "memory": memory_id, **fp},
     ).fetchone()["id"]
+
+
+# What a person who owns a path may see of the tombstones there: never a value, a hash or a
+# fingerprint -- that a value was retired, why, when, and by which memory.
+TOMBSTONE_COLUMNS = """t.id, t.path::text AS path, t.reason::text AS reason, t.memory_id,
+       t.replaced_by, t.until, t.created_at,
+       (t.until IS NULL OR t.until > now()) AS in_force"""
+
+
+def lift_one(cur: psycopg.Cursor, caller: Caller, tombstone_id: uuid.UUID) -> dict[str, Any]:
+    """An owner's explicit act: the tombstone stops blocking its value from now on (a
+    forgotten fact may be stated again; a rejected or superseded value is a value like any
+    other). Lifting one that no longer blocks changes nothing. ``NotFound`` where the caller
+    cannot read its path; ``Forbidden`` where it can but does not own it."""
+    row = cur.execute(
+        f"SELECT {TOMBSTONE_COLUMNS} FROM tombstones t"
+        " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+        (caller.tenant_id, tombstone_id)).fetchone()
+    if row is None or not caller.can(row["path"], Level.read):
+        raise NotFound("tombstone", tombstone_id)
+    caller.require(row["path"], Level.owner, field="tombstone_id")
+    if not row["in_force"]:
+        return row
+    return cur.execute(
+        f"UPDATE tombstones t SET until = now() WHERE t.tenant_id = %s AND t.id = %s"
+        f" RETURNING {TOMBSTONE_COLUMNS.replace('(t.until IS NULL OR t.until > now())', 'false')}",
+        (caller.tenant_id, tombstone_id)).fetchone()

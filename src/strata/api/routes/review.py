@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata import review
@@ -57,6 +57,45 @@ def list_(
         validate_path(path)
     items, next_cursor = review.list_candidates(db, caller, path=path, cursor=cursor, limit=limit)
     return {"items": items, "next_cursor": next_cursor}
+
+
+@router.get("/tombstones")
+def list_tombstones(
+    db: DB, caller: CallerDep,
+    path: Annotated[MemoryPath | None, Query(description=(
+        "Only tombstones in this path's subtree."))] = None,
+    reason: Annotated[Literal["superseded", "rejected", "forgotten"] | None, Query(description=(
+        "Only tombstones retired for this reason."))] = None,
+    cursor: Cursor = None,
+    limit: Annotated[int, Query(ge=1, le=200, description="The most items on a page.")] = 50,
+) -> Page[review.Tombstone]:
+    """List tombstones
+
+    The retired values that keep their value out in a path's subtree -- superseded, rejected,
+    forgotten -- in paths the key owns, oldest first. Never a value, a hash or a fingerprint:
+    that a value was retired, why, when, and by which memory.
+    """
+    if path is not None:
+        from strata.paths import validate_path
+
+        validate_path(path)
+    items, next_cursor = review.list_tombstones(db, caller, path=path, reason=reason,
+                                                cursor=cursor, limit=limit)
+    return {"items": items, "next_cursor": next_cursor}
+
+
+@router.post("/tombstones/{tombstone_id}/lift", responses=answers(403, 404))
+def lift_tombstone(
+    tombstone_id: Annotated[uuid.UUID, Path(description="The tombstone's id.")],
+    db: DB, caller: CallerDep,
+) -> review.Tombstone:
+    """Lift a tombstone
+
+    An owner of its path lifts it: from now on its value may be stored again (a forgotten
+    fact stated anew becomes a new memory; what was erased stays erased). Audited as
+    `tombstone.lift`. Lifting one that no longer blocks changes nothing.
+    """
+    return review.lift_tombstone(db, caller, tombstone_id)
 
 
 @router.post("/{memory_id}/promote", responses=answers(409))
