@@ -310,7 +310,9 @@ def test_no_row_holds_the_forgotten_content_or_a_plain_hash_of_it(client, tenant
     mid = live[0]["id"]
     assert client.patch(f"/v1/memories/{mid}", headers={**h, "If-Match": "1"},
                         json={"importance": 0.9}).status_code == 200
-    needles = {"58213", *(_plain_hashes(live[0]["content"]))}
+    # Its words (letters outside [0-9a-f]: never inside a hash or a uuid by chance) and the
+    # sha256 of its text.
+    needles = {"locker", *(_plain_hashes(live[0]["content"]))}
     assert _rows_holding(db, needles), "control: the fact is stored before the forget"
     r = client.post(f"/v1/memories/{mid}/forget", headers=h)
     assert r.status_code == 200 and r.json()["tombstone_ids"], r.text

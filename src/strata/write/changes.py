@@ -517,25 +517,24 @@ def _rehash_receipts(cur: psycopg.Cursor, tenant_id: uuid.UUID, memory_id: uuid.
 def _carrying(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
               values: list[dict[str, Any]], *, exclude) -> list[dict[str, Any]]:
     """Active and candidate memories in ``path``'s subtree that carry one of the statements
-    just forgotten, in other words (:mod:`.fingerprints`): those sharing a word with it by
-    the text index first, then the fingerprint's own test."""
-    words = {w for v in values for w in fingerprints.search_words(v["content"])}
-    if not words:
-        return []
-    rows = cur.execute(
+    just forgotten, in other words (:mod:`.fingerprints`). Every one of them is tested: a
+    text index would miss what only the lexical form shares ("Postgres" is "PostgreSQL"),
+    and a forget is rare and scoped to one path."""
+    rows = [r for r in cur.execute(
         "SELECT id, path::text AS path, canonical, slot, value FROM memories"
         " WHERE tenant_id = %(tenant)s AND path <@ %(path)s::ltree"
-        "   AND status IN ('active', 'candidate')"
-        "   AND fts @@ to_tsquery('english', %(query)s) ORDER BY id FOR UPDATE",
-        {"tenant": tenant_id, "path": path,
-         "query": " | ".join(sorted(f"'{w}'" for w in words))},
-    ).fetchall()
-    rows = [r for r in rows if r["id"] not in exclude]
+        "   AND status IN ('active', 'candidate') ORDER BY id",
+        {"tenant": tenant_id, "path": path}).fetchall() if r["id"] not in exclude]
     if not rows:
         return []
     hit = fingerprints.find(cur, tenant_id, [
         (r["path"], r["canonical"], r["slot"], r["value"]) for r in rows])
-    return [r for n, r in enumerate(rows) if n in hit]
+    found = [r["id"] for n, r in enumerate(rows) if n in hit]
+    if not found:
+        return []
+    return cur.execute(
+        "SELECT id, path::text AS path FROM memories WHERE tenant_id = %s AND id = ANY(%s)"
+        " ORDER BY id FOR UPDATE", (tenant_id, found)).fetchall()
 
 
 def live_holders(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,

@@ -184,31 +184,23 @@ def identifiers(content: str, canonical: str) -> set[str]:
     return {f.text[2:] for f in features(content, canonical) if f.kind == IDENTIFIER}
 
 
-_HELD_ELSEWHERE = """
-SELECT w.word FROM unnest(%(words)s::text[]) AS w(word)
-WHERE EXISTS (
-    SELECT 1 FROM memories m
-    WHERE m.tenant_id = %(tenant)s AND m.path <@ %(path)s::ltree AND m.id <> ALL(%(apart)s)
-      AND m.status <> 'rejected' AND m.fts @@ plainto_tsquery('english', w.word))
-"""
-
-
 def held_elsewhere(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str, words: Iterable[str],
                    apart: Sequence[uuid.UUID]) -> frozenset[str]:
     """Which of ``words`` another memory in ``path``'s subtree (not one of ``apart``, what
-    is being forgotten) still holds: what the forgotten fact is about, not what it says."""
-    words = sorted(set(words))
-    if not words:
+    is being forgotten; not a rejected one) still holds, in the lexical form probes use
+    ("Postgres" holds "postgresql"): what the forgotten fact is about, not what it says."""
+    wanted = set(words)
+    if not wanted:
         return frozenset()
-    return frozenset(r["word"] for r in cur.execute(_HELD_ELSEWHERE, {
-        "tenant": tenant_id, "path": path, "words": words, "apart": list(apart)}).fetchall())
-
-
-def search_words(content: str) -> set[str]:
-    """The words of ``content`` a text index can look up (letters and digits only), for
-    finding the memories that may carry it before testing them."""
-    return {w for w in _TOKEN.findall(lexical._prepare(content))
-            if w.isalnum() and w not in _STOP and (len(w) > 1 or w.isdigit())}
+    found: set[str] = set()
+    for r in cur.execute(
+            "SELECT canonical FROM memories WHERE tenant_id = %s AND path <@ %s::ltree"
+            " AND status <> 'rejected' AND id <> ALL(%s)",
+            (tenant_id, path, list(apart))).fetchall():
+        found |= wanted.intersection(_words(r["canonical"]))
+        if found == wanted:
+            break
+    return frozenset(found)
 
 
 def keyed(key: bytes, text: str) -> bytes:
@@ -358,4 +350,4 @@ def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
 
 
 __all__ = ["Feature", "carries", "clauses", "features", "find", "fingerprint", "held_elsewhere",
-           "identifiers", "keyed", "probes", "search_words", "split", "tenant_key", "tenant_keys", "zipf"]
+           "identifiers", "keyed", "probes", "split", "tenant_key", "tenant_keys", "zipf"]
