@@ -170,6 +170,38 @@ def test_ingest_never_brings_a_forgotten_fact_back_and_keeps_the_new_one(client,
 
 
 @given(s=story())
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_model_extraction_never_brings_a_forgotten_fact_back(
+        client, tenant, db, embedder, settings, fake_llm, caller_for, s):
+    """Given a forgotten fact and a model-backed extractor (the real openai client against a
+         scripted server) that extracts the mention as said -- the forgotten value beside the
+         new fact in one candidate for the compound, aside and beside shapes
+    When the conversation is ingested
+    Then the forgotten value is refused, naming its tombstone, and the new fact is kept: the
+         clause that carries nothing forgotten is cut from the model's candidate."""
+    from strata.ingest.models import IngestRequest
+    from strata.ingest.pipeline import IngestRuntime
+    from strata.ingest.service import ingest
+
+    rt = IngestRuntime(db, embedder, fake_llm.settings(settings, llm_max_retries=1))
+    h, path = tenant.headers, _path()
+    _forget_stated(client, h, path, s["stated"])
+    said = [{"content": t, "kind": "fact", "confidence": 0.9, "evidence": [i]}
+            for i, t in enumerate(s["messages"])]
+    fake_llm.fallback = lambda rec: (
+        {"verdicts": []} if rec.schema_name == "JudgeAnswer" else {"memories": said})
+    receipt, _ = ingest(rt, None, caller_for(tenant.key), IngestRequest(
+        path=path, wait=True, messages=[{"role": "user", "content": t} for t in s["messages"]]))
+    assert receipt.extractor == "llm:fake-model", receipt.extractor
+    live = _live(client, h, path)
+    assert not _holds(live, s["needle"]), (s, live)
+    assert _holds(live, s["marker"]), (s, live, receipt.items)
+    refused = [i for i in receipt.items if i.outcome == "blocked"]
+    assert refused and all(i.tombstone_id and "forgotten" in i.reason for i in refused)
+
+
+@given(s=story())
 @STORIES
 def test_direct_create_refuses_the_forgotten_fact_whatever_else_it_says(client, tenant, s):
     """Given a forgotten fact

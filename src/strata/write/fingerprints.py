@@ -47,6 +47,7 @@ from typing import Any
 import psycopg
 
 from strata.write import lexical
+from strata.write.canonical import canonicalize
 
 HASH_BYTES = 16
 CONTEXT, IDENTIFIER, DECISIVE = 0, 1, 2
@@ -175,7 +176,9 @@ def features(content: str, canonical: str, slot: str | None = None,
 def probes(canonical: str, slot: str | None = None, value: str | None = None) -> set[str]:
     """What a candidate is checked with: every feature text it could share with a forgotten
     memory (from its canonical text: a probe needs no capitals or weights)."""
-    words = _words(canonical)
+    # The words a fingerprint can hold, neighbours as its phrases pair them (a word too
+    # common to be a feature does not stand between two that are).
+    words = [w for w in _words(canonical) if w.isdigit() or zipf(w) < COMMON]
     return {*_decisive(canonical, slot, value), *(f"w:{w}" for w in words), *_phrases(words)}
 
 
@@ -337,8 +340,6 @@ def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
     ``path``'s scope; None when the tenant has forgotten nothing (nothing to cut)."""
     if not tenant_keys(cur, tenant_id):
         return None
-    from strata.write.canonical import canonicalize
-
     pieces = [clauses(t) or [t] for t in texts]
     flat = [(path, canonicalize(c), None, None) for one in pieces for c in one]
     hit = find(cur, tenant_id, flat)
