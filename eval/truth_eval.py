@@ -1,0 +1,400 @@
+"""Truth maintenance on realistic conversations: after a person's sessions are ingested, does
+strata hold what is now true, and nothing it should not?
+
+Data: a JSON array of scenarios in the shape of ``FORMAT.md`` beside the data (the dev set
+``dev.json``, or the held-out set of the same form), named on the command line and never
+copied into this repository. Each scenario is one person's sessions with an assistant, in
+time order, with optional ``forget`` steps and the ``expect``\\ ations scored afterwards.
+
+Loading (one throwaway migrated database, eval/harness.py; one tenant; each scenario in its
+own fresh path ``users.s<n>``, ``n`` its position in the file): every session goes through the
+real ingest pipeline (``strata.ingest.service.ingest``, rule extractor unless a model is
+configured, ``wait``) as one request holding all of its messages, roles as given (the
+assistant's too: the extractor decides what to keep) with ``name`` when present, and each
+message's ``at`` the session's ``at`` plus 20 s per message before it (so order is kept). A
+``forget`` step after session N forgets, through the real erasure path
+(``strata.memories.forget``), every memory of the scenario's path whose content holds all of
+its words -- of any status by default (``--forget active``: active ones only, FORMAT.md's
+letter; forgetting is idempotent, and one forget may erase others with it).
+
+Scoring (FORMAT.md): words match case-insensitively as whole words (a word of several words
+matches them in sequence), ``a|b`` is either alternative, and an ISO date in a memory
+(``2026-03-03``) also reads as its month name and abbreviation, its day with and without its
+ordinal suffix, and its year. Over the scenario's path:
+
+- ``current``: the FIRST result of searching ``query`` (the core search, hybrid, as the
+  tenant's owner, ``now`` an hour after the last session) holds every ``answer`` word;
+- ``stale``: no active memory holds all ``words``, unless it also holds an answer word (any
+  one) of one of the scenario's ``current`` expectations;
+- ``kept``: some active memory holds all ``words``;
+- ``absent``: no active memory holds all ``words``.
+
+Reported (one JSON object on stdout): the expectation score (held / total), the share of
+scenarios held whole, both per category, the score per kind, how many ``current`` questions
+were answered first, the receipts' statuses, scenarios that raised, the embedder and the
+elapsed seconds. ``--show-failures`` writes every failed expectation with what was found
+(the first results, the offending memories, or the path's active memories) to stderr, and
+into ``--out`` when given: that text comes from the data and stays out of the repository.
+
+Usage: ``python eval/truth_eval.py DATA.json [--embedder hash|local] [--only CATEGORY]
+[--limit N] [--out report.json] [--show-failures]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import json
+import re
+import sys
+import time
+import traceback
+import uuid
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import NoAccessLog, scratch_database  # noqa: E402
+
+KINDS = ("current", "stale", "kept", "absent")
+MESSAGE_STEP = timedelta(seconds=20)  # FORMAT.md: a message's at = its session's + 20 s each
+ASK_AFTER = timedelta(hours=1)  # search's now: this long after the last message
+SEARCH_LIMIT = 5  # the first result is scored; the rest is shown with a failure
+ACTIVE = ("active",)
+
+
+# --------------------------------------------------------------------------------------
+# Words
+# --------------------------------------------------------------------------------------
+
+_ISO_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def ordinal(day: int) -> str:
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
+
+
+def date_words(text: str) -> list[str]:
+    """What the ISO dates in ``text`` also read as: month name and abbreviation(s), the day
+    with and without its suffix, the year ("2026-09-03" -> September Sep Sept 3 3rd 2026)."""
+    out: list[str] = []
+    for y, m, d in _ISO_DATE.findall(text):
+        month, day = int(m), int(d)
+        if not (1 <= month <= 12 and 1 <= day <= 31):
+            continue
+        out += [calendar.month_name[month], calendar.month_abbr[month]]
+        if month == 9:
+            out.append("Sept")
+        out += [str(day), ordinal(day), y]
+    return out
+
+
+def readable(text: str) -> str:
+    """The text words are looked for in: typographic quotes made plain, ISO dates' other
+    readings appended."""
+    text = text.translate(_QUOTES)
+    extra = date_words(text)
+    return f"{text} {' '.join(extra)}" if extra else text
+
+
+@lru_cache(maxsize=4096)
+def _pattern(word: str) -> re.Pattern[str]:
+    alternatives = []
+    for alt in word.translate(_QUOTES).split("|"):
+        parts = alt.split()
+        if parts:
+            alternatives.append(r"\s+".join(re.escape(p) for p in parts))
+    if not alternatives:
+        raise ValueError(f"an empty word: {word!r}")
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
+
+
+def holds(text: str, word: str) -> bool:
+    """``text`` holds ``word`` (case-insensitive, whole words; ``a|b`` either one)."""
+    return _pattern(word).search(readable(text)) is not None
+
+
+def holds_all(text: str, words: list[str]) -> bool:
+    text = readable(text)
+    return all(_pattern(w).search(text) is not None for w in words)
+
+
+# --------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------
+
+
+def read_scenarios(path: Path) -> list[dict[str, Any]]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: a JSON array of scenarios is expected")
+    ids = Counter(s["id"] for s in data)
+    dupes = [i for i, n in ids.items() if n > 1]
+    if dupes:
+        raise ValueError(f"{path}: duplicate scenario ids {dupes}")
+    for s in data:
+        for e in s["expect"]:
+            if e["kind"] not in KINDS:
+                raise ValueError(f"{s['id']}: unknown expectation kind {e['kind']!r}")
+    return data
+
+
+def parse_at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def session_messages(session: dict[str, Any]) -> list[dict[str, Any]]:
+    """A session's messages as ingest takes them: ``at`` its session's plus 20 s each."""
+    start = parse_at(session["at"])
+    out = []
+    for i, m in enumerate(session["messages"]):
+        msg = {"role": m["role"], "content": m["content"],
+               "at": (start + i * MESSAGE_STEP).isoformat()}
+        if m.get("name"):
+            msg["name"] = m["name"]
+        out.append(msg)
+    return out
+
+
+def last_moment(scenario: dict[str, Any]) -> datetime:
+    s = scenario["sessions"][-1]
+    return parse_at(s["at"]) + (len(s["messages"]) - 1) * MESSAGE_STEP
+
+
+# --------------------------------------------------------------------------------------
+# Running a scenario
+# --------------------------------------------------------------------------------------
+
+
+def memories_of(db, tenant_id: uuid.UUID, path: str,
+                statuses: tuple[str, ...] | None = ACTIVE) -> list[dict[str, Any]]:
+    """The path's memories (``statuses`` None: any status)."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT id, content, status::text AS status FROM memories"
+            " WHERE tenant_id = %s AND path <@ %s::ltree ORDER BY created_at, id",
+            (tenant_id, path)).fetchall()
+    return [r for r in rows if statuses is None or r["status"] in statuses]
+
+
+def load_scenario(runtime, caller, scenario: dict[str, Any], path: str,
+                  forget_statuses: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Ingest the scenario's sessions at ``path``, forgetting after the sessions its
+    ``forget`` steps name. Returns the receipts' statuses and what was forgotten."""
+    from strata.ingest import service
+    from strata.ingest.models import IngestRequest
+    from strata.memories import forget
+
+    steps = defaultdict(list)
+    for f in scenario.get("forget", []):
+        steps[f["after_session"]].append(f["words"])
+    statuses, forgotten = [], 0
+    for n, session in enumerate(scenario["sessions"]):
+        req = IngestRequest(path=path, wait=True, messages=session_messages(session))
+        receipt, _ = service.ingest(runtime, None, caller, req)
+        statuses.append(receipt.status)
+        for words in steps.get(n, []):
+            for m in memories_of(runtime.db, caller.tenant_id, path, forget_statuses):
+                if holds_all(m["content"], words):
+                    forget(runtime.db, caller, m["id"])
+                    forgotten += 1
+    return {"receipts": statuses, "forgotten": forgotten}
+
+
+def ask(db, embedder, caller, query: str, path: str, now: datetime) -> list[str]:
+    """The contents the core search returns for ``query`` over ``path``, best first."""
+    from strata.search import SearchRequest, search
+
+    req = SearchRequest(query=query, paths=[path], limit=SEARCH_LIMIT)
+    return [r.content for r in search(db, caller, req, embedder, now=now,
+                                      access_log=NoAccessLog())]
+
+
+def judge(e: dict[str, Any], active: list[str], results: list[str], answers: list[str]
+          ) -> tuple[bool, list[str]]:
+    """Whether expectation ``e`` holds, and what was found: ``active`` the contents of the
+    path's active memories, ``results`` the search's contents for a ``current`` query (best
+    first), ``answers`` every answer word of the scenario's ``current`` expectations."""
+    kind = e["kind"]
+    if kind == "current":
+        return bool(results) and holds_all(results[0], e["answer"]), results
+    holding = [c for c in active if holds_all(c, e["words"])]
+    if kind == "stale":
+        found = [c for c in holding if not any(holds(c, a) for a in answers)]
+        return not found, found
+    if kind == "kept":
+        return (True, holding) if holding else (False, active)  # what the path holds instead
+    if kind == "absent":
+        return not holding, holding
+    raise ValueError(f"unknown expectation kind {kind!r}")
+
+
+def score_scenario(db, embedder, caller, scenario: dict[str, Any], path: str
+                   ) -> list[dict[str, Any]]:
+    """Every expectation of the scenario, scored over ``path``: {kind, held, found, ...}."""
+    active = [m["content"] for m in memories_of(db, caller.tenant_id, path)]
+    answers = [a for e in scenario["expect"] if e["kind"] == "current" for a in e["answer"]]
+    now = last_moment(scenario) + ASK_AFTER
+    out = []
+    for e in scenario["expect"]:
+        results = (ask(db, embedder, caller, e["query"], path, now)
+                   if e["kind"] == "current" else [])
+        held, found = judge(e, active, results, answers)
+        out.append({"kind": e["kind"], "held": held, "found": found,
+                    **{k: e[k] for k in ("query", "answer", "words") if k in e}})
+    return out
+
+
+def run_scenarios(db, embedder, settings, scenarios: list[dict[str, Any]], *,
+                  paths: list[str] | None = None, forget_statuses: tuple[str, ...] | None = None
+                  ) -> list[dict[str, Any]]:
+    """Load and score every scenario (one new tenant; scenario i at ``paths[i]``, default
+    ``users.s<i>``). One result per scenario: id, category, receipts, expectations, error."""
+    from strata.auth import authenticate, create_tenant
+    from strata.ingest.pipeline import IngestRuntime
+
+    _, owner = create_tenant(db, f"truth-{uuid.uuid4().hex[:8]}")
+    caller = authenticate(db, owner.key)
+    runtime = IngestRuntime(db, embedder, settings)
+    paths = paths or [f"users.s{i}" for i in range(len(scenarios))]
+    results = []
+    for scenario, path in zip(scenarios, paths):
+        result: dict[str, Any] = {"id": scenario["id"], "category": scenario["category"],
+                                  "path": path}
+        try:
+            result.update(load_scenario(runtime, caller, scenario, path, forget_statuses))
+            result["expect"] = score_scenario(db, embedder, caller, scenario, path)
+        except Exception as exc:  # a scenario that breaks the stack scores nothing
+            result["error"] = f"{type(exc).__name__}: {exc}"
+            result["traceback"] = traceback.format_exc()
+            result["expect"] = [{"kind": e["kind"], "held": False, "found": [], "error": True}
+                                for e in scenario["expect"]]
+        results.append(result)
+    return results
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+
+def _ratio(held: int, total: int) -> float | None:
+    return round(held / total, 4) if total else None
+
+
+def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Scores over the results of :func:`run_scenarios` (no content in it)."""
+    def tally(rs):
+        exps = [e for r in rs for e in r["expect"]]
+        held = sum(e["held"] for e in exps)
+        whole = sum(all(e["held"] for e in r["expect"]) for r in rs)
+        return {"score": _ratio(held, len(exps)), "held": held, "total": len(exps),
+                "scenarios_whole": _ratio(whole, len(rs)), "whole": whole, "scenarios": len(rs)}
+
+    overall = tally(results)
+    by_category = {}
+    for cat in sorted({r["category"] for r in results}):
+        by_category[cat] = tally([r for r in results if r["category"] == cat])
+    by_kind = {}
+    for kind in KINDS:
+        exps = [e for r in results for e in r["expect"] if e["kind"] == kind]
+        held = sum(e["held"] for e in exps)
+        by_kind[kind] = {"score": _ratio(held, len(exps)), "held": held, "total": len(exps)}
+    return {
+        "score": overall["score"],
+        "expectations": {"held": overall["held"], "total": overall["total"]},
+        "scenarios_whole": overall["scenarios_whole"],
+        "scenarios_held": overall["whole"],
+        "scenarios": overall["scenarios"],
+        "current_answered_first": by_kind["current"]["held"],
+        "current_total": by_kind["current"]["total"],
+        "by_kind": by_kind,
+        "by_category": by_category,
+        "receipts": dict(Counter(s for r in results for s in r.get("receipts", []))),
+        "forgotten": sum(r.get("forgotten", 0) for r in results),
+        "errors": [r["id"] for r in results if "error" in r],
+    }
+
+
+def failures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every failed expectation with what was found (data text: never into the repo)."""
+    out = []
+    for r in results:
+        if "error" in r:
+            out.append({"scenario": r["id"], "category": r["category"], "kind": "error",
+                        "error": r["error"], "traceback": r["traceback"]})
+        for e in r["expect"]:
+            if not e["held"] and not e.get("error"):
+                out.append({"scenario": r["id"], "category": r["category"], **e})
+    return out
+
+
+def run(data: Path, embedder_name: str = "hash", only: str | None = None,
+        limit: int | None = None, forget_statuses: tuple[str, ...] | None = None
+        ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The whole evaluation on a throwaway database: (summary, per-scenario results)."""
+    from strata.providers import get_embedder
+
+    t0 = time.perf_counter()
+    scenarios = read_scenarios(data)
+    indexed = [(i, s) for i, s in enumerate(scenarios) if only is None or s["category"] == only]
+    if limit is not None:
+        indexed = indexed[:limit]
+    with scratch_database(embedder=embedder_name) as (db, settings):
+        embedder = get_embedder(settings)
+        results = run_scenarios(db, embedder, settings, [s for _, s in indexed],
+                                paths=[f"users.s{i}" for i, _ in indexed],
+                                forget_statuses=forget_statuses)
+        extractor = "model" if settings.llm_configured else "rule"
+        model = embedder.model
+    summary = summarise(results)
+    summary.update({"embedder": embedder_name, "embedding_model": model, "extractor": extractor,
+                    "forget": "active" if forget_statuses else "any",
+                    "data": Path(data).name,
+                    "elapsed_s": round(time.perf_counter() - t0, 1)})
+    return summary, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="truth_eval", description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="a scenario file (FORMAT.md)")
+    parser.add_argument("--embedder", default="hash", choices=("hash", "local"),
+                        help="hash (the default, as `make run`) or local (sentence-transformers)")
+    parser.add_argument("--only", metavar="CATEGORY", help="only this category's scenarios")
+    parser.add_argument("--limit", type=int, help="at most this many scenarios")
+    parser.add_argument("--out", type=Path, help="write the summary, per-scenario scores and "
+                        "(with --show-failures) the failures here")
+    parser.add_argument("--show-failures", action="store_true",
+                        help="every failed expectation and what was found, on stderr")
+    parser.add_argument("--forget", choices=("any", "active"), default="any",
+                        help="what a forget step erases: matching memories of any status "
+                        "(default) or active ones only")
+    args = parser.parse_args(argv)
+
+    summary, results = run(args.data, args.embedder, args.only, args.limit,
+                           ACTIVE if args.forget == "active" else None)
+    failed = failures(results) if args.show_failures else []
+    print(json.dumps(summary, indent=2))
+    if args.show_failures:
+        for f in failed:
+            print(json.dumps(f, ensure_ascii=False, default=str), file=sys.stderr)
+    if args.out:
+        per_scenario = [{"id": r["id"], "category": r["category"],
+                         "receipts": r.get("receipts"), "forgotten": r.get("forgotten"),
+                         "error": r.get("error"),
+                         "held": [e["held"] for e in r["expect"]]} for r in results]
+        doc = {"summary": summary, "scenarios": per_scenario}
+        if args.show_failures:
+            doc["failures"] = failed
+        args.out.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str),
+                            encoding="utf-8")
+    return 1 if summary["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
