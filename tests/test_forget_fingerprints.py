@@ -239,16 +239,25 @@ def test_the_issue_reproductions_stay_forgotten(client, tenant):
         "Locker at the pool"
 
 
-@pytest.mark.parametrize("route", ["patch", "restore", "promote", "consolidate", "import"])
+EDITS = settings(max_examples=5, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                        HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("route", ["patch", "replace", "restore", "promote", "consolidate",
+                                   "import"])
+@given(s=story())
+@EDITS
 def test_edits_restores_promotions_derivations_and_imports_refuse_it_too(
-        client, tenant, db, embedder, route):
-    """Given a forgotten address, and (per route) a memory about to be made to carry it
-    When a PATCH, a restore of a memory deleted before the forget, a promotion of a candidate
-         from before fingerprints, a consolidation, or an import says it again
-    Then it is refused naming the field (or, on import, blocked), and the same act with a new
-         value succeeds (control)."""
+        client, tenant, db, embedder, route, s):
+    """Given a forgotten fact, and (per route) a memory about to be made to say it again
+    When a PATCH, a named replace, a restore of a memory deleted before the forget, a
+         promotion of a candidate from before fingerprints, a consolidation, or an import says
+         it (in other words, in a compound, as an aside, beside a new fact)
+    Then it is refused naming the field (or blocked), and the same act with the new fact
+         succeeds (control)."""
     h, path = tenant.headers, _path()
-    carry, fresh = "I live at 48 Quorvane Lane", "I live at 7 Pindle Road"
+    carry, fresh = s["mention"], s["new"]
     [a, b] = create_ok(client, h, {"content": "I like jazz", "path": path},
                        {"content": "I like tea", "path": path})
     if route == "restore":
@@ -256,7 +265,7 @@ def test_edits_restores_promotions_derivations_and_imports_refuse_it_too(
         [e] = create_ok(client, h, {"content": fresh, "path": path})
         for one in (d, e):
             assert client.delete(f"/v1/memories/{one['id']}", headers=h).status_code == 200
-    _forget_stated(client, h, path, "My home address is 48 Quorvane Lane")
+    _forget_stated(client, h, path, s["stated"])
 
     if route == "patch":
         r = client.patch(f"/v1/memories/{a['id']}", headers={**h, "If-Match": "1"},
@@ -265,6 +274,15 @@ def test_edits_restores_promotions_derivations_and_imports_refuse_it_too(
         ok = client.patch(f"/v1/memories/{a['id']}", headers={**h, "If-Match": "1"},
                           json={"content": fresh})
         assert ok.status_code == 200, ok.text
+    elif route == "replace":
+        [named] = create_ok(client, h, {"content": "a note to fill in", "path": path,
+                                        "name": "note"})
+        [res] = create_ok(client, h, {"content": carry, "path": path, "name": "note"},
+                          on_conflict="replace")
+        assert res["status"] == "blocked" and "forgotten" in res["reason"], res
+        [res] = create_ok(client, h, {"content": fresh, "path": path, "name": "note"},
+                          on_conflict="replace")
+        assert res["status"] == "updated" and res["id"] == named["id"], res
     elif route == "restore":
         assert_error(client.post(f"/v1/memories/{d['id']}/restore", headers=h), 409,
                      "suppressed")
@@ -299,8 +317,8 @@ def test_edits_restores_promotions_derivations_and_imports_refuse_it_too(
     # (The promote case's refused candidate stays a candidate: only what is active counts.)
     active = [m["content"] for m in client.get("/v1/memories", headers=h,
                                                 params={"path": path}).json()["items"]]
-    assert not _holds(active, "Quorvane"), active
-    assert _holds(active, "Pindle"), active
+    assert not _holds(active, s["needle"]), active
+    assert _holds(active, s["marker"]), active
 
 
 def _export_lines_with(db, tenant_id, path, contents, embedder) -> list[str]:
