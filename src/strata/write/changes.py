@@ -47,11 +47,12 @@ from strata.write import fingerprints
 from strata.write.tombstones import find_tombstone, insert_forgotten, insert_tombstone, lift
 from strata.write.values import derive_value
 
-# What forget strips from history: everything that could carry the content, and the plain
-# hash of its text (which would confirm a guess of it). Ids, path, kind, slot name and
-# timestamps stay, so the record of *that* something was erased survives.
-ERASED_FIELDS = ("content", "context", "canonical", "value", "value_hash", "evidence", "meta",
-                 "tags", "name")
+# What forget strips from history: everything that could carry the content -- the slot's
+# name too ("user.therapist") -- and the plain hash of its text (which would confirm a guess
+# of it). Ids, path, kind and timestamps stay, so the record of *that* something was erased
+# survives.
+ERASED_FIELDS = ("content", "context", "canonical", "slot", "value", "value_hash", "evidence",
+                 "meta", "tags", "name")
 
 _BY_ID = f"SELECT {COLUMNS}, value_hash, embedding FROM memories WHERE tenant_id = %(tenant)s AND id = %(id)s"
 

@@ -109,18 +109,18 @@ def insert_forgotten(
     shared: frozenset[str] = frozenset(),
 ) -> uuid.UUID:
     """Retire a forgotten statement in ``path``'s subtree: no content, no embedding, no plain
-    hash -- its keyed fingerprint (:mod:`.fingerprints`; ``shared``: the words the scope
-    still holds elsewhere), whose decisive features stand in the value columns too."""
+    hash, not even the slot's name ("user.therapist" says what was said) -- its keyed
+    fingerprint (:mod:`.fingerprints`; ``shared``: the words the scope still holds
+    elsewhere), whose decisive text feature stands in ``value_hash`` too."""
     key_id, key = fingerprints.tenant_key(cur, tenant_id)
     fp = fingerprints.fingerprint(key, fingerprints.features(content, canonical, slot, value,
                                                              shared=shared))
     return cur.execute(
         "INSERT INTO tombstones (tenant_id, path, slot, slot_value_hash, value_hash, reason,"
         " memory_id, fingerprint_key_id, fingerprint, fingerprint_weights, fingerprint_kinds)"
-        " VALUES (%(tenant)s, %(path)s::ltree, %(slot)s, %(slot_hash)s, %(hash)s, 'forgotten',"
+        " VALUES (%(tenant)s, %(path)s::ltree, NULL, NULL, %(hash)s, 'forgotten',"
         " %(memory)s, %(key_id)s, %(hashes)s, %(weights)s, %(kinds)s) RETURNING id",
-        {"tenant": tenant_id, "path": path, "slot": slot, "key_id": key_id,
-         "slot_hash": fingerprints.keyed(key, f"s:{slot}={value}") if slot and value else None,
+        {"tenant": tenant_id, "path": path, "key_id": key_id,
          "hash": fingerprints.keyed(key, f"c:{canonical}"), "memory": memory_id, **fp},
     ).fetchone()["id"]
 
