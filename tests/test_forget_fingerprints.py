@@ -459,3 +459,33 @@ def test_an_owner_lifts_a_forgotten_fingerprint_explicitly_and_the_act_is_audite
     assert create_ok(client, h, again)[0]["status"] == "inserted"
     assert_error(client.post(f"/v1/review/tombstones/{uuid.uuid4()}/lift", headers=h), 404,
                  "not_found")
+
+
+@given(topic=NAME, facts=st.lists(st.tuples(NEW_NAME, st.sampled_from([
+    "stores its events in {}", "is owned by {}", "launches with {} as the partner",
+    "moved its servers to {}"])), min_size=2, max_size=4, unique_by=lambda f: f[0]),
+    budget=NUMBER)
+@EDITS
+def test_forgetting_one_fact_leaves_the_others_about_the_same_subject(
+        client, tenant, topic, facts, budget):
+    """Given several facts about one subject (a project's name in each) and one more with a
+         number, in one path
+    When the one with the number is forgotten
+    Then the others stay active (the subject is what they share, not what was forgotten);
+         the number said again about the subject is refused (control), and a new fact about
+         the subject lands."""
+    h, path = tenant.headers, _path()
+    forgotten = f"Project {topic}'s contractor budget is {budget} euros"
+    others = [f"Project {topic} {template.format(name)}" for name, template in facts]
+    # and one said the same way, one word apart: what tells it apart is that word alone
+    others.append(forgotten.replace(budget, facts[0][0]))
+    create_ok(client, h, *({"content": t, "path": path} for t in others))
+    mid = _forget_stated(client, h, path, forgotten)
+    live = _live(client, h, path)
+    assert sorted(live) == sorted(others), (forgotten, live)
+    [again, new] = create_ok(client, h,
+                             {"content": f"The {topic} budget is {budget} euros", "path": path},
+                             {"content": f"Project {topic} hired a designer", "path": path})
+    assert again["status"] == "blocked" and "forgotten" in again["reason"], again
+    assert new["status"] == "inserted", new
+    assert mid not in json.dumps(live)

@@ -432,8 +432,7 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
         done.add(one)
         values = _erase(cur, caller, one)
         shared = fingerprints.held_elsewhere(
-            cur, caller.tenant_id, where,
-            {w for v in values for w in fingerprints.identifiers(v["content"], v["canonical"])},
+            cur, caller.tenant_id, where, [(v["content"], v["canonical"]) for v in values],
             apart=[*done, *(t[0] for t in todo)])
         tombstones += [
             insert_forgotten(cur, caller.tenant_id, path=where, content=v["content"],

@@ -9,14 +9,17 @@ table ``fingerprint_keys``, truncated to 16 bytes) of its *features*, each with 
 - **identifiers**: what names the fact rather than the kind of fact -- a number of three or
   more digits ("4417", the parts of "415-555-0134"), a rare word (below ``RARE`` on the
   Zipf scale: "endometriosis", "Larkspur"), a name (capitalised inside a sentence and not a
-  common word: "Marcus", "Berlin"). Any one of them in a candidate carries the fact. One
-  that other memories of the scope still hold when the fact is forgotten is what the fact
-  is *about* ("Project Falcon's budget is 40k" in a project's memories), not what it says:
-  it weighs as context, so forgetting the budget leaves the project's other facts alone;
+  common word: "Marcus", "Berlin"). Any one of them in a candidate carries the fact;
 - **context**: the other content words, weighted by how rare they are, and the short
   phrases two neighbouring content words make ("elm street"). A candidate that holds at
   least ``COVERAGE`` of their weight (and ``MIN_EVIDENCE`` of it) carries the fact: "I'm
   vegetarian" forgotten, "follows a vegetarian diet" carries it.
+
+A word or phrase that other memories of the scope still hold when the fact is forgotten is
+what the fact is *about*, not what it says ("Project Falcon" beside "Project Falcon's budget
+is 40k"; "my daughter" beside "my daughter is allergic to peanuts"): it is left out of the
+fingerprint, so forgetting the budget leaves the project's other facts alone, and what
+identifies the forgotten fact is what sets it apart from them.
 
 Words are matched in lexical normal form (lemmas, number words as digits), so "twelve Elm
 Street" is "12 elm street", and a candidate's probe set is computed the same way from its
@@ -58,7 +61,6 @@ COMMON = 6.0  # at or above: says nothing of what a fact is about ("have", "get"
 RARE = 3.0  # below (or not listed): a word that identifies what it is said about
 NAME = 4.5  # a capitalised word inside a sentence below this is a name ("Marcus" 4.1)
 IDENTIFIER_WEIGHT = 4.0
-SHARED_WEIGHT = 1.5  # an identifier the scope still holds elsewhere (see ``features``)
 PHRASE_WEIGHT = 1.0
 COVERAGE = 0.6
 MIN_EVIDENCE = 2.0
@@ -112,6 +114,7 @@ def _words(text: str) -> list[str]:
             out.append(word.lstrip("0") or "0" if len(word) < 3 else word)
             continue
         lemma = lexical.american(lexical._lemma(word))
+        lemma = lexical.derived_noun(lemma) or lemma  # "allergic" is "allergy"
         if lemma not in _STOP:
             out.append(lemma)
     return out
@@ -145,31 +148,31 @@ def _phrases(words: Sequence[str]) -> list[str]:
 def features(content: str, canonical: str, slot: str | None = None,
              value: str | None = None, *, shared: frozenset[str] = frozenset()) -> list[Feature]:
     """What a forgotten memory leaves: its features, weighted (see the module docstring).
-    ``shared``: words that would be identifiers but that the store still holds elsewhere in
-    the scope (what the fact is about -- "Project Falcon" in a project's memories -- rather
-    than what it says): they weigh as context, never alone."""
+    ``shared``: the word and phrase features other memories of the scope still hold (what
+    the fact is about -- "Project Falcon" in a project's memories -- rather than what it
+    says): they are left out, so only what sets the fact apart identifies it."""
     names = _names(content)
     out: dict[str, Feature] = {t: Feature(t, 0.0, DECISIVE) for t in _decisive(canonical, slot, value)}
     kept: list[str] = []
     for word in _words(content):
         if word.isdigit():
-            strong = len(word) >= 3 and word not in shared
+            strong = len(word) >= 3
             feature = Feature(f"w:{word}", IDENTIFIER_WEIGHT if strong else 1.0,
                               IDENTIFIER if strong else CONTEXT)
         else:
             z = zipf(word)
             if z >= COMMON:
                 continue
-            if word in shared:
-                feature = Feature(f"w:{word}", SHARED_WEIGHT, CONTEXT)
-            elif z < RARE or (word in names and z < NAME):
+            if z < RARE or (word in names and z < NAME):
                 feature = Feature(f"w:{word}", IDENTIFIER_WEIGHT, IDENTIFIER)
             else:
                 feature = Feature(f"w:{word}", round(COMMON - z, 2), CONTEXT)
         kept.append(word)
-        out.setdefault(feature.text, feature)
+        if feature.text not in shared:
+            out.setdefault(feature.text, feature)
     for phrase in _phrases(kept):
-        out.setdefault(phrase, Feature(phrase, PHRASE_WEIGHT, CONTEXT))
+        if phrase not in shared:
+            out.setdefault(phrase, Feature(phrase, PHRASE_WEIGHT, CONTEXT))
     return list(out.values())
 
 
@@ -182,17 +185,15 @@ def probes(canonical: str, slot: str | None = None, value: str | None = None) ->
     return {*_decisive(canonical, slot, value), *(f"w:{w}" for w in words), *_phrases(words)}
 
 
-def identifiers(content: str, canonical: str) -> set[str]:
-    """The words of ``content`` that would identify it (before ``shared`` demotes any)."""
-    return {f.text[2:] for f in features(content, canonical) if f.kind == IDENTIFIER}
-
-
-def held_elsewhere(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str, words: Iterable[str],
+def held_elsewhere(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
+                   contents: Iterable[tuple[str, str]],
                    apart: Sequence[uuid.UUID]) -> frozenset[str]:
-    """Which of ``words`` another memory in ``path``'s subtree (not one of ``apart``, what
-    is being forgotten; not a rejected one) still holds, in the lexical form probes use
-    ("Postgres" holds "postgresql"): what the forgotten fact is about, not what it says."""
-    wanted = set(words)
+    """The word and phrase features of the (content, canonical) pairs being forgotten that
+    another memory in ``path``'s subtree still holds (not one of ``apart``, what is being
+    forgotten; not a rejected one), in the lexical form probes use ("Postgres" holds
+    "postgresql"): what the forgotten fact is about, not what it says."""
+    wanted = {f.text for content, canonical in contents
+              for f in features(content, canonical) if f.kind != DECISIVE}
     if not wanted:
         return frozenset()
     found: set[str] = set()
@@ -200,7 +201,7 @@ def held_elsewhere(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str, words: 
             "SELECT canonical FROM memories WHERE tenant_id = %s AND path <@ %s::ltree"
             " AND status <> 'rejected' AND id <> ALL(%s)",
             (tenant_id, path, list(apart))).fetchall():
-        found |= wanted.intersection(_words(r["canonical"]))
+        found |= wanted.intersection(probes(r["canonical"]))
         if found == wanted:
             break
     return frozenset(found)
@@ -351,4 +352,4 @@ def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
 
 
 __all__ = ["Feature", "carries", "clauses", "features", "find", "fingerprint", "held_elsewhere",
-           "identifiers", "keyed", "probes", "split", "tenant_key", "tenant_keys", "zipf"]
+           "keyed", "probes", "split", "tenant_key", "tenant_keys", "zipf"]
