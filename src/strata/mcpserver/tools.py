@@ -542,10 +542,11 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     ),
     Tool(
         "forget", "Forget a memory",
-        "Erase one memory for good: it is removed, its history keeps only hashes, and its "
-        "value is blocked from being stored again in this path. Use it when the user asks you "
-        "to forget something, not for facts that merely changed. Forgetting twice answers the "
-        "same.",
+        "Erase one memory for good: it is removed with its content everywhere, and the fact "
+        "is blocked from being stored again in this path however it is worded (remember "
+        "answers `blocked`, reason `forgotten`); other memories saying it are forgotten with "
+        "it. Use it when the user asks you to forget something, not for facts that merely "
+        "changed. Forgetting twice answers the same.",
         ID_SCHEMA, forget, destructive=True, idempotent=True,
     ),
     Tool(

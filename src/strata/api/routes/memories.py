@@ -218,9 +218,10 @@ def restore(
 def forget(memory_id: MemoryId, db: DB, caller: CallerDep) -> Forgotten:
     """Forget a memory (erasure)
 
-    Deletes the memory and erases its content from its history and its edges; only hashes
-    remain, in a tombstone that keeps the value from being stored again by any route. Other
-    memories of the scope that held the same value are forgotten with it (`also_forgotten`).
+    Deletes the memory and erases its content (and every plain hash of it) from its history,
+    edges and receipts; a tombstone keeps a keyed fingerprint of the fact, so no route
+    stores it again in this scope however it is worded (`blocked`, reason `forgotten`).
+    Other memories of the scope that say it are forgotten with it (`also_forgotten`).
     Forgetting twice answers the same as once.
     """
     return core.forget(db, caller, memory_id)
