@@ -202,8 +202,6 @@ def _apart_from_forgotten(rt: IngestRuntime, p: StepPayload, path: str,
         return extraction
     with rt.db.transaction(cause="ingest.extract") as cur:
         cut = fingerprints.split(cur, p.tenant_id, path, [c.content for c in extraction.memories])
-    if cut is None:
-        return extraction
     memories: list[Candidate] = []
     for c, pieces in zip(extraction.memories, cut, strict=True):
         carrying = [text for text, hit in pieces if hit]

@@ -365,15 +365,20 @@ class _Writer:
         add_edge(self.cur, self.tenant_id, source, target, type_, confidence, reason, by)
 
     def outcome(self, item: Staged, kind: str, reason=None, memory=None, related=(),
-                version=None) -> None:
+                version=None, tombstone=None, forgotten=False) -> None:
         if version is None and memory is not None and kind != "merged":
             version = 1  # inserted by this write
         if item.rule is not None:  # the rule that decided, named on the outcome
             reason = item.rule.reason if reason is None else f"{item.rule.reason}; {reason}"
+        content_hash = item.value_hash.hex()
+        if forgotten:
+            # A plain hash of what carries a forgotten fact would confirm a guess of it.
+            _, key = fingerprints.tenant_key(self.cur, self.tenant_id)
+            content_hash = fingerprints.keyed(key, f"r:{content_hash}").hex()
         self.outcomes[item.idx] = ItemOutcome(
-            content_hash=item.value_hash.hex(), outcome=kind, reason=reason, memory_id=memory,
+            content_hash=content_hash, outcome=kind, reason=reason, memory_id=memory,
             related_ids=list(related), version=version,
-            rule_id=item.rule.rule_id if item.rule else None,
+            rule_id=item.rule.rule_id if item.rule else None, tombstone_id=tombstone,
         )
 
     def reinforce(self, item: Staged, target: uuid.UUID) -> dict[str, Any] | None:
@@ -388,13 +393,8 @@ class _Writer:
         decision = GateDecision.from_json(item.gate) if item.gate else GateDecision("new")
         if decision.action == "blocked":
             item.rule = None  # a tombstone decided, not the rule
-            self.outcome(item, "blocked", decision.reason)
-            self.outcomes[item.idx].tombstone_id = decision.tombstone_id
-            if decision.reason and decision.reason.startswith("forgotten"):
-                # A plain hash of what carries a forgotten fact would confirm a guess of it.
-                _, key = fingerprints.tenant_key(self.cur, self.tenant_id)
-                self.outcomes[item.idx].content_hash = fingerprints.keyed(
-                    key, f"r:{item.value_hash.hex()}").hex()
+            self.outcome(item, "blocked", decision.reason, tombstone=decision.tombstone_id,
+                         forgotten=(decision.reason or "").startswith("forgotten"))
         elif item.rule is not None and item.rule.action == "hold":
             # capture review_only: whatever the gate would have done, a candidate (no
             # supersession, no reinforcement); a tombstone above still blocks first. The

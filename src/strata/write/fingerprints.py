@@ -211,6 +211,12 @@ def keyed(key: bytes, text: str) -> bytes:
     return hmac.new(key, text.encode(), hashlib.sha256).digest()[:HASH_BYTES]
 
 
+def keyed_probes(key: bytes, canonical: str, slot: str | None = None,
+                 value: str | None = None) -> set[bytes]:
+    """A candidate's probes (:func:`probes`) hashed under ``key``."""
+    return {keyed(key, t) for t in probes(canonical, slot, value)}
+
+
 def carries(hashes: Sequence[bytes], weights: Sequence[float], kinds: Sequence[int],
             probe: set[bytes]) -> bool:
     """Whether a candidate whose keyed probes are ``probe`` carries the forgotten fact whose
@@ -319,8 +325,8 @@ def find(cur: psycopg.Cursor, tenant_id: uuid.UUID,
     keys = tenant_keys(cur, tenant_id)
     if not keys:
         return {}
-    texts = [probes(canonical, slot, value) for _, canonical, slot, value in items]
-    probe = {k: [{keyed(secret, t) for t in one} for one in texts] for k, secret in keys.items()}
+    probe = {k: [keyed_probes(secret, canonical, slot, value)
+                 for _, canonical, slot, value in items] for k, secret in keys.items()}
     rows = cur.execute(_IN_SCOPE, {
         "tenant": tenant_id, "paths": [i[0] for i in items],
         "probes": sorted(set().union(*(h for per in probe.values() for h in per))),
@@ -336,11 +342,9 @@ def find(cur: psycopg.Cursor, tenant_id: uuid.UUID,
 
 
 def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
-          texts: Sequence[str]) -> list[list[tuple[str, bool]]] | None:
+          texts: Sequence[str]) -> list[list[tuple[str, bool]]]:
     """Each text cut into clauses, each clause with whether it carries a forgotten fact in
-    ``path``'s scope; None when the tenant has forgotten nothing (nothing to cut)."""
-    if not tenant_keys(cur, tenant_id):
-        return None
+    ``path``'s scope (none does where the tenant has forgotten nothing)."""
     pieces = [clauses(t) or [t] for t in texts]
     flat = [(path, canonicalize(c), None, None) for one in pieces for c in one]
     hit = find(cur, tenant_id, flat)
@@ -352,4 +356,4 @@ def split(cur: psycopg.Cursor, tenant_id: uuid.UUID, path: str,
 
 
 __all__ = ["Feature", "carries", "clauses", "features", "find", "fingerprint", "held_elsewhere",
-           "keyed", "probes", "split", "tenant_key", "tenant_keys", "zipf"]
+           "keyed", "keyed_probes", "probes", "split", "tenant_key", "tenant_keys", "zipf"]

@@ -262,14 +262,12 @@ def _carried_live(cur: psycopg.Cursor, t: dict[str, Any]) -> bool:
     secret = bytes(cur.execute("SELECT secret FROM fingerprint_keys WHERE id = %s",
                                (t["key_id"],)).fetchone()["secret"])
     hashes = [bytes(h) for h in t["fingerprint"]]
-    for m in cur.execute(
+    return any(
+        fingerprints.carries(hashes, t["weights"], t["kinds"], fingerprints.keyed_probes(
+            secret, m["canonical"], m["slot"], m["value"]))
+        for m in cur.execute(
             "SELECT canonical, slot, value FROM memories WHERE tenant_id = %(tenant)s"
-            " AND path <@ %(path)s::ltree AND status IN ('active', 'candidate')", t).fetchall():
-        probe = {fingerprints.keyed(secret, p)
-                 for p in fingerprints.probes(m["canonical"], m["slot"], m["value"])}
-        if fingerprints.carries(hashes, t["weights"], t["kinds"], probe):
-            return True
-    return False
+            " AND path <@ %(path)s::ltree AND status IN ('active', 'candidate')", t).fetchall())
 
 
 def _held_live(cur: psycopg.Cursor, t: dict[str, Any]) -> bool:

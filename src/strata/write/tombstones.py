@@ -146,7 +146,8 @@ def lift_one(cur: psycopg.Cursor, caller: Caller, tombstone_id: uuid.UUID) -> di
     caller.require(row["path"], Level.owner, field="tombstone_id")
     if not row["in_force"]:
         return row
+    # until = now() is not after now(): the row returned says it is no longer in force.
     return cur.execute(
         f"UPDATE tombstones t SET until = now() WHERE t.tenant_id = %s AND t.id = %s"
-        f" RETURNING {TOMBSTONE_COLUMNS.replace('(t.until IS NULL OR t.until > now())', 'false')}",
+        f" RETURNING {TOMBSTONE_COLUMNS}",
         (caller.tenant_id, tombstone_id)).fetchone()
