@@ -245,8 +245,13 @@ def score_scenario(db, embedder, caller, scenario: dict[str, Any], path: str
         results = (ask(db, embedder, caller, e["query"], path, now)
                    if e["kind"] == "current" else [])
         held, found = judge(e, active, results, answers)
-        out.append({"kind": e["kind"], "held": held, "found": found,
-                    **{k: e[k] for k in ("query", "answer", "words") if k in e}})
+        scored = {"kind": e["kind"], "held": held, "found": found,
+                  **{k: e[k] for k in ("query", "answer", "words") if k in e}}
+        if e["kind"] == "current":
+            # Stored at all (some active memory holds the answer), first or not: tells an
+            # extraction miss from a ranking miss.
+            scored["stored"] = any(holds_all(c, e["answer"]) for c in active)
+        out.append(scored)
     return out
 
 
@@ -313,6 +318,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "scenarios": overall["scenarios"],
         "current_answered_first": by_kind["current"]["held"],
         "current_total": by_kind["current"]["total"],
+        "current_stored": sum(e.get("stored", False) for r in results for e in r["expect"]),
         "by_kind": by_kind,
         "by_category": by_category,
         "receipts": dict(Counter(s for r in results for s in r.get("receipts", []))),
