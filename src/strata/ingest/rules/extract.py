@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    belongings, decisions, health, identity, negations, people, plans, preferences, statements,
+    answers, belongings, decisions, health, identity, negations, people, plans, preferences, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
@@ -19,7 +19,8 @@ from strata.ingest.rules.instructions import instruction, instruction_slot
 from strata.ingest.rules.person import named, third_person
 from strata.ingest.rules.screen import about_speaker, screen
 from strata.ingest.rules.text import (
-    CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, REPORTED, Lead, clauses, clean, expand,
+    CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, QUESTION_START, REPORTED, Lead, clauses,
+    clean, expand,
     remove_date, sentences, squash, strip_leads,
 )
 from strata.write import secrets
@@ -65,15 +66,18 @@ class RuleExtractor:
         thread = Thread()
         for index, message in enumerate(messages):
             if message.role == "assistant":
-                # Never a fact about the user, but what a short answer ("no, Lyon") corrects.
+                # Never a fact about the user, but what a short answer ("no, Lyon") corrects,
+                # and the question a fragment ("boulder") answers.
                 thread.antecedent = _claim(message.content, message.at or now) or (
                     thread.antecedent)
+                thread.frames = answers.frames(message.content, thread.said)
                 continue
             if message.role != "user":
                 continue
             said = read_message(message.content, message.at or now, index, message.name, thread)
             out.memories.extend(said.memories)
             out.not_kept.extend(said.not_kept)
+            thread.said, thread.frames = message.content, []
         return out
 
 
@@ -83,6 +87,11 @@ class Thread:
     which a short correction ("actually it's Porto, not Lisbon", "no, Lyon") replaces."""
 
     antecedent: Result | None = None
+    # The questions of the assistant's last message (``answers.frames``), which the user's
+    # next message may answer in fragments; and what the user said last, for the "she" or
+    # "the boys" of such a question.
+    frames: list[answers.Frame] = field(default_factory=list)
+    said: str = ""
 
 
 _TAG_QUESTION = re.compile(r"[,\s]*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you|"
@@ -175,10 +184,27 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
     out = _Reading()
     seen: set[tuple] = set()
     carry_change = False
+    fragments: list[str] = []  # clauses that say nothing alone: answers, when a question asked
 
     def skip(reason: str, clause: str | None) -> None:
         out.not_kept.append(NotKept(message=index, reason=reason,
                                     text=None if clause is None else clause[:_NOT_KEPT_TEXT]))
+
+    def keep(found: Result, clause: str) -> None:
+        for one in (found, *found.also):
+            candidate = Candidate(
+                content=named(one.content, name)[:4000], kind=one.kind, slot=one.slot,
+                value=one.value, valid_from=one.valid_from, valid_to=one.valid_to,
+                confidence=round(min(max(one.confidence, 0.0), 1.0), 2),
+                asserts_change=one.change, evidence=[index],
+            )
+            key = (candidate.kind, candidate.slot, candidate.value,
+                   canonicalize(candidate.content))
+            if key in seen:
+                skip("duplicate", clause)
+            else:
+                seen.add(key)
+                out.memories.append(candidate)
 
     for sentence in sentences(clean(text)):
         if secrets.contains_secret(sentence):
@@ -186,8 +212,11 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             skip("secret", None)
             continue
         if sentence.rstrip().endswith("?"):
-            skip("question", sentence)
-            continue
+            said, asked = asked_after(sentence)
+            skip("question", asked)
+            if not said:
+                continue
+            sentence = said
         opening = strip_leads(sentence).text
         if any(HYPOTHETICAL_START.match(s) for s in (sentence.lstrip(_EDGE), opening)):
             skip("hypothetical", sentence)
@@ -198,27 +227,84 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             if isinstance(found, Result) and found.slot and found.value:
                 thread.antecedent = found
             if isinstance(found, str):
-                if not _marks_change(clause):
+                if thread.frames and _answers(found, clause):
+                    fragments.append(clause)
+                elif not _marks_change(clause):
                     skip(found, clause)
                 continue
-            for one in (found, *found.also):
-                candidate = Candidate(
-                    content=named(one.content, name)[:4000], kind=one.kind, slot=one.slot,
-                    value=one.value, valid_from=one.valid_from, valid_to=one.valid_to,
-                    confidence=round(min(max(one.confidence, 0.0), 1.0), 2),
-                    asserts_change=one.change, evidence=[index],
-                )
-                key = (candidate.kind, candidate.slot, candidate.value,
-                       canonicalize(candidate.content))
-                if key in seen:
-                    skip("duplicate", clause)
-                else:
-                    seen.add(key)
-                    out.memories.append(candidate)
+            keep(found, clause)
+    for clause, found in _answered(thread.frames, fragments, at):
+        if isinstance(found, str):
+            skip(found, clause)
+        else:
+            keep(found, clause)
     if not out.memories and not out.not_kept:
         # Nothing that reads as a sentence (an emoji, a code block, a quote): said so too.
         skip("no_statement", text.strip() or None)
     return Extraction(memories=out.memories, not_kept=out.not_kept)
+
+
+# Where a question starts after something said: "I'm allergic to penicillin — what can I
+# take instead?", "I just opened an account with Ally, do they refund ATM fees?", "as a
+# nurse, which certification should I get?".
+_ASKED_AFTER = re.compile(r"(?:\s+[-–—]+\s+|[,:;]\s+|\.\.+\s*)(?=\S)")
+_AS_A = re.compile(r"(?:^|[,.;:]\s*)as\s+(?P<what>an?\s+[\w-]+(?:\s+[\w-]+){0,3})$", re.I)
+
+
+def asked_after(sentence: str) -> tuple[str, str]:
+    """A sentence ending in a question split into what it says first and what it asks:
+    ``("I'm allergic to penicillin", "what can I take instead?")``. The first part is empty
+    when the whole sentence asks. A role the speaker asks from ("as a nurse, which ...") is
+    said: "I am a nurse"."""
+    start = 0
+    for m in _ASKED_AFTER.finditer(sentence):
+        rest = strip_leads(sentence[m.end():]).text
+        if QUESTION_START.match(expand(rest)) or rest.lower().startswith(("any ", "anyone ")):
+            start = m.end()
+            break
+    said, asked = sentence[:start].rstrip(" ,:;-–—."), sentence[start:]
+    role = _AS_A.search(said)
+    if role is not None:
+        said = f"{said[:role.start()]}. I am {role['what']}".lstrip(". ")
+    return said.strip(), asked
+
+
+def _answers(reason: str, clause: str) -> bool:
+    """Whether a clause no family kept may be a short answer to the assistant's question:
+    it says nothing alone ("boulder", "11 and 8", "nah"), rather than something refused
+    (a question, a hypothetical, someone else's words)."""
+    if reason not in ("no_statement", "small_talk"):
+        return False
+    text = strip_leads(clause).text
+    if not text:
+        return bool(answers.YES_OR_NO.match(clause.strip()))
+    return reason == "no_statement" and screen(expand(text), clause) is None
+
+
+def _answered(frames: list[answers.Frame], fragments: list[str], at: datetime
+              ) -> list[tuple[str, Result | str]]:
+    """Each fragment read with the question part it answers, in order (more fragments
+    than questions: the rest answer the last one)."""
+    if not frames or not fragments:
+        return [(f, "no_statement") for f in fragments]
+    paired = list(zip(frames, fragments))
+    if len(fragments) > len(frames):
+        last = ", ".join(fragments[len(frames) - 1:])
+        paired[-1] = (frames[-1], last)
+    out: list[tuple[str, Result | str]] = []
+    for frame, fragment in paired:
+        sentence = frame.fill(fragment)
+        found = _clause(sentence, at, False) if sentence else "no_statement"
+        if frame.wh is None and sentence is None and not answers.YES_OR_NO.match(fragment):
+            # "Are you shopping for a replacement?" → "rice did nothing": not an answer.
+            out.append((fragment, found))
+            continue
+        if not isinstance(found, Result):
+            content = answers.answer_content(frame, fragment)
+            found = Result(third_person(content) if content else content, "fact",
+                           confidence=answers.CONFIDENCE, valid_from=at)
+        out.append((fragment, found))
+    return out
 
 
 def _marks_change(clause: str) -> bool:
