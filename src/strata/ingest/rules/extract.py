@@ -5,6 +5,7 @@ the candidate. Every clause ends as a candidate or as a ``NotKept`` with its rea
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -206,17 +207,21 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 seen.add(key)
                 out.memories.append(candidate)
 
-    for sentence in sentences(clean(text)):
-        if secrets.contains_secret(sentence):
-            # The whole sentence: a clause split could leave the secret's label in one part.
-            skip("secret", None)
-            continue
-        if sentence.rstrip().endswith("?"):
-            said, asked = asked_after(sentence)
-            skip("question", asked)
-            if not said:
-                continue
-            sentence = said
+    def said() -> Iterator[str]:
+        """The message's sentences, each question cut to what it says before it asks."""
+        for sentence in sentences(clean(text)):
+            if secrets.contains_secret(sentence):
+                # The whole sentence: a clause split could leave the secret's label in one
+                # part.
+                skip("secret", None)
+            elif sentence.rstrip().endswith("?"):
+                before, asked = asked_after(sentence)
+                skip("question", asked)
+                yield from sentences(before)
+            else:
+                yield sentence
+
+    for sentence in said():
         opening = strip_leads(sentence).text
         if any(HYPOTHETICAL_START.match(s) for s in (sentence.lstrip(_EDGE), opening)):
             skip("hypothetical", sentence)
@@ -263,8 +268,9 @@ def asked_after(sentence: str) -> tuple[str, str]:
             start = m.end()
             break
     said, asked = sentence[:start].rstrip(" ,:;-–—."), sentence[start:]
-    role = _AS_A.search(said)
+    role = _AS_A.search(said) or _AS_A.search(strip_leads(said).text)
     if role is not None:
+        said = said if _AS_A.search(said) else strip_leads(said).text
         said = f"{said[:role.start()]}. I am {role['what']}".lstrip(". ")
     return said.strip(), asked
 
@@ -300,9 +306,11 @@ def _answered(frames: list[answers.Frame], fragments: list[str], at: datetime
             out.append((fragment, found))
             continue
         if not isinstance(found, Result):
-            content = answers.answer_content(frame, fragment)
-            found = Result(third_person(content) if content else content, "fact",
-                           confidence=answers.CONFIDENCE, valid_from=at)
+            # What no family reads stays as said: the sentence the answer completes, or
+            # else the question's topic and the answer.
+            content = (third_person(expand(sentence)) if sentence
+                       else answers.answer_content(frame, fragment))
+            found = Result(content, "fact", confidence=answers.CONFIDENCE, valid_from=at)
         out.append((fragment, found))
     return out
 

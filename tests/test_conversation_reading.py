@@ -1,0 +1,192 @@
+"""Reading the conversation, not the sentence (issue 35), through POST /v1/ingest with the rule
+extractor on a real database, on generated exchanges:
+
+- a short answer is read with the assistant's question it answers ("Where are you based?" →
+  "boulder" is where the user lives), whichever question word, subject and value;
+- what a sentence says before the question it ends with is kept ("I'm allergic to X — what
+  can I take instead?").
+
+Each generated case has its control: the same fragment after an assistant message that asks
+nothing (or asks about something else than the user) stores nothing naming the value, and the
+same question alone stores nothing — so the question is what made the fragment a fact.
+Values are invented words, so nothing but the answer can put them in a memory.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from strata.ingest.rules.answers import frames
+
+ONSETS = ["k", "v", "z", "dr", "qu", "th", "br", "m", "s", "gr", "pl"]
+VOWELS = ["a", "o", "e", "ui", "ae", "y"]
+CODAS = ["rv", "x", "ld", "nth", "sk", "rn", "lt"]
+
+
+def _invented() -> st.SearchStrategy[str]:
+    syllable = st.tuples(st.sampled_from(ONSETS), st.sampled_from(VOWELS),
+                         st.sampled_from(CODAS)).map("".join)
+    return st.lists(syllable, min_size=2, max_size=3).map("".join)
+
+
+NAME = _invented()
+CASE = st.sampled_from([str.lower, str.capitalize])
+OPENER = st.sampled_from(["", "Sure. ", "Got it! ", "Happy to help. ", "Good question. "])
+AFTER = st.sampled_from(["", " That will help me narrow it down.", " I'll keep it in mind."])
+TONE = st.sampled_from(["", " lol", " ugh", " tbh", "!!"])
+
+CASES = settings(max_examples=14, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                        HealthCheck.too_slow])
+
+
+@st.composite
+def exchange(draw) -> dict:
+    """An assistant question about the user, the user's fragment answer, and the words a
+    memory of it must hold (the value, and what the question asked about)."""
+    value = draw(CASE)(draw(NAME))
+    shape = draw(st.sampled_from(
+        ["where", "which", "whats", "time", "choice", "have", "who", "kind", "how_old"]))
+    before = None
+    if shape == "where":
+        verb = draw(st.sampled_from(["based", "living", "located", "staying"]))
+        question, topic = f"Where are you {verb} these days?", verb
+    elif shape == "which":
+        noun = draw(st.sampled_from(["pharmacy", "gym", "bank", "grocery store", "vet"]))
+        verb = draw(st.sampled_from(["use", "go to"]))
+        question, topic = f"Which {noun} do you {verb}?", noun.split()[-1]
+    elif shape == "whats":
+        noun = draw(st.sampled_from(["budget", "shoe size", "commute", "team", "username"]))
+        question, topic = f"What's your {noun}?", noun.split()[-1]
+        if noun == "budget":
+            value = str(draw(st.integers(200, 9000)))
+    elif shape == "time":
+        verb = draw(st.sampled_from(["wake up", "get up", "leave for work", "go to bed"]))
+        question, topic = f"What time do you usually {verb}?", verb.split()[0]
+        value = str(draw(st.integers(1, 11)))
+    elif shape == "choice":
+        other = draw(NAME.filter(lambda n: n != value.lower())).capitalize()
+        prep = draw(st.sampled_from(["on", "with", "using"]))
+        first = draw(st.booleans())
+        pair = f"{value.capitalize()} or {other}" if first else f"{other} or {value.capitalize()}"
+        question, topic = f"Are you {prep} {pair}?", None
+    elif shape == "have":
+        noun = draw(st.sampled_from(["preference", "favorite", "go-to brand", "nickname"]))
+        question, topic = f"Do you have a {noun}?", noun.split()[-1]
+    elif shape == "who":
+        noun = draw(st.sampled_from(["manager", "dentist", "landlord", "coach"]))
+        question, topic = f"Who is your {noun} now?", noun
+        value = value.capitalize()
+    elif shape == "kind":
+        question, topic = draw(st.sampled_from([
+            ("What kind of work do you do?", "work"),
+            ("What do you do for a living?", "living")]))
+    else:  # how_old: the subject is what the user just spoke of as theirs
+        noun = draw(st.sampled_from(["son", "daughter", "dog", "cat", "nephew"]))
+        before = f"any ideas for a birthday present for my {noun}?"
+        question, topic = f"How old is your {noun}?", noun
+        value = str(draw(st.integers(2, 17)))
+    return {"question": draw(OPENER) + question + draw(AFTER), "answer": value + draw(TONE),
+            "value": value, "topic": topic, "before": before, "shape": shape,
+            "unchosen": other if shape == "choice" else None}
+
+
+def _path() -> str:
+    return f"users.r{uuid.uuid4().hex[:12]}"
+
+
+def _talk(client, h, path: str, *turns: tuple[str, str]) -> list[str]:
+    messages = [{"role": role, "content": text} for role, text in turns]
+    r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
+                                                   "messages": messages})
+    assert r.status_code == 200, r.text
+    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
+    assert r.status_code == 200, r.text
+    return [m["content"] for m in r.json()["items"]]
+
+
+def _word(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
+
+
+def _turns(e: dict, assistant: str) -> list[tuple[str, str]]:
+    opening = [("user", e["before"])] if e["before"] else []
+    return [*opening, ("assistant", assistant), ("user", e["answer"])]
+
+
+@given(e=exchange())
+@CASES
+def test_a_fragment_answer_is_read_with_the_question(client, tenant, e):
+    h = tenant.headers
+    stored = _talk(client, h, _path(), *_turns(e, e["question"]))
+    holding = [c for c in stored if _word(c, e["value"])]
+    assert holding, (e, stored)
+    if e["topic"]:  # the memory says what the value is: it stands alone
+        assert any(re.search(rf"\b{e['topic']}", c, re.I) for c in holding), (e, holding)
+    if e["unchosen"]:  # the alternative not chosen is not the user's
+        assert not any(_word(c, e["unchosen"]) for c in stored), (e, stored)
+
+    # Control: the same fragment after an assistant message that asks nothing is no fact.
+    told = "Here are a few ideas you could try." if not e["before"] else "Good luck with it!"
+    stored = _talk(client, h, _path(), *_turns(e, told))
+    assert not any(_word(c, e["value"]) for c in stored), (e, stored)
+
+
+@given(e=exchange())
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_question_about_the_moment_frames_no_answer(client, tenant, e):
+    """"How long ago did it happen?" asks about an event, not the person: its answer, and
+    the question alone, store nothing."""
+    h = tenant.headers
+    stored = _talk(client, h, _path(), ("assistant", "How long ago did it happen?"),
+                   ("user", e["answer"]))
+    assert not any(_word(c, e["value"]) for c in stored), (e, stored)
+    assert _talk(client, h, _path(), ("assistant", e["question"])) == []
+
+
+def test_frames_split_a_compound_question_and_pair_answers_in_order(client, tenant):
+    h = tenant.headers
+    q = "Quick check: what's your budget, and are you set on Zorvax or Plimtoe?"
+    assert len(frames(q)) == 2
+    stored = _talk(client, h, _path(), ("assistant", q), ("user", "900 max. plimtoe"))
+    assert any(_word(c, "budget") and _word(c, "900") for c in stored), stored
+    assert any(_word(c, "plimtoe") for c in stored), stored
+    assert not any(_word(c, "zorvax") for c in stored), stored
+
+
+NOUNS = st.sampled_from(["allergic to", "a nurse at", "a member of", "moving to", "working at"])
+ASKS = st.sampled_from(["what should I do", "which one would you pick", "how do I start",
+                        "any tips", "do they have a good app", "is that normal",
+                        "can you make me a checklist"])
+SEPARATORS = st.sampled_from([" — ", ", ", ": ", " - "])
+
+
+@given(what=NOUNS, value=NAME, sep=SEPARATORS, ask=ASKS, lead=st.sampled_from(["", "ok so "]))
+@CASES
+def test_what_is_said_before_a_question_is_kept(client, tenant, what, value, sep, ask, lead):
+    h = tenant.headers
+    value = value.capitalize()
+    stored = _talk(client, h, _path(), ("user", f"{lead}I'm {what} {value}{sep}{ask}?"))
+    assert any(_word(c, value) for c in stored), stored
+    # Control: the value inside the question itself is not a fact about the user.
+    stored = _talk(client, h, _path(), ("user", f"{ask} if I'm {what} {value}?"))
+    assert not any(_word(c, value) for c in stored), stored
+
+
+@given(role=st.sampled_from(["nurse", "architect", "teacher", "career coach", "data analyst"]),
+       ask=ASKS, lead=st.sampled_from(["", "anyway, ", "so "]))
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_the_role_a_question_is_asked_from_is_kept(client, tenant, role, ask, lead):
+    h = tenant.headers
+    article = "an" if role[0] in "aeiou" else "a"
+    stored = _talk(client, h, _path(), ("user", f"{lead}as {article} {role}, {ask}?"))
+    assert any(_word(c, role) for c in stored), stored
+    # Control: "as" inside the question names no role of the user's.
+    stored = _talk(client, h, _path(), ("user", f"{ask} as {article} {role}?"))
+    assert not any(_word(c, role) for c in stored), stored
