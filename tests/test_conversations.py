@@ -38,7 +38,7 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 assert T0.strftime("%A") == "Monday"
 
 REASONS = {"question", "hypothetical", "reported", "past", "other_person", "small_talk", "secret",
-           "vague", "no_statement", "model_skipped", "too_long"}
+           "vague", "no_statement", "model_skipped", "too_long", "correction"}
 
 
 def at(y: int, m: int, d: int, hour: int = 9) -> datetime:

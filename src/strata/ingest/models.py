@@ -87,7 +87,7 @@ class IngestRequest(BaseModel):
 # user message; a model extractor for every user message it took nothing from.
 NotKeptReason = Literal[
     "question", "hypothetical", "reported", "past", "other_person", "small_talk", "secret",
-    "vague", "no_statement", "duplicate", "model_skipped", "too_long",
+    "vague", "no_statement", "duplicate", "model_skipped", "too_long", "correction",
 ]
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    answers, belongings, decisions, health, identity, negations, people, plans, preferences, statements,
+    answers, belongings, corrections, decisions, health, identity, negations, people, plans, preferences, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
@@ -76,9 +76,10 @@ class RuleExtractor:
             if message.role != "user":
                 continue
             said = read_message(message.content, message.at or now, index, message.name, thread)
-            out.memories.extend(said.memories)
+            thread.kept.extend(said.memories)
             out.not_kept.extend(said.not_kept)
             thread.said, thread.frames = message.content, []
+        out.memories = thread.kept
         return out
 
 
@@ -93,6 +94,9 @@ class Thread:
     # "the boys" of such a question.
     frames: list[answers.Frame] = field(default_factory=list)
     said: str = ""
+    # The candidates of the conversation's earlier messages, which a correction ("*Venice",
+    # "scratch that, it's 10 mg") fixes in place.
+    kept: list[Candidate] = field(default_factory=list)
 
 
 _TAG_QUESTION = re.compile(r"[,\s]*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you|"
@@ -121,7 +125,7 @@ def _claim(text: str, at: datetime) -> Result | None:
 
 _ELLIPSIS = re.compile(
     r"^(?:(?:it|that)\s+is|it's|that's|i\s+meant|i\s+mean|make\s+(?:that|it))?\s*"
-    r"(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:[\s,]+(?:and\s+)?not\s+(?P<y>[\w'.&-]+"
+    r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:[\s,]+(?:and\s+)?not\s+(?P<y>[\w'.&-]+"
     r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
 
 
@@ -221,13 +225,42 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             else:
                 yield sentence
 
+    def corrected(clause: str, marked: bool) -> bool:
+        """Whether ``clause`` corrected a candidate of this conversation (fixed in place)."""
+        lead = strip_leads(clause)
+        earlier = len(thread.kept)
+        fixed = corrections.fix(lead.text, marked or lead.marker or lead.change,
+                                thread.kept + out.memories)
+        if fixed is None:
+            return False
+        where, at_index = ((thread.kept, fixed.index) if fixed.index < earlier
+                           else (out.memories, fixed.index - earlier))
+        where[at_index] = where[at_index].model_copy(update={
+            "content": fixed.content, "value": fixed.value, "asserts_change": True,
+            "evidence": sorted({*where[at_index].evidence, index})})
+        return True
+
     for sentence in said():
         opening = strip_leads(sentence).text
         if any(HYPOTHETICAL_START.match(s) for s in (sentence.lstrip(_EDGE), opening)):
             skip("hypothetical", sentence)
             continue
+        marked = strip_leads(sentence).marker
         for clause in clauses(sentence):
-            found = _corrected(clause, thread.antecedent) or _clause(clause, at, carry_change)
+            # A slotted statement corrected is a new value of its slot ("actually it's Porto,
+            # not Lisbon"): the write path supersedes. Anything else said wrong in this
+            # conversation is fixed where it was said, before it is stored.
+            found = _corrected(clause, thread.antecedent)
+            if found is None:
+                if corrected(clause, marked or carry_change):
+                    continue
+                tail = _IT_IS_TAIL.search(clause) if marked or carry_change else None
+                if tail is not None and corrected(tail["tail"], True):
+                    clause = clause[:tail.start()]  # "scratch that, ..., it's 10 mg"
+                if corrections.names_a_slip(strip_leads(clause).text):
+                    skip("correction", clause)  # of the assistant's words: nothing of ours
+                    continue
+                found = _clause(clause, at, carry_change)
             carry_change |= _marks_change(clause)
             if isinstance(found, Result) and found.slot and found.value:
                 thread.antecedent = found
@@ -252,8 +285,17 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
 # Where a question starts after something said: "I'm allergic to penicillin — what can I
 # take instead?", "I just opened an account with Ally, do they refund ATM fees?", "as a
 # nurse, which certification should I get?".
-_ASKED_AFTER = re.compile(r"(?:\s+[-–—]+\s+|[,:;]\s+|\.\.+\s*)(?=\S)")
+_ASKED_AFTER = re.compile(
+    r"(?:\s+[-–—]+\s+|[,:;]\s+|\.\.+\s*|\s{2,}"
+    # No punctuation at all: a question's unmistakable opening ("... reading glasses is that
+    # normal?", "... in Denver what should I do?").
+    r"|\s+(?=(?:is|are|was|does|do|did|can|could|should|would|will)\s+(?:that|this|it|i|you|"
+    r"there|they|we)\b|(?:what|how|where|when|which|who|why)\s+(?:do|does|did|should|can|"
+    r"could|would|is|are|was|were)\s+(?:i|we|you|it|that|they|he|she)\b))(?=\S)", re.I)
 _AS_A = re.compile(r"(?:^|[,.;:]\s*)as\s+(?P<what>an?\s+[\w-]+(?:\s+[\w-]+){0,3})$", re.I)
+
+
+_IT_IS_TAIL = re.compile(r",\s+(?P<tail>(?:it's|it\s+is|that's|that\s+is)\s+.+)$", re.I)
 
 
 def asked_after(sentence: str) -> tuple[str, str]:

@@ -14,6 +14,9 @@ reasons on the receipt (``NotKept``); the checks run in the order of ``screen``.
   great!", "I'm so happy for you", "I can't wait", "I'm tired today").
 - ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself").
 - ``no_statement``: nothing the speaker says about themselves or their world.
+- ``correction`` (decided by the extractor, ``corrections``): the fix of a slip ("*Venice",
+  "Shawn with a w", "X not Y") with nothing in the conversation to fix: it corrects the
+  assistant.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ _SUBJECT_DROPPED = re.compile(
     r"picked|getting|taking|making|reading|playing|painting|writing|watching|heading|"
     r"researching|practicing|practising|volunteering|teaching|training|building|moved|"
     r"moving|launched|opened|adopted|applied|completed|won|lost|met|saw|quit|switched|"
+    r"landing|flying|arriving|staying|leaving|driving|traveling|travelling|starting|"
     r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna)\b",
     re.I,
 )

@@ -75,9 +75,16 @@ _NEW_CLAUSE = re.compile(
 )
 
 
+# Connectives that start a clause of its own whatever the first one says: "..., so that's
+# the date now", "..., because ...", "..., which means ...".
+_CONNECTIVE = re.compile(
+    r",\s+(?=(?:so|because|which\s+means)\s)"
+    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|that's|it's|now)\b)", re.I)
+
+
 def clauses(sentence: str) -> list[str]:
     out = []
-    for piece in _BUT.split(sentence):
+    for piece in (p for part in _BUT.split(sentence) for p in _CONNECTIVE.split(part)):
         start = 0
         for m in _NEW_CLAUSE.finditer(piece):
             left = piece[start:m.start()]
@@ -185,6 +192,10 @@ _ADDRESS = re.compile(
     r"(?-i:[A-Z][a-z]+)[,!]\s+(?=\S)")
 
 
+_TRAILING = re.compile(r"(?:[\s,]+(?:actually|btw|by\s+the\s+way|lol|lmao|haha+|tbh|fyi|"
+                       r"though|tho|anyway|anyways))+[\s.!]*$", re.I)
+
+
 def strip_leads(text: str) -> Lead:
     lead = Lead(text.strip(_EDGE.replace("'", "").replace('"', "")))
     for _ in range(8):
@@ -210,6 +221,12 @@ def strip_leads(text: str) -> Lead:
             if m["mark"] == "," and not _VOCATIVE.fullmatch(m["lead"].strip()):
                 lead.context = squash(f"{lead.context}, {m['lead']}" if lead.context
                                       else m["lead"])
+        tail = _TRAILING.search(lead.text)
+        if tail is not None and tail.start() > 0:
+            # "I'm 35 actually", "we moved to Austin btw": a lead-in said last.
+            lead.change |= bool(re.search(r"actually|now", tail.group(), re.I))
+            lead.marker |= bool(re.search(r"actually", tail.group(), re.I))
+            lead.text = lead.text[:tail.start()].rstrip(" ,")
         if lead.text == before:
             break
     return lead
