@@ -371,7 +371,8 @@ def test_cli_runs_a_folder(db, monkeypatch, capsys, tmp_path):
 
 
 def test_cli_names_the_data_it_cannot_read(tmp_path, capsys):
-    """Given a path that does not exist, and a folder without a *.json
+    """Given a path that does not exist, a folder without a *.json, and files that are not
+    scenario arrays (an object, a scenario without its fields, broken JSON)
     When `strata eval truth --data` names them
     Then it exits 2 naming --data, and no evaluation starts. Control: the folder with a
     scenario file in it passes that check (and runs: test_cli_runs_a_folder)."""
@@ -381,4 +382,10 @@ def test_cli_names_the_data_it_cannot_read(tmp_path, capsys):
         assert main(["eval", "truth", "--data", str(data), "--json"]) == 2
         err = json.loads(capsys.readouterr().err.strip().splitlines()[-1])["error"]
         assert err["code"] == "not_found" and err["option"] == "--data", err
+    bad = tmp_path / "bad.json"
+    for text in ('{"not": "a list"}', '[{"id": "x"}]', "[{"):
+        bad.write_text(text, encoding="utf-8")
+        assert main(["eval", "truth", "--data", str(bad), "--json"]) == 2
+        err = json.loads(capsys.readouterr().err.strip().splitlines()[-1])["error"]
+        assert err["code"] == "invalid_input" and err["option"] == "--data", err
     assert list(TINY.glob("*.json"))

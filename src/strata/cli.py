@@ -453,6 +453,12 @@ def cmd_eval_truth(args: argparse.Namespace) -> int:
         script = _eval_script("truth_eval")
     except _NoEvalScript as exc:
         return fail(args, str(exc), code="not_found")
+    try:  # every file read before a database starts: a bad one is named, not a traceback
+        for f in script.data_files(data):
+            script.read_scenarios(f)
+    except (ValueError, KeyError, TypeError) as exc:
+        return fail(args, f"{args.data}: not a scenario file as FORMAT.md says ({exc})",
+                    field="data")
     return script.main(argv)
 
 
