@@ -145,6 +145,8 @@ SAMPLES: dict[tuple[str, ...], Callable[[World], list[str]] | None] = {
     ("index", "run"): lambda w: ["index", "run", "--dry-run"],
     ("eval", "golden"): lambda w: ["eval", "golden"],
     ("eval", "locomo"): lambda w: ["eval", "locomo", "--data", w.locomo_file()],
+    ("eval", "truth"): lambda w: ["eval", "truth", "--data",
+                                  str(ROOT / "tests" / "data" / "truth_tiny" / "home.json")],
     ("completion",): lambda w: ["completion", "bash"],
     ("remember",): lambda w: ["remember", "I prefer green tea", "--path", "users.alice"],
     ("recall",): lambda w: ["recall", "tea"],

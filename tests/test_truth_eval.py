@@ -1,5 +1,7 @@
 """The truth-maintenance harness (eval/truth_eval.py) on a tiny scenario file written here
-(FORMAT.md's shape; not the dev set), with the hashing embedder and the rule extractor.
+(FORMAT.md's shape; not the dev set), with the hashing embedder and the rule extractor; then
+through the HTTP API (its default), which must score exactly as the core called in-process,
+on scenarios generated here and on a slice of the dev set; and `strata eval truth`.
 
 The scenarios' sentences are ones the rule extractor certainly keeps ("I moved to Lisbon
 last month.") or certainly drops (a question), so which expectations hold is known exactly,
@@ -11,6 +13,7 @@ scenario told again without its ``forget`` step, where the erased street must st
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ import pytest
 import support
 
 ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests" / "data" / "truth_tiny"  # two one-scenario files written for the tests
 truth_eval = support.load_module("truth_eval", ROOT / "eval" / "truth_eval.py", register=True)
 
 ELM = [{"at": "2026-03-01T08:00:00Z",
@@ -192,6 +196,7 @@ def test_main_prints_the_summary(tmp_path, capsys):
     summary = json.loads(captured.out)
     assert summary["scenarios"] == 1 and summary["expectations"] == {"held": 3, "total": 4}
     assert summary["embedder"] == "hash" and summary["elapsed_s"] > 0
+    assert summary["mode"] == "http"  # the script's default: through the API
     assert set(summary["by_category"]) == {"noise"}
     [failure] = [json.loads(line) for line in captured.err.splitlines() if line.startswith("{")]
     assert (failure["scenario"], failure["kind"], failure["words"]) == ("noise-01", "absent",
@@ -199,3 +204,188 @@ def test_main_prints_the_summary(tmp_path, capsys):
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["summary"] == summary and len(doc["failures"]) == 1
     assert doc["scenarios"][0]["held"] == HELD["noise-01"]
+
+
+# --------------------------------------------------------------------------------------
+# Through the API: the same verdicts as the core in-process
+# --------------------------------------------------------------------------------------
+
+CITIES = ["Porto", "Tallinn", "Quito", "Leeds", "Osaka", "Ghent", "Cusco", "Bergen"]
+JOBS = ["baker", "welder", "pilot", "librarian", "plumber", "surveyor"]
+PETS = [("cat", "Miso"), ("dog", "Biscuit"), ("parrot", "Kiwi"), ("rabbit", "Clover"),
+        ("hamster", "Nugget")]
+LIVES = ["I live in {}.", "I'm living in {} these days.", "I've lived in {} for years."]
+MOVES = ["I moved to {} last month.", "We just moved to {}.", "I live in {} now."]
+WORKS = ["I work as a {}.", "I'm a {} by trade.", "My job: I'm a {}."]
+ASIDES = ["What's the weather like tomorrow?", "Can you recommend a good book?",
+          "Is it going to rain on Friday?"]
+OWNS = ["I have a {} named {}.", "My {} is called {}.", "We adopted a {} named {}."]
+
+
+def generated(seed: int) -> list[dict]:
+    """Scenarios of FORMAT.md's shape from templates crossed with values (a move, a job beside
+    a question, a pet erased then a job kept), in random phrasings and days."""
+    rng = random.Random(seed)
+
+    def at(month: int) -> str:
+        return f"2026-{month:02d}-{rng.randint(1, 28):02d}T{rng.randint(7, 21):02d}:00:00Z"
+
+    def said(*texts: str) -> list[dict]:
+        return [{"role": "user", "content": t} for t in texts]
+
+    out = []
+    for n in range(2):
+        old, new = rng.sample(CITIES, 2)
+        job = rng.choice(JOBS)
+        kind, name = rng.choice(PETS)
+        out += [
+            {"id": f"gen-move-{n}", "category": "change", "sessions": [
+                {"at": at(1 + n), "messages": said(rng.choice(LIVES).format(old))},
+                {"at": at(5 + n), "messages": said(rng.choice(MOVES).format(new))}],
+             "expect": [{"kind": "current", "query": "where does the user live?",
+                         "answer": [new]},
+                        {"kind": "stale", "words": [old]}, {"kind": "kept", "words": [new]}]},
+            {"id": f"gen-noise-{n}", "category": "noise", "sessions": [
+                {"at": at(3), "messages": said(rng.choice(WORKS).format(job),
+                                               rng.choice(ASIDES))}],
+             "expect": [{"kind": "kept", "words": [job]},
+                        {"kind": "current", "query": "what is the user's job?",
+                         "answer": [job]},
+                        {"kind": "absent", "words": [job]}]},  # control: it is kept
+            {"id": f"gen-forget-{n}", "category": "forget", "sessions": [
+                {"at": at(2), "messages": said(rng.choice(OWNS).format(kind, name))},
+                {"at": at(4), "messages": said(rng.choice(WORKS).format(job))}],
+             "forget": [{"after_session": 0, "words": [name]}],
+             "expect": [{"kind": "absent", "words": [name]}, {"kind": "kept", "words": [job]},
+                        {"kind": "kept", "words": [name]}]},  # control: it was erased
+        ]
+    return out
+
+
+def verdicts(results: list[dict]) -> list[tuple]:
+    """Everything a run decided, per scenario: receipts, forgets, each expectation's verdict
+    and what was found: the search's results in their order; the memories in question as a
+    multiset (memories written by one request share their created_at, and the listing breaks
+    that tie by their random ids, in either mode)."""
+    return [(r["id"], r.get("receipts"), r.get("forgotten"), r.get("error"),
+             [(e["kind"], e["held"],
+               e["found"] if e["kind"] == "current" else sorted(e["found"]), e.get("stored"))
+              for e in r["expect"]])
+            for r in results]
+
+
+def assert_timed(summary: dict, ingests: int, searches: int) -> None:
+    """Every ingest and search request timed, in positive milliseconds."""
+    lat = summary["latency"]
+    assert lat["ingest"]["n"] == ingests and lat["search"]["n"] == searches, lat
+    for what in ("ingest", "search"):
+        assert 0 < lat[what]["p50_ms"] <= lat[what]["p95_ms"] <= lat[what]["max_ms"], lat
+
+
+def test_http_scores_as_the_core_does(db, embedder, settings):
+    """Given scenarios generated from templates (and the hand-written ones above)
+    When they run through the HTTP API (uvicorn, httpx, the owner's key) and through the core
+    in-process, each in a tenant of its own on one database
+    Then every receipt, forget and verdict, with what was found, is the same; the run is not
+    empty (verdicts of both values, results found); and each mode timed every ingest (one per
+    session) and every search (one per current question)."""
+    scenarios = SCENARIOS + generated(seed=35)
+    core = truth_eval.run_scenarios(db, embedder, settings, scenarios, mode="in-process")
+    api = truth_eval.run_scenarios(db, embedder, settings, scenarios, mode="http")
+
+    assert not [r for r in api + core if "error" in r], [r.get("traceback") for r in api + core]
+    assert verdicts(api) == verdicts(core)
+    held = [e["held"] for r in api for e in r["expect"]]
+    assert True in held and False in held
+    assert sum(r["forgotten"] for r in api) >= 3  # the forget steps ran through the API
+    assert all(e["found"] for r in api for e in r["expect"] if e["kind"] == "current")
+
+    sessions = sum(len(s["sessions"]) for s in scenarios)
+    questions = sum(e["kind"] == "current" for s in scenarios for e in s["expect"])
+    assert_timed(truth_eval.summarise(api), sessions, questions)
+    assert_timed(truth_eval.summarise(core), sessions, questions)
+
+
+def dev_set() -> Path:
+    """The dev set, ``shared/data/truth/dev.json`` beside the checkout (a git worktree sits a
+    folder deeper: the first ancestor of the repository holding it)."""
+    for parent in ROOT.parents:
+        found = parent / "shared" / "data" / "truth" / "dev.json"
+        if found.is_file():
+            return found
+    pytest.fail(f"no shared/data/truth/dev.json above {ROOT}: the dev set is expected beside "
+                "the checkout")
+
+
+def test_a_dev_slice_through_the_api(db, embedder, settings):
+    """Given the dev set's first scenario of each category (read at run time; never copied)
+    When they run through the HTTP API, and through the core in-process
+    Then every category is there, no scenario raised, every receipt is final, the summary has
+    its shape (scores by category and kind, latency), and both modes decided the same."""
+    scenarios = truth_eval.read_scenarios(dev_set())
+    first: dict[str, tuple[int, dict]] = {}
+    for i, s in enumerate(scenarios):
+        first.setdefault(s["category"], (i, s))
+    picked = [s for _, s in first.values()]
+    paths = [f"users.s{i}" for i, _ in first.values()]
+    api = truth_eval.run_scenarios(db, embedder, settings, picked, paths=paths, mode="http")
+    core = truth_eval.run_scenarios(db, embedder, settings, picked, paths=paths,
+                                    mode="in-process")
+
+    assert len(picked) == 12, sorted(first)  # FORMAT.md's twelve categories
+    assert not [r for r in api if "error" in r], [r.get("traceback") for r in api]
+    assert {st for r in api for st in r["receipts"]} <= {"wrote", "meaningful_no_write"}
+    summary = truth_eval.summarise(api)
+    assert set(summary["by_category"]) == set(first)
+    assert set(summary["by_kind"]) == set(truth_eval.KINDS)
+    assert summary["expectations"]["total"] == sum(len(s["expect"]) for s in picked)
+    assert 0 <= summary["score"] <= 1 and summary["errors"] == []
+    assert_timed(summary, sum(len(s["sessions"]) for s in picked),
+                 sum(e["kind"] == "current" for s in picked for e in s["expect"]))
+    assert verdicts(api) == verdicts(core)
+
+
+def test_cli_runs_a_folder(db, monkeypatch, capsys, tmp_path):
+    """Given a folder of two scenario files (the throwaway database: this test's)
+    When `strata eval truth --data FOLDER --json --out F` runs
+    Then it prints one JSON object with a summary per file name, through the API, each
+    with its own scenarios, the forget step done, latency timed; --out holds the same."""
+    from strata.cli import main
+
+    monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
+    out = tmp_path / "report.json"
+    code = main(["eval", "truth", "--data", str(TINY), "--json", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summaries = json.loads(captured.out)
+    assert set(summaries) == {"home.json", "pets.json"}
+    for name, summary in summaries.items():
+        assert summary["data"] == name and summary["mode"] == "http"
+        assert summary["scenarios"] == 1 and summary["expectations"]["total"] == 3
+        assert summary["errors"] == []
+        assert_timed(summary, ingests=2, searches=1)
+    assert summaries["pets.json"]["forgotten"] >= 1
+    assert summaries["home.json"]["forgotten"] == 0  # control: it has no forget step
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert {name: d["summary"] for name, d in doc.items()} == summaries
+
+
+def test_cli_names_the_data_it_cannot_read(tmp_path, capsys):
+    """Given a path that does not exist, a folder without a *.json, and files that are not
+    scenario arrays (an object, a scenario without its fields, broken JSON)
+    When `strata eval truth --data` names them
+    Then it exits 2 naming --data, and no evaluation starts. Control: the folder with a
+    scenario file in it passes that check (and runs: test_cli_runs_a_folder)."""
+    from strata.cli import main
+
+    for data in (tmp_path / "nowhere", tmp_path):
+        assert main(["eval", "truth", "--data", str(data), "--json"]) == 2
+        err = json.loads(capsys.readouterr().err.strip().splitlines()[-1])["error"]
+        assert err["code"] == "not_found" and err["option"] == "--data", err
+    bad = tmp_path / "bad.json"
+    for text in ('{"not": "a list"}', '[{"id": "x"}]', "[{"):
+        bad.write_text(text, encoding="utf-8")
+        assert main(["eval", "truth", "--data", str(bad), "--json"]) == 2
+        err = json.loads(capsys.readouterr().err.strip().splitlines()[-1])["error"]
+        assert err["code"] == "invalid_input" and err["option"] == "--data", err
+    assert list(TINY.glob("*.json"))

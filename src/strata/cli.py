@@ -431,6 +431,37 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
         return fail(args, str(exc), code="not_found", field="data", hint=LOCOMO_SOURCE)
 
 
+def cmd_eval_truth(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    data = Path(args.data).expanduser()
+    if not data.exists():
+        return fail(args, f"{args.data} does not exist", code="not_found", field="data")
+    if data.is_dir() and not any(data.glob("*.json")):
+        return fail(args, f"{args.data} holds no *.json scenario file", code="not_found",
+                    field="data")
+    argv = [str(data), "--embedder", args.embedder]
+    if args.only:
+        argv += ["--only", args.only]
+    if args.limit:
+        argv += ["--limit", str(args.limit)]
+    if args.show_failures:
+        argv.append("--show-failures")
+    if args.out:
+        argv += ["--out", str(Path(args.out).expanduser())]
+    try:
+        script = _eval_script("truth_eval")
+    except _NoEvalScript as exc:
+        return fail(args, str(exc), code="not_found")
+    try:  # every file read before a database starts: a bad one is named, not a traceback
+        for f in script.data_files(data):
+            script.read_scenarios(f)
+    except (ValueError, KeyError, TypeError) as exc:
+        return fail(args, f"{args.data}: not a scenario file as FORMAT.md says ({exc})",
+                    field="data")
+    return script.main(argv)
+
+
 def cmd_completion(args: argparse.Namespace) -> int:
     import argcomplete
 
@@ -587,6 +618,23 @@ def build_parser() -> argparse.ArgumentParser:
                    "observation with the turns it cites, as its context; none: each alone")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.set_defaults(func=cmd_eval_locomo)
+    p = evals.add_parser("truth", help="truth maintenance on conversation scenarios, through "
+                         "the HTTP API on a throwaway embedded database",
+                         description="Truth maintenance: each scenario's sessions sent to "
+                         "/v1/ingest, its forget steps through the forget route, its questions "
+                         "to /v1/search, on a throwaway embedded database; prints the scores "
+                         "by category and kind, and ingest and search latency, as JSON.")
+    p.add_argument("--data", required=True, metavar="PATH",
+                   help="a scenario file (a JSON array, the truth set's FORMAT.md), or a folder: "
+                   "each *.json in it, one result per file name")
+    p.add_argument("--embedder", choices=("hash", "local"), default="hash")
+    p.add_argument("--only", metavar="CATEGORY", help="only this category's scenarios")
+    p.add_argument("--limit", type=_positive, help="at most this many scenarios per file")
+    p.add_argument("--show-failures", action="store_true",
+                   help="every failed expectation and what was found, on stderr")
+    p.add_argument("--out", metavar="FILE", help="also write the summary, each scenario's "
+                   "verdicts and (with --show-failures) the failures to FILE")
+    p.set_defaults(func=cmd_eval_truth)
 
     p = sub.add_parser("completion", help="print the shell code that completes strata's "
                        "commands and options: eval \"$(strata completion bash)\"")
