@@ -110,7 +110,9 @@ def _talk(client, h, path: str, *turns: tuple[str, str]) -> list[str]:
 
 
 def _word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
+    """``word`` in ``text`` as a whole word; a number also before its unit ("15" in "15mg")."""
+    after = r"(?!\d)" if word.isdigit() else r"(?![\w-])"
+    return re.search(rf"(?<![\w-]){re.escape(word)}{after}", text, re.I) is not None
 
 
 def _turns(e: dict, assistant: str) -> list[tuple[str, str]]:
@@ -190,3 +192,70 @@ def test_the_role_a_question_is_asked_from_is_kept(client, tenant, role, ask, le
     # Control: "as" inside the question names no role of the user's.
     stored = _talk(client, h, _path(), ("user", f"{ask} as {article} {role}?"))
     assert not any(_word(c, role) for c in stored), stored
+
+
+@st.composite
+def slip(draw) -> dict:
+    """A statement with a slip in it, the correction that follows, and the two values."""
+    kind = draw(st.sampled_from(["dose", "name", "count"]))
+    if kind == "dose":
+        drug = draw(NAME)
+        old, new = draw(st.lists(st.integers(2, 90).map(lambda n: n * 5), min_size=2,
+                                 max_size=2, unique=True))
+        unit = draw(st.sampled_from(["mg", "ml"]))
+        said = f"I take {old}{draw(st.sampled_from(['', ' ']))}{unit} of {drug} every morning"
+        fixes = [f"scratch that, it's {new} {unit}", f"oops, make that {new}{unit}",
+                 f"sorry, I meant {new} {unit}"]
+        return {"said": said, "fix": draw(st.sampled_from(fixes)), "old": f"{old}",
+                "new": f"{new}", "other": drug}
+    if kind == "name":
+        old = draw(NAME).capitalize()
+        # The right name is spelled alike: a typo or a spelling, not another person.
+        new = old[:-1] + draw(st.sampled_from([c for c in "aeiouy" if c != old[-1]]))
+        relation = draw(st.sampled_from(["sister", "coach", "landlord", "neighbor"]))
+        said = f"my {relation} {old} is visiting next week"
+        fixes = [f"*{new}", f"{new} not {old.lower()}", f"it's {new} with a {new[-1]}",
+                 f"oops, {new}, not {old}"]
+        return {"said": said, "fix": draw(st.sampled_from(fixes)), "old": old, "new": new,
+                "other": relation}
+    noun, other = draw(st.sampled_from([("kids", "cats"), ("dogs", "goats"),
+                                        ("bikes", "cars")]))
+    n = draw(st.integers(2, 6))
+    said = f"I have {n} {noun} and a tiny apartment"
+    return {"said": said, "fix": f"{n} {other}", "old": noun, "new": other, "other": "apartment"}
+
+
+@given(s=slip(), separate=st.booleans())
+@CASES
+def test_a_slip_corrected_in_the_conversation_is_never_stored(client, tenant, s, separate):
+    h = tenant.headers
+    turns = ([("user", s["said"]), ("user", s["fix"])] if separate
+             else [("user", f"{s['said']}. {s['fix']}")])
+    stored = _talk(client, h, _path(), *turns)
+    assert any(_word(c, s["new"]) and _word(c, s["other"]) for c in stored), (s, stored)
+    assert not any(_word(c, s["old"]) for c in stored), (s, stored)
+    # Control: without the correction, the slip is what was said, and it is stored.
+    stored = _talk(client, h, _path(), ("user", s["said"]))
+    assert any(_word(c, s["old"]) for c in stored), (s, stored)
+
+
+@given(value=NAME, other=NAME, form=st.sampled_from(["{x} not {y}", "*{x}", "{x} lol not {y}",
+                                                     "not {y}, {x}"]))
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_correction_of_the_assistant_stores_nothing_of_the_wrong_value(
+        client, tenant, value, other, form):
+    """The assistant got a name wrong; the user's fix has nothing of theirs to correct, so the
+    assistant's word is not stored, and the receipt says why."""
+    if value == other:
+        return
+    h = tenant.headers
+    x, y = value.capitalize(), other.capitalize()
+    messages = [{"role": "assistant", "content": f"Here is your plan for the trip with {y}."},
+                {"role": "user", "content": form.format(x=x, y=y)}]
+    r = client.post("/v1/ingest", headers=h, json={"path": _path(), "wait": True,
+                                                   "messages": messages})
+    assert r.status_code == 200, r.text
+    receipt = r.json()
+    assert [n["reason"] for n in receipt["not_kept"]] == ["correction"], receipt
+    assert receipt["items"] == [], receipt

@@ -36,7 +36,7 @@ _NOT_Y_X = re.compile(r"^not\s+(?P<y>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)[\s,]+(?:bu
 _IT_IS = re.compile(
     r"^(?:(?:it's|it\s+is|that's|that\s+is|i\s+meant|make\s+(?:that|it)|should\s+be|"
     r"should\s+have\s+said)\s+)?(?:definitely\s+|definately\s+|really\s+)?"
-    r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:\s+with\s+an?\s+\w\b.*)?$", re.I)
+    r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they|not|no)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:\s+with\s+an?\s+\w\b.*)?$", re.I)
 _COUNT = re.compile(r"\d+\s+[a-z]+", re.I)
 _SPELLED = re.compile(r"^(?:it's\s+|it\s+is\s+)?(?P<x>[\w'-]+)\s+with\s+an?\s+\w\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])(?P<n>\d+(?:[.,]\d+)?)\s?(?P<unit>[a-z%]+)?\b", re.I)
@@ -53,6 +53,17 @@ class Fix:
 
 def _words(text: str) -> list[str]:
     return re.findall(r"[\w'.&-]+", text)
+
+
+_SLIP_WORDS = re.compile(
+    r"^(?:(?:oops|sorry|wait|no|nope|nah|ugh|omg|oh|actually|ah|lol|my\s+bad|typo|"
+    r"scratch\s+that|i\s+meant|correction)[\s,!.:;-]+)+", re.I)
+
+
+def opening(clause: str) -> str:
+    """A clause without the words that announce a fix ("oops, Karla, not Karl" → "Karla,
+    not Karl"), which leaves a leading name where it is."""
+    return _SLIP_WORDS.sub("", clause.strip()).rstrip(" .!?,;:")
 
 
 def given_value(text: str, marked: bool) -> tuple[str, str | None] | None:

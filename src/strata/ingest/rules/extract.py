@@ -229,7 +229,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
         """Whether ``clause`` corrected a candidate of this conversation (fixed in place)."""
         lead = strip_leads(clause)
         earlier = len(thread.kept)
-        fixed = corrections.fix(lead.text, marked or lead.marker or lead.change,
+        fixed = corrections.fix(corrections.opening(clause), marked or lead.marker or lead.change,
                                 thread.kept + out.memories)
         if fixed is None:
             return False
@@ -257,7 +257,9 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 tail = _IT_IS_TAIL.search(clause) if marked or carry_change else None
                 if tail is not None and corrected(tail["tail"], True):
                     clause = clause[:tail.start()]  # "scratch that, ..., it's 10 mg"
-                if corrections.names_a_slip(strip_leads(clause).text):
+                    if not strip_leads(clause).text:
+                        continue
+                if corrections.names_a_slip(corrections.opening(clause)):
                     skip("correction", clause)  # of the assistant's words: nothing of ours
                     continue
                 found = _clause(clause, at, carry_change)
