@@ -59,6 +59,7 @@ _OWN_CLAUSE = re.compile(
     r"^(?!(?:at|on|in|by|around|about|every|each|next|last|this|after|before|until)\b)"
     r"[a-z]+\s+(?:starts?|begins?|ends?|opens?|closes?|runs?|is|are|was|were)\b", re.I)
 _ENDS_IN_PREPOSITION = re.compile(r"\b(?:like|on|for|with|about|in|at|to|from|into|of)$", re.I)
+MAX_WORDS = 8  # a short answer names a value; a longer reply is a statement of its own
 CONFIDENCE = 0.6  # a fragment read with its question: as sure as a plain statement
 YES_OR_NO = re.compile(r"^(?:yes|yeah|yep|yup|ya|yea|no|nope|nah|sure|not\s+really)\b", re.I)
 _YES_NO_WORD = re.compile(r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|ok|okay)\b", re.I)
@@ -242,6 +243,8 @@ def _frame(part: str, owned: list[str]) -> Frame | None:
     part = re.sub(r"^what\s+is\b", "what is", part, flags=re.I)
     part = _ASKER.sub("", part)
     m = _WH_QUESTION.match(part) or _YES_NO.match(part)
+    if m is not None and "wh" in m.groupdict() and (m["wh"] or "").casefold() in ("how", "why"):
+        return None  # "how did you manage?", "why?": answered by a story, not a value
     if m is not None:
         subject = _subject(m["subj"], owned)
         if subject is None:

@@ -319,6 +319,10 @@ def asked_after(sentence: str) -> tuple[str, str]:
     return said.strip(), asked
 
 
+_A_CLAUSE = re.compile(r"^(?:it|it's|this|that|that's|they|they're|he|she|he's|she's|there|"
+                       r"these|those|you|we)\b", re.I)
+
+
 def _answers(reason: str, clause: str) -> bool:
     """Whether a clause no family kept may be a short answer to the assistant's question:
     it says nothing alone ("boulder", "11 and 8", "nah"), rather than something refused
@@ -328,6 +332,8 @@ def _answers(reason: str, clause: str) -> bool:
     text = strip_leads(clause).text
     if not text:
         return bool(answers.YES_OR_NO.match(clause.strip()))
+    if len(text.split()) > answers.MAX_WORDS or _A_CLAUSE.match(text) or "[" in text:
+        return False  # a clause of its own ("it took time and effort"), not a value
     return reason == "no_statement" and screen(expand(text), clause) is None
 
 
