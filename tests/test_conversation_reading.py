@@ -259,3 +259,40 @@ def test_a_correction_of_the_assistant_stores_nothing_of_the_wrong_value(
     receipt = r.json()
     assert [n["reason"] for n in receipt["not_kept"]] == ["correction"], receipt
     assert receipt["items"] == [], receipt
+
+
+THINGS = st.sampled_from([("matcha", "drink"), ("Python", "write"), ("Postgres", "use"),
+                          ("Firefox", "use")])
+PEOPLE = st.sampled_from(["sister", "manager", "neighbor", "coach"])
+
+
+@given(thing=THINGS, how=st.sampled_from(["pretty much all I {v} these days",
+                                          "the only one I {v} now", "what I {v} every day"]),
+       joiner=st.sampled_from([". ", " — honestly ", ", "]))
+@CASES
+def test_it_takes_its_referent_from_what_the_user_just_named(client, tenant, thing, how,
+                                                              joiner):
+    h = tenant.headers
+    name, verb = thing
+    said = f"quick q about {name}, is the new version any good? it's {how.format(v=verb)}"
+    stored = _talk(client, h, _path(), ("user", said.replace(". it", joiner + "it")))
+    holding = [c for c in stored if _word(c, name)]
+    assert holding and not any(c.lower().startswith("it ") or c.lower().startswith("it's")
+                               for c in stored), stored
+    # Control: with nothing named before it, the statement is kept as said, "it" and all.
+    stored = _talk(client, h, _path(), ("user", f"it's {how.format(v=verb)}"))
+    assert not any(_word(c, name) for c in stored), stored
+
+
+@given(person=NAME, relation=PEOPLE, moved=NAME)
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_he_or_she_takes_the_person_just_named(client, tenant, person, relation, moved):
+    h = tenant.headers
+    who, place = person.capitalize(), moved.capitalize()
+    said = f"had coffee with {who} today. she came over from the {place} office last year"
+    stored = _talk(client, h, _path(), ("user", said))
+    assert any(c.startswith(who) and _word(c, place) for c in stored), stored
+    said = f"my {relation} is great. she came over from the {place} office last year"
+    stored = _talk(client, h, _path(), ("user", said))
+    assert any(_word(c, relation) and _word(c, place) for c in stored), stored

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    answers, belongings, corrections, decisions, health, identity, negations, people, plans, preferences, statements,
+    answers, belongings, corrections, referents, decisions, health, identity, negations, people, plans, preferences, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
@@ -195,10 +195,17 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
         out.not_kept.append(NotKept(message=index, reason=reason,
                                     text=None if clause is None else clause[:_NOT_KEPT_TEXT]))
 
+    heard: list[str] = [thread.said]  # what the user said, clause by clause
+    before = [thread.said]  # what they said before the clause at hand
+
     def keep(found: Result, clause: str) -> None:
         for one in (found, *found.also):
+            # "it's pretty much all I drink": "it" is what the user just named. With nothing
+            # named, the statement is kept as said: in a long conversation the referent is
+            # often the other speaker's, and the turn still says something of the speaker.
+            content = referents.resolve(one.content, before[0]) or one.content
             candidate = Candidate(
-                content=named(one.content, name)[:4000], kind=one.kind, slot=one.slot,
+                content=named(content, name)[:4000], kind=one.kind, slot=one.slot,
                 value=one.value, valid_from=one.valid_from, valid_to=one.valid_to,
                 confidence=round(min(max(one.confidence, 0.0), 1.0), 2),
                 asserts_change=one.change, evidence=[index],
@@ -222,6 +229,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 before, asked = asked_after(sentence)
                 skip("question", asked)
                 yield from sentences(before)
+                heard.append(asked)
             else:
                 yield sentence
 
@@ -247,6 +255,8 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             continue
         marked = strip_leads(sentence).marker
         for clause in clauses(sentence):
+            before[0] = " ".join(heard)
+            heard.append(clause)
             # A slotted statement corrected is a new value of its slot ("actually it's Porto,
             # not Lisbon"): the write path supersedes. Anything else said wrong in this
             # conversation is fixed where it was said, before it is stored.
@@ -263,6 +273,8 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                     skip("correction", clause)  # of the assistant's words: nothing of ours
                     continue
                 found = _clause(clause, at, carry_change)
+                if isinstance(found, str):
+                    found = _about_someone(clause, before[0], at, carry_change) or found
             carry_change |= _marks_change(clause)
             if isinstance(found, Result) and found.slot and found.value:
                 thread.antecedent = found
@@ -273,6 +285,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                     skip(found, clause)
                 continue
             keep(found, clause)
+    before[0] = " ".join(heard)
     for clause, found in _answered(thread.frames, fragments, at):
         if isinstance(found, str):
             skip(found, clause)
@@ -363,6 +376,28 @@ def _answered(frames: list[answers.Frame], fragments: list[str], at: datetime
             found = Result(content, "fact", confidence=answers.CONFIDENCE, valid_from=at)
         out.append((fragment, found))
     return out
+
+
+def _about_someone(clause: str, before: str, at: datetime, change: bool) -> Result | None:
+    """A clause about "he" or "she" read with the person the user just named in their
+    place: "my sister is visiting. she moved to Denver in May" says the sister moved."""
+    lead = strip_leads(clause)
+    told = referents.person_subject(expand(lead.text), before)
+    if told is None:
+        return None
+    found = _clause(told, at, change)
+    if isinstance(found, Result):
+        return found
+    if found != "no_statement" or screen(told) is not None:
+        return None
+    # A named person, no first person: the generic statement, as it is about their world.
+    said = statements.statement(f"I know that {told}")
+    if said is None:
+        return None
+    content = told[:1].upper() + told[1:]
+    tense = date.when if (date := find_date(told, at, guess_tense(told))) else at
+    return Result(content, said.kind, confidence=said.confidence, change=change,
+                  valid_from=tense)
 
 
 def _marks_change(clause: str) -> bool:
