@@ -296,3 +296,21 @@ def test_he_or_she_takes_the_person_just_named(client, tenant, person, relation,
     said = f"my {relation} is great. she came over from the {place} office last year"
     stored = _talk(client, h, _path(), ("user", said))
     assert any(_word(c, relation) and _word(c, place) for c in stored), stored
+
+
+@given(place=NAME, form=st.sampled_from(["{s} jk", "{s} jk jk. ", "{s}. jk", "{s}! just kidding lol",
+                                         "{s} (kidding)"]),
+       statement=st.sampled_from(["I'm moving to {p} next year", "my retirement plan is a farm in {p}",
+                                  "I live in a castle in {p}"]))
+@CASES
+def test_a_joke_is_not_stored_and_the_rest_is(client, tenant, place, form, statement):
+    h = tenant.headers
+    p = place.capitalize()
+    said = form.format(s=statement.format(p=p)) + " real talk: I work as a nurse."
+    stored = _talk(client, h, _path(), ("user", said))
+    assert not any(_word(c, p) for c in stored), stored
+    assert any(_word(c, "nurse") for c in stored), stored
+    # Controls: said in earnest -- without the marker, or "not kidding" -- it is stored.
+    for earnest in (statement.format(p=p), f"not kidding, {statement.format(p=p)}"):
+        stored = _talk(client, h, _path(), ("user", earnest))
+        assert any(_word(c, p) for c in stored), (earnest, stored)

@@ -195,6 +195,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
         out.not_kept.append(NotKept(message=index, reason=reason,
                                     text=None if clause is None else clause[:_NOT_KEPT_TEXT]))
 
+    last_sentence: list[str] = []  # what the sentence at hand made, which a "jk" takes back
     heard: list[str] = [thread.said]  # what the user said, clause by clause
     before = [thread.said]  # what they said before the clause at hand
 
@@ -217,10 +218,12 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             else:
                 seen.add(key)
                 out.memories.append(candidate)
+                last_sentence.append(candidate.content)
 
     def said() -> Iterator[str]:
-        """The message's sentences, each question cut to what it says before it asks."""
-        for sentence in sentences(clean(text)):
+        """The message's sentences, each question cut to what it says before it asks, and a
+        joke's marker ending its sentence ("... (kidding) real talk: ...")."""
+        for sentence in sentences(_JOKING.sub(lambda m: m.group() + ".", clean(text))):
             if secrets.contains_secret(sentence):
                 # The whole sentence: a clause split could leave the secret's label in one
                 # part.
@@ -253,6 +256,18 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
         if any(HYPOTHETICAL_START.match(s) for s in (sentence.lstrip(_EDGE), opening)):
             skip("hypothetical", sentence)
             continue
+        if _JOKING.search(sentence):
+            # "my retirement plan is to marry a billionaire jk": not meant, so not true; a
+            # "jk" on its own takes back the sentence before it.
+            if not _TONE.sub("", _JOKING.sub("", sentence)):
+                taken = [c for c in out.memories if c.evidence == [index]
+                         and c.content in last_sentence]
+                for c in taken:
+                    out.memories.remove(c)
+            skip("hypothetical", sentence)
+            last_sentence = []
+            continue
+        last_sentence = []
         marked = strip_leads(sentence).marker
         for clause in clauses(sentence):
             before[0] = " ".join(heard)
@@ -310,6 +325,9 @@ _ASKED_AFTER = re.compile(
 _AS_A = re.compile(r"(?:^|[,.;:]\s*)as\s+(?P<what>an?\s+[\w-]+(?:\s+[\w-]+){0,3})$", re.I)
 
 
+_JOKING = re.compile(r"(?<!\bnot\s)(?<!\bno\s)(?<!\bnot\sjust\s)"
+                     r"\b(?:jk|j/k|just\s+kidding|kidding|only\s+joking|joking)\b\)?", re.I)
+_TONE = re.compile(r"\b(?:lol|lmao|haha+|ha|omg|ok|okay|anyway)\b|[^\w]+", re.I)
 _IT_IS_TAIL = re.compile(r",\s+(?P<tail>(?:it's|it\s+is|that's|that\s+is)\s+.+)$", re.I)
 
 
