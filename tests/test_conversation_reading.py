@@ -314,3 +314,25 @@ def test_a_joke_is_not_stored_and_the_rest_is(client, tenant, place, form, state
     for earnest in (statement.format(p=p), f"not kidding, {statement.format(p=p)}"):
         stored = _talk(client, h, _path(), ("user", earnest))
         assert any(_word(c, p) for c in stored), (earnest, stored)
+
+
+@given(value=NAME, fact=st.sampled_from(["I live in {v}", "I work at {v}", "I'm based in {v}"]),
+       hedge=st.sampled_from(["I guess {s}", "I think {s}", "I mean {s}", "ngl {s}",
+                              "{s} I guess", "so I guess {s} now", "{s} these days",
+                              "honestly {s} now I think"]))
+@CASES
+def test_a_hedge_does_not_drop_the_statement(client, tenant, value, fact, hedge):
+    h = tenant.headers
+    v = value.capitalize()
+    plain = _slots(client, h, fact.format(v=v))
+    assert plain and all(_word(c, v) for c, _ in plain), plain  # control: the plain form keeps
+    hedged = _slots(client, h, hedge.format(s=fact.format(v=v)))
+    assert {s for _, s in hedged} == {s for _, s in plain}, (hedged, plain)
+    assert any(_word(c, v) for c, _ in hedged), hedged
+
+
+def _slots(client, h, text: str) -> list[tuple[str, str | None]]:
+    path = _path()
+    _talk(client, h, path, ("user", text))
+    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 50})
+    return [(m["content"], m.get("slot")) for m in r.json()["items"]]

@@ -139,7 +139,8 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"^(?:from\s+now\s+on|going\s+forward|moving\s+forward|starting\s+(?:now|today))"
         r"[\s,:;\-–—]+(?=(?:i|i'm|i've|i'll|my|we)\b)", re.I), "change"),
     (re.compile(
-        r"^(?:i\s+think|i\s+guess|i\s+believe|i\s+suppose|probably|maybe|perhaps)"
+        r"^(?:i\s+think|i\s+guess|i\s+believe|i\s+suppose|probably|maybe|perhaps|i\s+mean|"
+        r"i\s+feel\s+like|ngl|lowkey|low\s+key|kinda|sorta|like)"
         r"(?:\s+that)?\b" + _SEP, re.I), "hedge"),
     (re.compile(
         r"^(?:and|so|but|also|plus|well|ok|okay|oh|yeah|yes|yep|sure|hey|hi|hello|btw|"
@@ -193,7 +194,9 @@ _ADDRESS = re.compile(
 
 
 _TRAILING = re.compile(r"(?:[\s,]+(?:actually|btw|by\s+the\s+way|lol|lmao|haha+|tbh|fyi|"
-                       r"though|tho|anyway|anyways))+[\s.!]*$", re.I)
+                       r"though|tho|anyway|anyways|now|these\s+days|nowadays|right\s+now|"
+                       r"at\s+the\s+moment|lately|i\s+guess|i\s+think|i\s+suppose|ngl))+"
+                       r"[\s.!]*$", re.I)
 
 
 def strip_leads(text: str) -> Lead:
@@ -224,7 +227,8 @@ def strip_leads(text: str) -> Lead:
         tail = _TRAILING.search(lead.text)
         if tail is not None and tail.start() > 0:
             # "I'm 35 actually", "we moved to Austin btw": a lead-in said last.
-            lead.change |= bool(re.search(r"actually|now", tail.group(), re.I))
+            lead.change |= bool(re.search(r"actually|now|these\s+days", tail.group(), re.I))
+            lead.hedge |= bool(re.search(r"guess|think|suppose", tail.group(), re.I))
             lead.marker |= bool(re.search(r"actually", tail.group(), re.I))
             lead.text = lead.text[:tail.start()].rstrip(" ,")
         if lead.text == before:
