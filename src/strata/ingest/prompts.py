@@ -63,6 +63,21 @@ Return a JSON object {{"memories": [...], "not_kept": [...]}}; each memory has:
   anymore", "I've gone back to"). false for a statement that merely differs from an earlier one.
 - evidence: the "index" of every message the memory comes from (at least one).
 
+Read the conversation, not the sentence:
+- A short reply answers the assistant's question before it: "Where are you based?" then
+  "boulder" is "The user is based in Boulder"; "What's your budget, and Mac or Windows?" then
+  "1500 tops. windows" is two memories. A reply to a question about the moment ("how long ago
+  did it happen?") is no memory.
+- "it", "that", "he", "she" take what the user just named: "matcha... it's all I drink now" is
+  "The user drinks matcha every morning". Write every memory so it stands alone.
+- A slip corrected in the conversation ("*Venice", "scratch that, it's 10 mg", "Shawn with a
+  w", "3 cats" after "3 kids") yields only the corrected memory. A correction of the
+  assistant's words stores nothing of the wrong value.
+- Hedges ("I guess", "kinda", "I think", "now I guess") do not drop a statement: lower its
+  confidence a little. A joke ("jk", "just kidding") is not meant: keep nothing of it.
+- Split a message at its connectives (", so", "but", "because", "which means") into one
+  memory per fact; keep a clause's reason with it only when it is part of the fact.
+
 Rules:
 - Extract what the user states or confirms about themselves, their work and how the agent
   should behave. Do not extract the assistant's suggestions unless the user accepts them,
