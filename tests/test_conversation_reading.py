@@ -336,3 +336,35 @@ def _slots(client, h, text: str) -> list[tuple[str, str | None]]:
     _talk(client, h, path, ("user", text))
     r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 50})
     return [(m["content"], m.get("slot")) for m in r.json()["items"]]
+
+
+@given(a=NAME, b=NAME, wrong=NAME, right=NAME,
+       shape=st.sampled_from(["{b}'s in {v}", "{b} is allergic to {v}", "{b} is a {v}"]),
+       opener=st.sampled_from(["I'm in charge of snacks. ", "ok so ", "I'm hosting this time. "]))
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_speaker_puts_right_what_another_said_of_them(client, tenant, a, b, wrong, right,
+                                                         shape, opener):
+    if len({a, b, wrong, right}) < 4:
+        return
+    h = tenant.headers
+    a, b = a.capitalize(), b.capitalize()
+    wrong, right = wrong.capitalize(), right.capitalize()
+    claim = opener + "I'm planning the party. " + shape.format(b=b, v=wrong)
+
+    def talk(reply: str) -> list[str]:
+        path = _path()
+        messages = [{"role": "user", "name": a, "content": claim},
+                    {"role": "user", "name": b, "content": reply}]
+        r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
+                                                       "messages": messages})
+        assert r.status_code == 200, r.text
+        got = client.get("/v1/memories", headers=h, params={"path": path, "limit": 50})
+        return [m["content"] for m in got.json()["items"]]
+
+    stored = talk(f"{right}, {a}. keep up")
+    assert any(_word(c, b) and _word(c, right) for c in stored), stored
+    assert not any(_word(c, wrong) for c in stored), stored
+    # Control: a reply that corrects nothing leaves the claim as it was said.
+    stored = talk(f"thanks, {a}. keep up")
+    assert not any(_word(c, right) for c in stored), stored

@@ -148,3 +148,38 @@ def fix(text: str, marked: bool, kept: list[Candidate]) -> Fix | None:
             value = normalize_value(new)
         return Fix(index, content, value)
     return None
+
+
+# "Nashville, Nora." / "tree nuts, Kenji": a value, then the name of the one who got it wrong.
+_VOCATIVE = re.compile(r"^(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}),\s+(?P<name>(?-i:[A-Z][a-z]+))"
+                       r"[\s.!]*$")
+
+
+@dataclass
+class AboutMe:
+    """What another speaker said of the one now correcting it: the phrase that led to the
+    value ("in ", "allergic to "), the value they gave, and the right one."""
+
+    lead: str
+    wrong: str
+    right: str
+
+
+def about_me(sentence: str, speaker: str | None, earlier: str) -> AboutMe | None:
+    """A speaker correcting what someone else just said about them: after "Eli's in Atlanta",
+    Eli's "Nashville, Nora." says Eli is in Nashville. ``earlier`` is what was said before."""
+    if not speaker:
+        return None
+    m = _VOCATIVE.match(sentence.strip())
+    if m is None or m["name"].casefold() == speaker.casefold():
+        return None
+    said = re.compile(
+        rf"\b{re.escape(speaker)}(?:'s|\s+is|\s+are|\s+was)\s+(?P<lead>(?:(?:in|at|from|on|"
+        r"allergic\s+to|into|with|a|an|the)\s+)*)(?P<v>[^,.;!?]+?)(?=\s*(?:[,.;!?]|\band\b|\bbut\b|$))",
+        re.I)
+    found = None
+    for found in said.finditer(earlier):
+        pass
+    if found is None or found["v"].casefold() == m["x"].casefold():
+        return None
+    return AboutMe(found["lead"], found["v"], m["x"])

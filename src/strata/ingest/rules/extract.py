@@ -269,6 +269,26 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             continue
         last_sentence = []
         marked = strip_leads(sentence).marker
+        mine = corrections.about_me(sentence, name, " ".join(heard))
+        if mine is not None:
+            # "Nashville, Nora.": what the other speaker said of this one, put right where it
+            # was said, and said again in this speaker's own words.
+            for where in (thread.kept, out.memories):
+                for i, c in enumerate(where):
+                    if name and re.search(rf"\b{re.escape(name)}\b", c.content) and (
+                            mine.wrong in c.content):
+                        where[i] = c.model_copy(update={
+                            "content": c.content.replace(mine.wrong, mine.right),
+                            "asserts_change": True})
+            own = f"I'm {mine.lead}{mine.right}"
+            found = _clause(own, at, True)
+            if isinstance(found, str):  # no family reads it: kept as said, as an answer is
+                found = Result(third_person(expand(own)), "fact", confidence=answers.CONFIDENCE,
+                               change=True, valid_from=at)
+            before[0] = " ".join(heard)
+            heard.append(sentence)
+            keep(found, sentence)
+            continue
         for clause in clauses(sentence):
             before[0] = " ".join(heard)
             heard.append(clause)
