@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from strata.write import lexical, slots
+from strata.write import lexical, slots, topics
 from strata.write.canonical import canonicalize
 from strata.write.models import Candidate, Neighbour, Verdict
 from strata.write.values import negates, normalise_value
@@ -52,6 +52,10 @@ class RuleJudge:
         verdicts = []
         value = normalise_value(candidate.value)
         for n in neighbours:
+            topical = _topical(candidate, value, n)
+            if topical is not None:
+                verdicts.append(topical)
+                continue
             if candidate.slot and slot_rule_applies(candidate, n):
                 if value is None:
                     # A negation ("I no longer use MongoDB") retires only the value it names.
@@ -99,6 +103,28 @@ class RuleJudge:
                     target_id=n.id, relation="refines", confidence=0.8,
                     reason="adds detail to the same statement"))
         return verdicts
+
+
+def _topical(candidate: Candidate, value: str | None, n: Neighbour) -> Verdict | None:
+    """The verdict on a neighbour the gate found by topic (:mod:`.topics`): a later word on
+    the same plan (a new date, a place, cancelled, done) supersedes the plan's last one; an
+    end supersedes what it names as still so (the write narrows a holder that names more);
+    the same end said again is a duplicate."""
+    if not n.slot_match:
+        return None
+    if topics.is_plan(candidate.slot) and topics.is_plan(n.slot):
+        if value is not None and normalise_value(n.value) == value:
+            return Verdict(target_id=n.id, relation="duplicate", confidence=0.9,
+                           reason="the same state of the same plan")
+        return Verdict(target_id=n.id, relation="supersedes", confidence=0.9,
+                       reason=f"a later word on plan {n.slot}")
+    if topics.is_end(candidate.slot) and value is None:
+        if n.slot == candidate.slot:
+            return Verdict(target_id=n.id, relation="duplicate", confidence=0.9,
+                           reason="the same end said again")
+        return Verdict(target_id=n.id, relation="supersedes", confidence=0.85,
+                       reason="ends what it names")
+    return None
 
 
 def coexisting(candidate: Candidate, verdicts: Sequence[Verdict],

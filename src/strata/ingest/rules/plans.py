@@ -1,12 +1,16 @@
-"""Things on the calendar and their changes: "my flight to Tokyo is on April 10", "got a
-dentist appointment on Friday at 3pm", then "the airline moved my Tokyo flight to April 14",
-"had to move the dentist to Monday".
+"""Things on the calendar and their lifecycle: "my flight to Tokyo is on April 10", "got a
+dentist appointment on Friday at 3pm", "we're moving to Seattle in July", "I'm hosting
+Thanksgiving", then "the airline moved my Tokyo flight to April 14", "the move is September
+now", "the Tokyo trip got cancelled", "Thanksgiving is at my sister's after all", "I finally
+took the GRE".
 
-A dated plan is an event with a slot ``schedule.<what>``, keyed by the content words of what
-is planned in any order ("flight to Tokyo" and "Tokyo flight" are ``schedule.flight_tokyo``;
-"dentist appointment" and "the dentist" are ``schedule.dentist``) and valued by its date, so
-a rescheduling supersedes the old date. The new date of a rescheduling is in the future
-whatever the tense of "moved".
+A plan is an event with a slot ``schedule.<what>``, keyed by the content words of what is
+planned in any order ("flight to Tokyo" and "Tokyo flight" are ``schedule.flight_tokyo``;
+"dentist appointment" and "the dentist" are ``schedule.dentist``) and valued by its state: its
+date, where it is, ``cancelled`` or ``done``. The write path matches plan keys by what they
+are about (``strata.write.topics``: "the Tokyo trip" meets "my flight to Tokyo"; "the move"
+meets the one move there is), so every later word on a plan supersedes the last. The new
+date of a rescheduling is in the future whatever the tense of "moved".
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from strata.ingest.dates import DateMatch, find_date, render
 from strata.ingest.rules.base import Result, rx
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import remove_date, squash
-from strata.write import slots
+from strata.write import slots, topics
 
 # Words that say what kind of entry a plan is, not which one.
 _GENERIC = frozenset(
@@ -34,8 +38,48 @@ _PLAN = rx(r"^(?:i|we)\s+(?:have\s+|had\s+)?(?:just\s+)?(?:got|have|booked|sched
            r"set\s+up|planned|arranged|reserved)\s+(?:a|an|my|our|the)\s+",
            r"(?P<what>(?:[\w-]+\s+){0,4}?", _ENTRY, r"(?:\s+[\w-]+){0,3}?)",
            r"(?:\s+(?:on|at|for|in|this|next))?$")
-_MY_PLAN = rx(r"^(?:my|our)\s+(?P<what>(?:[\w-]+\s+){0,4}?", _ENTRY, r"(?:\s+[\w-]+){0,3}?)",
-              r"\s+(?:is|was|will\s+be)$")
+# Holidays a plan may be about ("I'm hosting Thanksgiving", "Christmas is at my mom's").
+_HOLIDAY = (r"(?:thanksgiving|christmas|xmas|easter|passover|hanukkah|chanukah|diwali|eid|"
+            r"ramadan|new\s+year'?s(?:\s+eve)?|halloween|friendsgiving|lunar\s+new\s+year|"
+            r"rosh\s+hashanah|yom\s+kippur|memorial\s+day|labor\s+day|july\s+4th|"
+            r"fourth\s+of\s+july)")
+_MY_PLAN = rx(r"^(?:my|our|the)\s+(?P<what>(?:[\w-]+\s+){0,4}?", _ENTRY, r"(?:\s+[\w-]+){0,3}?)",
+              r"\s+(?:is|was|will\s+be)(?:\s+(?:now|instead|at|in)\b.*)?$")
+# "GRE is aug 9", "NSF proposal due oct 3": a named thing and its day (a date in the future).
+_NAMED_PLAN = rx(r"^(?:(?:my|our|the)\s+)?(?P<what>(?:[\w-]+\s+){0,2}?[\w-]+)\s+",
+                 r"(?:is\s+due|due|is|will\s+be)(?:\s+now)?$")
+# "we're moving to Seattle", "I'm relocating to Denver for work"
+_MOVING = rx(r"^(?:i|we)\s+(?:am|are|will\s+be)\s+(?:moving|relocating)\s+(?:back\s+)?to\s+",
+             r"(?P<place>(?-i:[A-Z][\w-]+)(?:\s+(?-i:[A-Z][\w-]+))?)\b.*$")
+# "I'm hosting Thanksgiving this year", "we're doing Christmas at my parents'"
+_HOSTING = rx(r"^(?:i|we)\s+(?:am|are|will\s+be)\s+(?P<how>hosting|doing|having|spending)\s+",
+              r"(?P<what>", _HOLIDAY, r")\b(?P<rest>.*)$")
+# "Thanksgiving is at her place in Dayton after all", "Christmas will be at my sister's"
+_HOLIDAY_AT = rx(r"^(?P<what>", _HOLIDAY, r")(?:'s|\s+is|\s+will\s+be)\s+(?:now\s+)?",
+                 r"(?P<where>(?:at|in)\s+.+?)(?:\s+(?:after\s+all|instead|now|this\s+year))*$")
+# "we booked 5 nights in Lisbon for our anniversary", "... booked a cabin instead for the
+# anniversary": a plan keyed by the occasion it is for.
+_BOOKED_FOR = rx(r"^(?:i|we)\b.*?\b(?:booked|reserved|rented|planned)\s+(?P<thing>.+?)",
+                 r"(?:\s+instead)?\s+for\s+(?:my|our|the|his|her|their)\s+",
+                 r"(?P<what>(?:[\w'-]+\s+){0,2}?(?:anniversary|honeymoon|birthday|wedding|",
+                 r"graduation|reunion|bachelorette|bachelor\s+party|babymoon|retirement))",
+                 r"(?:\s+(?:trip|getaway|weekend|vacation))?$")
+# "the Tokyo trip got cancelled", "the wedding is off", "we called off the party"
+_CANCELLED = rx(r"^(?:(?:bad\s+news|so|well|welp|sadly|ugh)[,\s]+)?(?:(?:my|our|the)\s+)?",
+                r"(?P<what>(?:[\w'-]+\s+){0,3}?(?:", _ENTRY, r"|", _HOLIDAY, r")(?:\s+[\w-]+){0,2}?)",
+                r"\s+(?:is|was|got|has\s+been|have\s+been|were)\s+(?:(?:officially|now|just)\s+)?",
+                r"(?:cancell?ed|called\s+off|off|scrapped|scrubbed)(?:\s+now)?$")
+_CANCEL = rx(r"^(?:i|we|they)\s+(?:have\s+|had\s+to\s+|just\s+)?(?:cancell?ed|called\s+off|",
+             r"scrapped|bailed\s+on)\s+(?:my|our|the)\s+(?P<what>(?:[\w'-]+\s+){0,3}?(?:", _ENTRY,
+             r"|", _HOLIDAY, r")(?:\s+[\w-]+){0,2}?)$")
+# "I finally took the GRE: 328", "passed my driving test", "submitted the grant proposal"
+_DONE = rx(r"^(?:i|we)\s+(?:have\s+|just\s+|finally\s+|officially\s+)*(?:took|passed|",
+           r"aced|finished|completed|submitted|turned\s+in|sat|did)\s+(?:my|our|the)\s+",
+           r"(?P<what>(?:[\w-]+\s+){0,3}?[\w-]+)(?P<result>\s*(?::|,|-|and\s+(?:got|scored))",
+           r"\s*.+)?$")
+_ANNUAL_WORDS = frozenset("birthday anniversary name_day bday".split())
+_NOT_A_PLAN = frozenset("today tomorrow tonight it this that there here which what who "
+                        "everything nothing something".split())
 _MOVED = rx(r"^(?:(?:i|we|they|he|she|the\s+\w+|\w+)\s+)?(?:have\s+|had\s+to\s+|had\s+|have\s+to\s+|",
             r"just\s+)?(?:moved|rescheduled|pushed|postponed|bumped|delayed|changed|shifted|",
             r"brought\s+forward|move|reschedule|push|postpone)\s+(?:back\s+)?",
@@ -51,15 +95,46 @@ def schedule_key(what: str) -> str | None:
     """``schedule.<content words in order>`` for what is planned, or None when nothing names
     it."""
     words = [w for w in (slots.qualifier_of(what) or "").split("_") if w and w not in _GENERIC]
-    if not words:
+    return topics.plan_key(words)
+
+
+def _plan(content: str, key: str | None, value: str | None, at: datetime,
+          change: bool = True) -> Result | None:
+    if key is None or not value:
         return None
-    return f"schedule.{'_'.join(sorted(set(words)))}"
+    return Result(content, "event", key, value, 0.8, change, valid_from=at)
+
+
+def lifecycle(text: str, at: datetime) -> Result | None:
+    """A word on a plan that needs no date: cancelled, done, where it is now, what it was
+    booked for."""
+    body = squash(text)
+    m = _CANCELLED.match(body) or _CANCEL.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), "cancelled", at)
+    m = _DONE.match(body)
+    if m is not None and m["what"].split()[-1].lower() not in _NOT_A_PLAN:
+        return _plan(third_person(body), schedule_key(m["what"]), "done", at)
+    m = _HOLIDAY_AT.match(re.split(r"^.*?(?:,\s*|\bso\s+)(?=" + _HOLIDAY + ")", body,
+                                   maxsplit=1, flags=re.I)[-1])
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]),
+                     slots.value_form(re.sub(r"^(?:at|in)\s+", "", m["where"], flags=re.I)), at)
+    m = _HOSTING.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), m["how"].lower(), at, False)
+    m = _BOOKED_FOR.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), slots.value_form(m["thing"]),
+                     at, bool(re.search(r"\binstead\b", body, re.I)))
+    return None
 
 
 def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
-    """A dated plan, or a plan moved to a new date, in ``text`` (contractions expanded)."""
+    """A plan, a plan moved to a new date, or another word on a plan (``lifecycle``), in
+    ``text`` (contractions expanded)."""
     if date is None:
-        return None
+        return lifecycle(text, at)
     body = squash(remove_date(text, date))
     bare = squash(_TIME_OF_DAY.sub(" ", body))
     moved = _MOVED.match(bare)
@@ -72,13 +147,38 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
         return Result(f"{third_person(moved_to)} to {render(later).removeprefix('on ')}", "event", key,
                       later.when.date().isoformat(), 0.8, True, valid_from=later.when)
     plan = _PLAN.match(bare) or _MY_PLAN.match(bare)
+    what = plan["what"] if plan is not None else None
     if plan is None:
+        plan = _MOVING.match(bare)
+        what = f"move {plan['place']}" if plan is not None else None
+    if plan is None:
+        plan = _BOOKED_FOR.match(bare) or _HOSTING.match(bare)
+        what = plan["what"] if plan is not None else None
+    if plan is None and date.when > at:
+        # The first part of the clause only: "GRE is aug 9 and my quant is shaky".
+        first = re.split(r"\s+and\s+|,", bare, maxsplit=1)[0]
+        plan = _NAMED_PLAN.match(first)
+        if plan is not None:
+            text = re.split(r"\s+and\s+|,", text, maxsplit=1)[0]
+            date = find_date(text, at, "future")
+            if date is None:
+                return None
+        what = plan["what"] if plan is not None else None
+        if what is not None and (set(what.lower().split()) & (_ANNUAL_WORDS | _NOT_A_PLAN)
+                                 or re.match(r"^(?:i|we|you|he|she|they|it)\b", what, re.I)):
+            return None
+    if plan is None or what is None:
         return None
-    key = schedule_key(plan["what"])
+    if set(slots.qualifier_of(what).split("_") if slots.qualifier_of(what) else ()) & _ANNUAL_WORDS \
+            and _BOOKED_FOR.match(bare) is None:
+        return None
+    key = schedule_key(what)
     if key is None:
         return None
     # What is booked or planned lies ahead: "got an appointment on Friday" is next Friday.
     date = find_date(text, at, "future") or date
     body = re.sub(r"\s+(?:on|at|for|in)$", "", squash(remove_date(text, date)))
+    # "the move is September now": a new date for a plan already told.
+    change = bool(re.search(r"\b(?:now|instead)\b", bare, re.I))
     return Result(f"{third_person(body)} {render(date)}", "event", key,
-                  date.when.date().isoformat(), 0.8, False, valid_from=date.when)
+                  date.when.date().isoformat(), 0.8, change, valid_from=date.when)

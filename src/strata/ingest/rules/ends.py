@@ -1,0 +1,105 @@
+"""Ends of states: "I cancelled my Equinox membership", "axed Hulu and Peacock", "62 days
+without a cigarette", "haven't touched my guitar since March", "I'm done with metformin",
+"I don't bowl anymore", "we said goodbye to Pepper", "Sunset Lanes closed for good", "I broke
+up with Sam", "the divorce was finalized".
+
+Each names what ended and carries the end key of it (``strata.write.topics``:
+``ended:<object>``, no value, a change), so the write path retires the statements that name
+it as still so -- and only it: "axed Hulu and Peacock" is two ends, one per object, and a
+statement naming Netflix and Hulu keeps Netflix. The end itself is stored in the user's
+words, so "does the user still pay for Hulu?" finds it."""
+
+from __future__ import annotations
+
+import re
+
+from strata.ingest.rules.base import (
+    VAGUE, A, HAVE, I, Found, Handler, clean_object, head, is_stop_object, rx,
+)
+from strata.ingest.rules.person import third_person
+from strata.ingest.rules.text import squash
+from strata.write import topics
+
+# Words that say what kind of thing ended, not which one: "my Equinox membership" ends
+# Equinox.
+_KIND = re.compile(
+    r"\s+(?:membership|subscription|account|plan|pass|tickets?|lessons?|classes|class|"
+    r"habit|gig|job|shift|treatment|prescription|meds|medication|streak|league|team)$", re.I)
+_SMALL = re.compile(r"^(?:(?:the|a|an|my|our|his|her|their|old|new|little|beloved|"
+                    r"favou?rite|whole|entire)\s+)+", re.I)
+_SPLIT = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+", re.I)
+_NOT_AN_OBJECT = re.compile(
+    r"^(?:\d+\s*(?:min(?:ute)?s?|hours?|days?|weeks?|months?|years?)\b|work|home|school|"
+    r"early|late|now|there|here|the\s+house|the\s+office|my\s+(?:keys|phone|wallet))", re.I)
+
+
+_LIST = re.compile(r"^[\w'&.+-]+(?:\s+[\w'&.+-]+){0,2}(?:\s*,\s*[\w'&.+-]+(?:\s+[\w'&.+-]+){0,2})*"
+                   r"\s*,?\s+(?:and|&)\s+[\w'&.+-]+(?:\s+[\w'&.+-]+){0,2}$", re.I)
+
+
+def _objects(raw: str) -> list[str]:
+    """The things a clause says ended, one per item of a list ("Hulu and Peacock")."""
+    obj, _ = clean_object(raw)
+    parts = _SPLIT.split(obj) if _LIST.match(obj) else [obj]
+    out = []
+    for part in parts:
+        part, _ = clean_object(squash(head(part)))
+        part = _SMALL.sub("", part)
+        part = _KIND.sub("", part) if len(part.split()) > 1 else part
+        if is_stop_object(part) or _NOT_AN_OBJECT.match(part) or len(part.split()) > 3:
+            continue
+        out.append(part)
+    return out
+
+
+def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | str | None:
+        objects = _objects(m[group])
+        if not objects:
+            return VAGUE if is_stop_object(clean_object(m[group])[0]) else None
+        if not re.match(r"^(?:i|we)\b", clause, re.I) and m.re.pattern.startswith(_WHO):
+            clause = f"I {clause[:1].lower()}{clause[1:]}"  # the speaker left out
+            m = m.re.match(clause) or m
+        # Several objects: one end each, in the clause's words ("The user axed Hulu").
+        ends = [Found(third_person(clause if len(objects) == 1
+                                   else f"{clause[:m.start(group)]}{obj}"),
+                      "fact", topics.end_key(obj), None, confidence, change=True)
+                for obj in objects]
+        return Found(ends[0].content, "fact", ends[0].slot, None, confidence, change=True,
+                     also=ends[1:])
+
+    return handle
+
+
+# Verbs that end a state the user had, with what ended as their object.
+_ENDING = (r"(?:cancell?ed|cancel|axed|ditched|quit|stopped|ended|gave\s+up|given\s+up|shut\s+down|"
+           r"got\s+rid\s+of|unsubscribed\s+from|dropped\s+out\s+of|step(?:ped)?\s+(?:back|down|away)"
+           r"\s+from|walked\s+away\s+from|retired\s+from|let\s+go\s+of|moved\s+on\s+from|"
+           r"broke\s+up\s+with|split\s+(?:up\s+)?with|said\s+goodbye\s+to|cut\s+out|"
+           r"sold|finished\s+with|wrapped\s+up|closed\s+down|left)")
+
+# The speaker, said or left out ("cancelled my membership lol").
+_WHO = r"^(?:(?:i|we)\s+)?"
+
+PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(_WHO, HAVE, r"(?:had\s+to\s+|finally\s+|officially\s+|just\s+)*", A, _ENDING,
+        r"\s+(?P<obj>.+)$"), _end()),
+    (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"(?:done|finished|through|off)\s+(?:with\s+)?(?P<obj>.+?)",
+        r"(?:\s+(?:for\s+good|now|at\s+last|finally))?$"), _end()),
+    # "62 days without a cigarette", "3 weeks sober from X", "a month without sugar"
+    (rx(r"^(?:i\s+am\s+|i\s+have\s+(?:gone|been)\s+)?(?:\d+|a|an|one|two|three|four|five|six|",
+        r"seven|eight|nine|ten)\s+(?:days?|weeks?|months?|years?)\s+(?:without|free\s+of|",
+        r"off|clean\s+from|sober\s+from)\s+(?P<obj>.+)$"), _end(0.8)),
+    # "I haven't touched my guitar since March", "haven't had a drink in weeks"
+    (rx(I, r"have\s+not\s+", A, r"(?:touched|had|played|used|opened|smoked|done)\s+",
+        r"(?P<obj>.+?)(?:\s+(?:since|in|for)\b.*)?$"), _end(0.75)),
+    # "I don't bowl anymore": the activity is the object
+    (rx(I, A, r"(?:do\s+not|don't|no\s+longer)\s+(?P<obj>[a-z]+)(?:\s+any\s?more|",
+        r"\s+any\s+longer)(?:,?\s+(?:and|but|so)\b.*)?$"), _end(0.8)),
+    # "Sunset Lanes closed for good", "the league dissolved", "Pepper passed away"
+    (rx(r"^(?:(?:the|our|my)\s+)?(?P<obj>(?:[\w'&-]+\s+){0,2}?[\w'&-]+)\s+(?:has\s+|have\s+)?",
+        r"(?:just\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",
+        r"folded|disbanded|passed\s+away|died|was\s+put\s+down|went\s+under|",
+        r"(?:is|was|got)\s+(?:cancell?ed|discontinued|over\s+for\s+good))",
+        r"(?:,?\s+(?:and|so|but)\b.*)?$"), _end(0.8)),
+]

@@ -1,0 +1,167 @@
+"""Topic keys: plans matched by what they are about, and ends of states by what they name.
+
+Two slot namespaces any extractor (rule or model) can use, decided here for the gate and the
+judge:
+
+**Plans** ``schedule.<words>``: the words that say what is planned, sorted and joined by
+``_`` ("the trip to Lisbon" and "our Lisbon trip" are ``schedule.lisbon_trip``). A plan's
+value is its state: a date (``2026-10-04``), a place, ``cancelled`` or ``done``, so every
+later word on a plan -- moved, cancelled, done -- is a new value of it and supersedes the
+last. Two plan keys name one plan when they share a *subject* word (``tokyo``, ``wedding``,
+``gre``; not the entry words that only say what kind of plan it is: ``trip``, ``flight``,
+``appointment``), unless they name different owners ("my wedding", "my sister's wedding");
+a key made of entry words only ("the move", "the trip") names the one plan of that kind
+there is, and none when there are several. So "the Tokyo trip got cancelled" retires "my
+flight to Tokyo is on July 10", and a trip to Paris never retires a trip to Lisbon.
+
+**Ends** ``ended:<object>`` with no value: a state that ended ("cancelled my Equinox
+membership", "we said goodbye to Pepper", "I don't bowl anymore"). It retires the active
+memories of the path whose content names the object (every word of it, plurals folded) and
+that state something as still so: not an event (a dated happening is history, not a state),
+not a statement that is itself negated or an end. A holder that names more than what ended
+(the object is one item of a list: "pays for Netflix, Hulu and Max") is not lost: it is
+narrowed to the rest ("pays for Netflix and Max"). One end key per object: an extractor
+that reads "axed Hulu and Peacock" proposes two ends.
+"""
+
+from __future__ import annotations
+
+import re
+
+from strata.write import slots
+
+PLAN = "schedule."
+ENDED = "ended"
+
+# What kind of plan a key names, not which one: shared alone they prove nothing.
+ENTRY_WORDS = frozenset(
+    "flight trip appointment appt reservation booking interview surgery exam test class lesson "
+    "concert party visit vacation holiday checkup session deadline launch move dinner call "
+    "meeting game match race show date plan time slot thing event festival ticket pass "
+    "loop round final".split()
+)
+# Whose plan it is, when not the user's: two keys that name different owners are two plans.
+OWNER_WORDS = frozenset(
+    "mom mum dad mother father sister brother son daughter wife husband partner boyfriend "
+    "girlfriend fiance fiancee friend cousin aunt uncle grandma grandpa grandmother "
+    "grandfather niece nephew boss kid kids child baby in_law".split()
+)
+# Values that close a plan: a later date or place may still follow, but a cancelled plan is
+# no longer scheduled.
+CLOSED = frozenset({"cancelled", "done"})
+
+_DETERMINERS = re.compile(r"^(?:(?:the|a|an|my|our|his|her|their|your)\s+)+", re.I)
+
+
+def is_plan(slot: str | None) -> bool:
+    return bool(slot) and slots.parse(slot)[0].startswith(PLAN)
+
+
+def is_end(slot: str | None) -> bool:
+    return bool(slot) and slots.parse(slot)[0] == ENDED and slots.parse(slot)[2] is not None
+
+
+def plan_key(words: list[str]) -> str | None:
+    """``schedule.<words>`` for the words that say what is planned (any order, repeats
+    dropped); None when there are none."""
+    kept = sorted({w for w in words if w})
+    return f"{PLAN}{'_'.join(kept)}" if kept else None
+
+
+def end_key(obj: str) -> str | None:
+    """``ended:<object>`` for what ended ("Equinox", "the newsletter"); None when the object
+    has no word."""
+    obj = _DETERMINERS.sub("", obj.strip())
+    part = slots.value_part(obj)
+    return f"{ENDED}:{part}" if part else None
+
+
+def _plan_words(slot: str) -> tuple[set[str], set[str], set[str]]:
+    words = set(slots.parse(slot)[0].removeprefix(PLAN).split("_")) - {""}
+    owners = words & OWNER_WORDS
+    kinds = words & ENTRY_WORDS
+    return kinds, words - kinds - owners, owners
+
+
+def same_plan(a: str, b: str) -> bool:
+    """Whether plan keys ``a`` and ``b`` name one plan by what they are about (see the module
+    docstring). A key of entry words only matches any key of its kind: the gate keeps such a
+    match only when it is the one there is."""
+    if a == b:
+        return True
+    ka, sa, oa = _plan_words(a)
+    kb, sb, ob = _plan_words(b)
+    if oa != ob:
+        return False
+    if sa and sb:
+        return bool(sa & sb)
+    return bool(ka & kb)
+
+
+def vague_plan(slot: str) -> bool:
+    """A plan key that names only a kind of plan ("the move", "the trip")."""
+    _, subjects, _ = _plan_words(slot)
+    return not subjects
+
+
+def end_words(slot: str) -> list[str]:
+    """The words of what an end key names (``ended:equinox`` → ``["equinox"]``)."""
+    part = slots.parse(slot)[2] or ""
+    return [w for w in part.split("_") if w]
+
+
+def _word_pattern(word: str) -> str:
+    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return rf"(?<![\w'-]){re.escape(stem)}(?:s|es|'s)?(?![\w-])"
+
+
+def names(content: str, words: list[str]) -> bool:
+    """Whether ``content`` names every one of ``words`` (case and plural folded)."""
+    text = content.casefold()
+    return bool(words) and all(re.search(_word_pattern(w), text) for w in words)
+
+
+def sql_pattern(words: list[str]) -> str | None:
+    """A PostgreSQL regular expression that every content naming ``words`` matches (on its
+    longest word; ``names`` checks the rest)."""
+    if not words:
+        return None
+    word = max(words, key=len)
+    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return rf"\m{re.escape(stem)}"
+
+
+def ends_state(kind: str, content: str, slot: str | None, negated: bool) -> bool:
+    """Whether a memory naming an ended object states it as still so: not an event, not
+    an end, not already a negation."""
+    return kind != "event" and not is_end(slot) and not is_plan(slot) and not negated
+
+
+_SEP = r"(?:\s*,\s*(?:and\s+|&\s+|or\s+)?|\s+(?:and|&|or)\s+)"
+_TAIL = r"(?:[\w'&.+-]+(?:\s+[\w'&.+-]+){0,2})(?=\s*(?:$|[,.;:!?)]))"
+
+
+def narrowed(content: str, words: list[str]) -> str | None:
+    """``content`` without the object ``words`` name when the object is one item of a list
+    ("Netflix, Hulu and Max" → "Netflix and Max"); None when it is not in a list, or is all
+    that is left of one: then the whole statement is about what ended."""
+    obj = r"\s+".join(re.escape(w) + ("(?:s|es)?" if i == len(words) - 1 else "")
+                      for i, w in enumerate(words))
+    # After a separator: ", Hulu" / " and Hulu" (the item before it stays).
+    m = re.search(rf"{_SEP}(?<![\w-]){obj}(?![\w-])", content, re.I)
+    if m is not None and re.search(r"[\w)]\s*$", content[:m.start()]):
+        before = content[:m.start()]
+        if "," in m.group() or re.search(r",\s*[\w'&.+-]+(?:\s+[\w'&.+-]+){0,2}\s*$", before) \
+                or re.match(r"\s*(?:$|[,.;:!?)])", content[m.end():]):
+            return _tidy(before + content[m.end():])
+    # Before a separator: "Hulu, Netflix" / "Hulu and Netflix" with a short item after it.
+    m = re.search(rf"(?<![\w-]){obj}(?![\w-]){_SEP}(?={_TAIL}|[\w'&.+-]+\s*,)", content, re.I)
+    if m is not None:
+        return _tidy(content[:m.start()] + content[m.end():])
+    return None
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", text)).strip()
+    # A list left as "A, B" after its "and" item went: "A and B".
+    return text
