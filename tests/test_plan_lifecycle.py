@@ -1,0 +1,162 @@
+"""Plans with a lifecycle and ends of states, end to end through POST /v1/ingest on a real
+database (rule extractor, rule judge): a later word on a plan -- moved, cancelled, done --
+retires the plan it names and no other; an end retires what it names as still so, and a
+statement naming more than what ended keeps the rest.
+
+Phrasings are generated from templates crossing plans, references to them ("the trip to
+Lisbon" / "the Lisbon trip"), verbs and dates, and ends crossing verbs and objects. Every
+case has a control: another plan, or another object, that must stay.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+PATH = "users.alice"
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def say(client, headers, *texts: str, at: datetime) -> dict:
+    messages = [{"role": "user", "content": t, "at": (at + timedelta(minutes=i)).isoformat()}
+                for i, t in enumerate(texts)]
+    r = client.post("/v1/ingest", headers=headers,
+                    json={"path": PATH, "messages": messages, "wait": True})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def active(client, headers) -> list[dict]:
+    r = client.get("/v1/memories", headers=headers, params={"path": PATH, "status": "active"})
+    assert r.status_code == 200, r.text
+    return r.json()["items"]
+
+
+def holding(items: list[dict], *words: str) -> list[str]:
+    return [m["content"] for m in items
+            if all(w.lower() in m["content"].lower() for w in words)]
+
+
+# (what is planned as first said, a later reference to it, the place or subject it names)
+PLANS = [
+    ("I booked a trip to {x} on {d}", "the {x} trip", ["Lisbon", "Osaka"]),
+    ("my flight to {x} is on {d}", "our {x} flight", ["Denver", "Porto"]),
+    ("I have a {x} exam on {d}", "the {x} exam", ["chemistry", "statistics"]),
+]
+MOVES = ["we pushed {ref} to {d}", "they moved {ref} to {d}", "I had to postpone {ref} to {d}"]
+CANCELS = ["{Ref} got cancelled", "{Ref} is off", "we called off {ref}"]
+DAYS = [date(2026, 5, 20), date(2026, 6, 3)]
+
+
+def _plan_cases(verbs: list[str]):
+    for (first, ref, subjects), verb in itertools.product(PLANS, verbs):
+        x, other = subjects
+        yield first, ref, x, other, verb
+
+
+def _said(template: str, **words: str) -> str:
+    return template.format(**words)
+
+
+@pytest.mark.parametrize(("first", "ref", "x", "other", "verb"),
+                         list(_plan_cases(MOVES))[::2])
+def test_a_moved_plan_takes_its_new_date_and_another_plan_stays(
+        client, tenant, first, ref, x, other, verb):
+    """Given two plans of one kind (one about X, one about Y)
+    When the user says X's plan moved to a new day, naming it another way
+    Then the only active word on X is the new day, and Y's plan is untouched."""
+    h = tenant.headers
+    old, new = DAYS
+    say(client, h, _said(first, x=x, d=old.strftime("%B %-d")),
+        _said(first, x=other, d=old.strftime("%B %-d")), at=T0)
+    receipt = say(client, h, _said(verb, ref=ref.format(x=x), d=new.strftime("%B %-d")),
+                  at=T0 + timedelta(days=3))
+    assert [i["outcome"] for i in receipt["items"]] == ["superseded_existing"], receipt
+    now = active(client, h)
+    assert holding(now, x, new.isoformat()), now
+    assert not holding(now, x, old.isoformat()), now
+    # Control: the other plan keeps its day.
+    assert holding(now, other, old.isoformat()), now
+
+
+@pytest.mark.parametrize(("first", "ref", "x", "other", "verb"),
+                         list(_plan_cases(CANCELS))[1::2])
+def test_a_cancelled_plan_is_retired_and_another_plan_stays(
+        client, tenant, first, ref, x, other, verb):
+    """Given two plans of one kind
+    When the user says one of them is cancelled (or off, or called off)
+    Then that plan's date is no longer active, the cancellation is, and the other plan
+    keeps its date."""
+    h = tenant.headers
+    day = DAYS[0]
+    say(client, h, _said(first, x=x, d=day.strftime("%B %-d")),
+        _said(first, x=other, d=day.strftime("%B %-d")), at=T0)
+    phrase = ref.format(x=x)
+    say(client, h, _said(verb, ref=phrase, Ref=phrase[:1].upper() + phrase[1:]),
+        at=T0 + timedelta(days=3))
+    now = active(client, h)
+    assert not holding(now, x, day.isoformat()), now
+    assert holding(now, x), now
+    assert holding(now, other, day.isoformat()), now
+
+
+@pytest.mark.parametrize(("subject", "other"), [("chemistry", "statistics"),
+                                                 ("bar", "driving")])
+@pytest.mark.parametrize("verb", ["I finally took the {x} exam", "I passed the {x} exam"])
+def test_a_done_plan_is_retired_and_another_stays(client, tenant, subject, other, verb):
+    """Given two exams on the calendar
+    When the user says one is done
+    Then the done one holds no date any more and the other keeps its day."""
+    h = tenant.headers
+    day = DAYS[1]
+    say(client, h, f"I have a {subject} exam on {day:%B %-d}",
+        f"I have a {other} exam on {day:%B %-d}", at=T0)
+    say(client, h, verb.format(x=subject), at=T0 + timedelta(days=100))
+    now = active(client, h)
+    assert not holding(now, subject, day.isoformat()), now
+    assert holding(now, subject), now
+    assert holding(now, other, day.isoformat()), now
+
+
+ENDS = ["I cancelled {x}", "I axed {x}", "I'm done with {x}", "I quit {x}"]
+SERVICES = [("Hulu", "Netflix", "Spotify"), ("Peacock", "Max", "Audible")]
+
+
+@pytest.mark.parametrize("verb", ENDS)
+@pytest.mark.parametrize(("ended", "kept", "also"), SERVICES)
+def test_an_end_narrows_a_list_and_keeps_the_rest(client, tenant, verb, ended, kept, also):
+    """Given one statement naming three subscriptions
+    When the user ends one of them
+    Then no active memory says the user still pays for it, the end is active, and the
+    other two are still held."""
+    h = tenant.headers
+    say(client, h, f"I pay for {kept}, {ended} and {also}", at=T0)
+    say(client, h, verb.format(x=ended), at=T0 + timedelta(days=30))
+    now = active(client, h)
+    assert not [c for c in holding(now, ended) if "pays" in c], now
+    assert holding(now, ended), now
+    # Control: what did not end is still held.
+    assert holding(now, kept, also), now
+
+
+@pytest.mark.parametrize(("holder", "end", "word"), [
+    ("I volunteer at the {x} every week", "I had to step back from the {x}", "volunteers"),
+    ("I have a membership at {x}", "I cancelled my {x} membership", "membership at"),
+    ("I play in the {x} on Tuesdays", "I gave up the {x}", "plays"),
+])
+@pytest.mark.parametrize(("x", "other"), [("Harbor League", "Chess Club"),
+                                          ("Riverside Club", "Quiz Team")])
+def test_an_end_retires_what_it_names_and_only_that(client, tenant, holder, end, word, x,
+                                                    other):
+    """Given two states naming different things
+    When the user says one of them ended
+    Then the statement naming it is retired, the end is stored, and the other stays."""
+    h = tenant.headers
+    say(client, h, holder.format(x=x), holder.format(x=other), at=T0)
+    say(client, h, end.format(x=x), at=T0 + timedelta(days=30))
+    now = active(client, h)
+    assert not holding(now, word, x), now
+    assert holding(now, x), now
+    assert holding(now, word, other), now
