@@ -103,7 +103,7 @@ SELECT 1 FROM memories WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree
 _NARROW = """
 WITH m AS (
     UPDATE memories SET content = %(content)s, canonical = %(canonical)s,
-           value_hash = %(hash)s, version = version + 1, updated_at = now()
+           value_hash = %(hash)s, value = %(value)s, version = version + 1, updated_at = now()
     WHERE id = %(id)s AND tenant_id = %(tenant)s
     RETURNING id
 ), gone AS (
@@ -492,9 +492,19 @@ class _Writer:
         active memory of the path already says the rest. The vector keeps the old wording
         until the memory is embedded again."""
         holder = item.neighbours.get(verdict.target_id)
-        if holder is None or not topics.is_end(item.slot):
+        if holder is None:
             return False
-        rest = topics.narrowed(holder.content, topics.end_words(item.slot))
+        new_value = holder.value
+        if topics.is_end(item.slot):
+            rest = topics.narrowed(holder.content, topics.end_words(item.slot))
+        elif topics.is_plan(item.slot) and topics.vague_plan(item.slot):
+            # "that's the date now", "the move is September now": a new date for a plan the
+            # statement does not name. The plan's own statement is revised to the new date
+            # (it says what the plan is); the new statement is stored beside it.
+            rest = topics.redated(holder.content, holder.value, item.value, item.content)
+            new_value = item.value
+        else:
+            return False
         canonical = canonicalize(rest) if rest else ""
         if not canonical:
             return False
@@ -504,9 +514,14 @@ class _Writer:
             return False
         self.cur.execute(_NARROW, {**self.base, "id": holder.id, "content": rest,
                                    "canonical": canonical, "hash": value_hash(canonical),
-                                   "lexical": lexical.lexical_key(canonical)})
-        # The statement as it was, by its text only: the holder keeps its slot and value.
-        insert_tombstone(self.cur, self.tenant_id, path=old["path"], slot=None, value=None,
+                                   "lexical": lexical.lexical_key(canonical),
+                                   "value": new_value})
+        # The statement as it was: by its text, and by its slot and value when that changed
+        # (an old date said again is not news).
+        changed = new_value != holder.value and holder.slot
+        insert_tombstone(self.cur, self.tenant_id, path=old["path"],
+                         slot=holder.slot if changed else None,
+                         value=holder.value if changed else None,
                          value_hash=bytes(old["value_hash"]), reason="superseded",
                          memory_id=holder.id, replaced_by=replaced_by)
         return True
@@ -557,10 +572,18 @@ class _Writer:
                               decided_by=v.decided_by)]
         if item.slot and item.value is None:
             item.slot = self.negation_key(item, retired)
+        if (topics.is_plan(item.slot) or topics.is_end(item.slot)) and item.context is None:
+            # What a plan's later word or an end was about, when the statement does not say
+            # it ("submitted with an hour to spare"): its context, which search matches, so
+            # "has the user submitted the proposal?" finds it.
+            about = [item.neighbours[i].content for i in
+                     [*retired, *(v.target_id for v in narrowed)] if i in item.neighbours]
+            item.context = _about(about)
         memory = self.insert(item, "active", memory_id=provisional)
         for v in narrowed:
             self.edge(memory, v.target_id, "REFINES", v.confidence,
-                      "narrowed: what ended was taken out of it", v.decided_by)
+                      "revised: what ended was taken out of it, or the plan's new date put in",
+                      v.decided_by)
         linked = [v for v in verdicts if v.relation in ("refines", "coexists")]
         for v in linked:
             self.edge(memory, v.target_id, v.relation.upper(), v.confidence, v.reason,
@@ -570,6 +593,15 @@ class _Writer:
                          [*retired, *(v.target_id for v in narrowed)])
         else:
             self.outcome(item, "created", None, memory, [v.target_id for v in linked])
+
+
+_ABOUT_CHARS = 500
+
+
+def _about(contents: list[str]) -> str | None:
+    if not contents:
+        return None
+    return f"About: {'; '.join(contents)}"[:_ABOUT_CHARS]
 
 
 def add_edge(cur: psycopg.Cursor, tenant_id: uuid.UUID, source: uuid.UUID, target: uuid.UUID,

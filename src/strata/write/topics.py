@@ -26,6 +26,7 @@ that reads "axed Hulu and Peacock" proposes two ends.
 
 from __future__ import annotations
 
+import calendar
 import re
 
 from strata.write import slots
@@ -38,8 +39,11 @@ ENTRY_WORDS = frozenset(
     "flight trip appointment appt reservation booking interview surgery exam test class lesson "
     "concert party visit vacation holiday checkup session deadline launch move dinner call "
     "meeting game match race show date plan time slot thing event festival ticket pass "
-    "loop round final".split()
+    "loop round final proposal application paper assignment report thesis essay grant "
+    "submission due".split()
 )
+# Entry words that name no kind at all ("that's the date now"): the one plan there is.
+ANY_PLAN = frozenset("date plan thing time".split())
 # Whose plan it is, when not the user's: two keys that name different owners are two plans.
 OWNER_WORDS = frozenset(
     "mom mum dad mother father sister brother son daughter wife husband partner boyfriend "
@@ -95,6 +99,8 @@ def same_plan(a: str, b: str) -> bool:
         return False
     if sa and sb:
         return bool(sa & sb)
+    if (ka and not sa and ka <= ANY_PLAN) or (kb and not sb and kb <= ANY_PLAN):
+        return True
     return bool(ka & kb)
 
 
@@ -135,6 +141,28 @@ def ends_state(kind: str, content: str, slot: str | None, negated: bool) -> bool
     """Whether a memory naming an ended object states it as still so: not an event, not
     an end, not already a negation."""
     return kind != "event" and not is_end(slot) and not is_plan(slot) and not negated
+
+
+_RENDERED = re.compile(r"\b(?:on \d{4}-\d{2}-\d{2}|in the week of \d{4}-\d{2}-\d{2}|"
+                       r"in (?:January|February|March|April|May|June|July|August|September|"
+                       r"October|November|December) \d{4})\b")
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def redated(content: str, old: str | None, new: str | None, said: str) -> str | None:
+    """A plan's ``content`` with its date ``old`` (ISO) replaced by ``new`` as ``said``
+    renders it ("on 2026-10-04", "in September 2026"); None when either is not a date or
+    the content does not carry the old one."""
+    if not (old and new and _ISO.match(old) and _ISO.match(new)) or old == new:
+        return None
+    m = _RENDERED.search(said)
+    wanted = m.group() if m and (new in m.group() or new[:4] in m.group()) else f"on {new}"
+    year, month, _ = (int(x) for x in old.split("-"))
+    for form in (f"on {old}", f"in the week of {old}",
+                 f"in {calendar.month_name[month]} {year}"):
+        if form in content:
+            return content.replace(form, wanted)
+    return None
 
 
 _SEP = r"(?:\s*,\s*(?:and\s+|&\s+|or\s+)?|\s+(?:and|&|or)\s+)"

@@ -71,6 +71,11 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
     return handle
 
 
+def _divorced(clause: str) -> Found:
+    content = third_person(re.sub(r"^the\s+divorce\b", "my divorce", clause, flags=re.I))
+    return Found(content, "fact", topics.end_key("married"), None, 0.85, change=True)
+
+
 # Verbs that end a state the user had, with what ended as their object.
 _ENDING = (r"(?:cancell?ed|cancel|axed|ditched|quit|stopped|ended|gave\s+up|given\s+up|shut\s+down|"
            r"got\s+rid\s+of|unsubscribed\s+from|dropped\s+out\s+of|step(?:ped)?\s+(?:back|down|away)"
@@ -96,6 +101,18 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # "I don't bowl anymore": the activity is the object
     (rx(I, A, r"(?:do\s+not|don't|no\s+longer)\s+(?P<obj>[a-z]+)(?:\s+any\s?more|",
         r"\s+any\s+longer)(?:,?\s+(?:and|but|so)\b.*)?$"), _end(0.8)),
+    # "Tess and I are done", "Sam and I broke up": a partner, by name
+    (rx(r"^(?P<obj>(?-i:[A-Z][\w'-]+))\s+and\s+i\s+(?:are|were|have)?\s*(?:officially\s+|finally\s+)?",
+        r"(?:done|over|through|finished|broke\s+up|split(?:\s+up)?|separated|divorced|",
+        r"called\s+it\s+quits|broken\s+up)\b.*$"), _end(0.8)),
+    # "they switched me off metoprolol onto diltiazem", "my doctor took me off statins"
+    (rx(r"^(?:they|he|she|(?:my|the)\s+[\w-]+)\s+(?:have\s+|has\s+)?(?:switched|took|taken|",
+        r"moved|got|put)\s+(?:me|us)\s+off\s+(?:of\s+)?(?P<obj>[\w-]+(?:\s+[\w-]+)?)",
+        r"(?=\s+(?:onto|to|for|and|because|since|after)\b|\s*,|$).*$"), _end(0.8)),
+    # "the divorce was finalized", "I'm officially divorced": the marriage ended
+    (rx(r"^(?:(?:my|our|the)\s+divorce\s+(?:was|got|is|has\s+been)\s+(?:officially\s+|finally\s+)?",
+        r"(?:finali[sz]ed|final|official|through|done)|i\s+am\s+(?:officially\s+|now\s+|finally\s+)*",
+        r"divorced)(?P<obj>)\b.*$"), lambda m, clause: _divorced(clause)),
     # "Sunset Lanes closed for good", "the league dissolved", "Pepper passed away"
     (rx(r"^(?:(?:the|our|my)\s+)?(?P<obj>(?:[\w'&-]+\s+){0,2}?[\w'&-]+)\s+(?:has\s+|have\s+)?",
         r"(?:just\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",

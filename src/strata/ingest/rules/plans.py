@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from strata.ingest.dates import DateMatch, find_date, render
+from strata.ingest.dates import DateMatch, find_date, find_dates, render
 from strata.ingest.rules.base import Result, rx
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import remove_date, squash
@@ -77,6 +77,20 @@ _DONE = rx(r"^(?:i|we)\s+(?:have\s+|just\s+|finally\s+|officially\s+)*(?:took|pa
            r"aced|finished|completed|submitted|turned\s+in|sat|did)\s+(?:my|our|the)\s+",
            r"(?P<what>(?:[\w-]+\s+){0,3}?[\w-]+)(?P<result>\s*(?::|,|-|and\s+(?:got|scored))",
            r"\s*.+)?$")
+# "so that's the date now", "which is the new date": a new date for the plan being talked
+# about, which the clause does not name.
+_THE_DATE_NOW = re.compile(r"(?:^|,\s*|\bso\s+)(?:that\s+is|which\s+is|that's)\s+(?:the|our|my)\s+"
+                           r"(?:new\s+)?(?:date|day)(?:\s+now)?\s*$", re.I)
+# A completion that names no plan: "submitted with an hour to spare", "I'm licensed!", "I
+# passed!!" -- the one open plan of the kinds it completes.
+_DONE_UNNAMED = [
+    (rx(r"^(?:i\s+|we\s+)?(?:just\s+|finally\s+|officially\s+)*(?:submitted|turned\s+it\s+in|",
+        r"sent\s+it\s+in|hit\s+submit)(?!\s+(?:my|our|the|a|an|his|her|their)\b)\b.*$"),
+     ["deadline", "proposal", "application", "paper", "assignment", "report", "thesis", "essay",
+      "grant", "submission", "due"]),
+    (rx(r"^(?:i|we)\s+(?:am|are)\s+(?:officially\s+|finally\s+|now\s+)*(?:licensed|certified)$|",
+        r"^(?:i|we)\s+(?:just\s+|finally\s+)*passed$"), ["exam", "test"]),
+]
 _ANNUAL_WORDS = frozenset("birthday anniversary name_day bday".split())
 _NOT_A_PLAN = frozenset("today tomorrow tonight it this that there here which what who "
                         "everything nothing something".split())
@@ -109,6 +123,10 @@ def lifecycle(text: str, at: datetime) -> Result | None:
     """A word on a plan that needs no date: cancelled, done, where it is now, what it was
     booked for."""
     body = squash(text)
+    for pattern, kinds in _DONE_UNNAMED:
+        if pattern.match(body):
+            said = body if re.match(r"^(?:i|we)\b", body, re.I) else f"I {body[:1].lower()}{body[1:]}"
+            return _plan(third_person(said), topics.plan_key(kinds), "done", at)
     m = _CANCELLED.match(body) or _CANCEL.match(body)
     if m is not None:
         return _plan(third_person(body), schedule_key(m["what"]), "cancelled", at)
@@ -137,6 +155,14 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
         return lifecycle(text, at)
     body = squash(remove_date(text, date))
     bare = squash(_TIME_OF_DAY.sub(" ", body))
+    if _THE_DATE_NOW.search(bare):
+        # The date that the clause gives last, with a day ("the only Saturday left was
+        # October 4th, so that's the date now").
+        days = [d for d in find_dates(text, at, "future") if d.granularity == "day"]
+        if days:
+            new = days[-1]
+            return Result(third_person(squash(text)), "event", topics.plan_key(["date"]),
+                          new.when.date().isoformat(), 0.75, True, valid_from=new.when)
     moved = _MOVED.match(bare)
     if moved is not None:
         later = find_date(text, at, "future") or date
