@@ -46,7 +46,9 @@ def _objects(raw: str) -> list[str]:
         part, _ = clean_object(squash(head(part)))
         part = _SMALL.sub("", part)
         part = _KIND.sub("", part) if len(part.split()) > 1 else part
-        if is_stop_object(part) or _NOT_AN_OBJECT.match(part) or len(part.split()) > 3:
+        # A bare kind ("my job", "the membership") names nothing in particular.
+        if (is_stop_object(part) or _NOT_AN_OBJECT.match(part) or len(part.split()) > 3
+                or _KIND.match(f" {part}")):
             continue
         out.append(part)
     return out
@@ -81,7 +83,7 @@ _ENDING = (r"(?:cancell?ed|cancel|axed|ditched|quit|stopped|ended|gave\s+up|give
            r"got\s+rid\s+of|unsubscribed\s+from|dropped\s+out\s+of|step(?:ped)?\s+(?:back|down|away)"
            r"\s+from|walked\s+away\s+from|retired\s+from|let\s+go\s+of|moved\s+on\s+from|"
            r"broke\s+up\s+with|split\s+(?:up\s+)?with|said\s+goodbye\s+to|cut\s+out|"
-           r"sold|finished\s+with|wrapped\s+up|closed\s+down|left)")
+           r"finished\s+with|wrapped\s+up|closed\s+down|left)")
 
 # The speaker, said or left out ("cancelled my membership lol").
 _WHO = r"^(?:(?:i|we)\s+)?"

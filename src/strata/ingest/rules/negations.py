@@ -41,8 +41,8 @@ def _negation(m: re.Match[str], clause: str) -> Found | None:
         if slot is None:
             # Not a preference the lexicon knows ("stopped using Jira"): the end of what it
             # names (strata.write.topics), which retires what says it is still so.
-            return Found(third_person(clause), "fact", topics.end_key(head(obj)), None, 0.8,
-                         change=True)
+            return Found(third_person(clause), "preference", topics.end_key(head(obj)), None,
+                         0.8, change=True)
     kind = "fact" if slot in ("user.location", "user.employer", "user.occupation") else "preference"
     content = third_person(clause)
     if not re.match(r"^(?:the\s+user|they)\b", content, re.I):
