@@ -73,6 +73,14 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
     return handle
 
 
+def _streak(m: re.Match[str], clause: str) -> Found | None:
+    obj = _objects(m["obj"])
+    if not obj:
+        return None
+    content = f"The user has gone {m['n']} without {m['obj']}"
+    return Found(content, "fact", topics.end_key(obj[0]), None, 0.8, change=True)
+
+
 def _divorced(clause: str) -> Found:
     content = third_person(re.sub(r"^the\s+divorce\b", "my divorce", clause, flags=re.I))
     return Found(content, "fact", topics.end_key("married"), None, 0.85, change=True)
@@ -93,10 +101,15 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"\s+(?P<obj>.+)$"), _end()),
     (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"(?:done|finished|through|off)\s+(?:with\s+)?(?P<obj>.+?)",
         r"(?:\s+(?:for\s+good|now|at\s+last|finally))?$"), _end()),
-    # "62 days without a cigarette", "3 weeks sober from X", "a month without sugar"
-    (rx(r"^(?:i\s+am\s+|i\s+have\s+(?:gone|been)\s+)?(?:\d+|a|an|one|two|three|four|five|six|",
-        r"seven|eight|nine|ten)\s+(?:days?|weeks?|months?|years?)\s+(?:without|free\s+of|",
-        r"off|clean\s+from|sober\s+from)\s+(?P<obj>.+)$"), _end(0.8)),
+    # "62 days without a cigarette", "a month off sugar", "3 weeks sober from gambling"
+    (rx(r"^(?:i\s+am\s+|i\s+have\s+(?:gone|been)\s+)?(?P<n>(?:\d+|a|an|one|two|three|four|five|",
+        r"six|seven|eight|nine|ten)\s+(?:days?|weeks?|months?|years?))\s+(?:without|free\s+of|",
+        r"off|clean\s+from|sober\s+from)\s+(?P<obj>(?:(?:a|an|any)\s+)?[\w'-]+)\b.*$"), _streak),
+    # "today was my last day at Deloitte", "handed in my badge at Acme"
+    (rx(r"^(?:(?:today|yesterday|friday|it|that|this|\w+day)\s+(?:was|is)\s+my\s+last\s+",
+        r"(?:day|shift|week)|i\s+(?:have\s+)?(?:handed|turned)\s+in\s+my\s+(?:badge|notice|",
+        r"keys|resignation|laptop))\s+(?:at|with|for)\s+(?P<obj>(?-i:[A-Z])[\w&'.-]*",
+        r"(?:\s+(?-i:[A-Z])[\w&'.-]*)?)\b.*$"), _end(0.85)),
     # "I haven't touched my guitar since March", "haven't had a drink in weeks"
     (rx(I, r"have\s+not\s+", A, r"(?:touched|had|played|used|opened|smoked|done)\s+",
         r"(?P<obj>.+?)(?:\s+(?:since|in|for)\b.*)?$"), _end(0.75)),
