@@ -160,3 +160,67 @@ def test_an_end_retires_what_it_names_and_only_that(client, tenant, holder, end,
     assert not holding(now, word, x), now
     assert holding(now, x), now
     assert holding(now, word, other), now
+
+
+@pytest.mark.parametrize(("holder", "x", "later"), [
+    ("our {x} is on {d}", "wedding", "the venue double-booked us, the only day left was {d2}, "
+                                     "so that's the date now"),
+    ("my {x} is on {d}", "graduation party", "they only had {d2} open, so that's the new date"),
+])
+def test_a_new_date_that_names_no_plan_revises_the_one_plan_there_is(client, tenant, holder, x,
+                                                                     later):
+    """Given one dated plan
+    When the user gives a new date without naming the plan ("so that's the date now")
+    Then the plan's own statement now carries the new date (it still says what the plan
+    is), the old date is held nowhere, and the plan is not lost."""
+    h = tenant.headers
+    old, new = DAYS
+    say(client, h, holder.format(x=x, d=f"{old:%B %-d}"), at=T0)
+    say(client, h, later.format(d2=f"{new:%B %-d}"), at=T0 + timedelta(days=5))
+    now = active(client, h)
+    assert holding(now, x, new.isoformat()), now
+    assert not holding(now, old.isoformat()), now
+
+
+def test_a_new_date_naming_no_plan_revises_none_of_several(client, tenant):
+    """Given two dated plans
+    When a new date names neither
+    Then both keep their dates (which one moved is not said)."""
+    h = tenant.headers
+    old, new = DAYS
+    say(client, h, f"our wedding is on {old:%B %-d}", f"my flight to Porto is on {old:%B %-d}",
+        at=T0)
+    say(client, h, f"the only day left was {new:%B %-d}, so that's the date now",
+        at=T0 + timedelta(days=5))
+    now = active(client, h)
+    assert holding(now, "wedding", old.isoformat()) and holding(now, "Porto", old.isoformat())
+
+
+def test_plan_keys_meet_by_subject_and_keep_owners_and_kinds_apart():
+    """Plan keys (strata.write.topics) name one plan when they share a subject word, a key
+    of kind words only meets its kind, and different owners never meet."""
+    from strata.write import topics
+
+    assert topics.same_plan("schedule.tokyo_trip", "schedule.flight_tokyo")
+    assert topics.same_plan("schedule.move", "schedule.move_seattle")
+    assert topics.same_plan("schedule.date", "schedule.wedding")
+    # Controls: other subjects, other owners, other kinds.
+    assert not topics.same_plan("schedule.lisbon_trip", "schedule.paris_trip")
+    assert not topics.same_plan("schedule.sister_wedding", "schedule.wedding")
+    assert not topics.same_plan("schedule.exam", "schedule.flight")
+
+
+@pytest.mark.parametrize(("items", "ended"), [
+    (["Netflix", "Hulu", "Max"], "Hulu"), (["Netflix", "Hulu", "Max"], "Netflix"),
+    (["Netflix", "Hulu", "Max"], "Max"), (["piano", "violin"], "piano"),
+    (["piano", "violin"], "violin"),
+])
+def test_a_list_loses_only_what_ended(items, ended):
+    from strata.write import topics
+
+    listed = ", ".join(items[:-1]) + f" and {items[-1]}"
+    rest = topics.narrowed(f"The user pays for {listed}", [ended.lower()])
+    assert rest is not None and ended not in rest
+    assert all(i in rest for i in items if i != ended)
+    # Control: a statement about the object alone is not narrowed (it is retired whole).
+    assert topics.narrowed(f"The user pays for {ended}", [ended.lower()]) is None

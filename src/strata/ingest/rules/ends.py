@@ -44,11 +44,11 @@ def _objects(raw: str) -> list[str]:
     out = []
     for part in parts:
         part, _ = clean_object(squash(head(part)))
-        part = _SMALL.sub("", part)
+        part = re.sub(r"\s+(?:back|again|already|too)$", "", _SMALL.sub("", part), flags=re.I)
         part = _KIND.sub("", part) if len(part.split()) > 1 else part
-        # A bare kind ("my job", "the membership") names nothing in particular.
+        # A bare kind ("my job", "the membership", "the trip") names nothing in particular.
         if (is_stop_object(part) or _NOT_AN_OBJECT.match(part) or len(part.split()) > 3
-                or _KIND.match(f" {part}")):
+                or _KIND.match(f" {part}") or set(part.lower().split()) <= topics.ENTRY_WORDS):
             continue
         out.append(part)
     return out

@@ -194,7 +194,8 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
                                  or re.match(r"^(?:i|we|you|he|she|they|it)\b", what, re.I)):
             return None
     if plan is None or what is None:
-        return None
+        # "the Tokyo trip was cancelled last week", "I took the GRE on Saturday"
+        return lifecycle(remove_date(text, date), at)
     if set(slots.qualifier_of(what).split("_") if slots.qualifier_of(what) else ()) & _ANNUAL_WORDS \
             and _BOOKED_FOR.match(bare) is None:
         return None
