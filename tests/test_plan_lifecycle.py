@@ -45,7 +45,8 @@ PLANS = [
     ("my flight to {x} is on {d}", "our {x} flight", ["Denver", "Porto"]),
     ("I have a {x} exam on {d}", "the {x} exam", ["chemistry", "statistics"]),
 ]
-MOVES = ["we pushed {ref} to {d}", "they moved {ref} to {d}", "I had to postpone {ref} to {d}"]
+MOVES = ["we pushed {ref} to {d}", "they moved {ref} to {d}", "I had to postpone {ref} to {d}",
+         "{ref} got pushed to {d}", "{ref} was moved to {d}", "{ref} is {d} now"]
 CANCELS = ["{Ref} got cancelled", "{Ref} is off", "we called off {ref}"]
 DAYS = [date(2026, 5, 20), date(2026, 6, 3)]
 
@@ -145,6 +146,8 @@ def test_an_end_narrows_a_list_and_keeps_the_rest(client, tenant, verb, ended, k
     ("I volunteer at the {x} every week", "I had to step back from the {x}", "volunteers"),
     ("I have a membership at {x}", "I cancelled my {x} membership", "membership at"),
     ("I play in the {x} on Tuesdays", "I gave up the {x}", "plays"),
+    ("I play in the {x} on Tuesdays", "I'm not in the {x} anymore", "plays"),
+    ("I volunteer at the {x} every week", "I no longer volunteer at the {x}", "every week"),
 ])
 @pytest.mark.parametrize(("x", "other"), [("Harbor League", "Chess Club"),
                                           ("Riverside Club", "Quiz Team")])

@@ -25,11 +25,15 @@ from strata.write import topics
 _KIND = re.compile(
     r"\s+(?:membership|subscription|account|plan|pass|tickets?|lessons?|classes|class|"
     r"habit|gig|job|shift|treatment|prescription|meds|medication|streak|league|team)$", re.I)
+_GERUND = re.compile(
+    r"^(?:(?:going|heading)\s+(?:to|into)|attending|taking|seeing|playing(?:\s+(?:in|for|with))?|"
+    r"visiting|dating|watching|reading|doing|volunteering\s+(?:at|for|with)|working\s+(?:at|on|for)|"
+    r"on|with|of|in|at|for)\s+", re.I)
 _SMALL = re.compile(r"^(?:(?:the|a|an|my|our|his|her|their|old|new|little|beloved|"
                     r"favou?rite|whole|entire)\s+)+", re.I)
 _SPLIT = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+", re.I)
 _NOT_AN_OBJECT = re.compile(
-    r"^(?:\d+\s*(?:min(?:ute)?s?|hours?|days?|weeks?|months?|years?)\b|work|home|school|"
+    r"^(?:things|stuff|it\s+all|everything|\d+\s*(?:min(?:ute)?s?|hours?|days?|weeks?|months?|years?)\b|work|home|school|"
     r"early|late|now|there|here|the\s+house|the\s+office|my\s+(?:keys|phone|wallet))", re.I)
 
 
@@ -43,6 +47,8 @@ def _objects(raw: str) -> list[str]:
     parts = _SPLIT.split(obj) if _LIST.match(obj) else [obj]
     out = []
     for part in parts:
+        # "stopped going to Equinox", "gave up on the novel": what the activity is about.
+        part = _GERUND.sub("", squash(part))
         part, _ = clean_object(squash(head(part)))
         part = re.sub(r"\s+(?:back|again|already|too)$", "", _SMALL.sub("", part), flags=re.I)
         part = _KIND.sub("", part) if len(part.split()) > 1 else part
@@ -128,6 +134,13 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^(?:(?:my|our|the)\s+divorce\s+(?:was|got|is|has\s+been)\s+(?:officially\s+|finally\s+)?",
         r"(?:finali[sz]ed|final|official|through|done)|i\s+am\s+(?:officially\s+|now\s+|finally\s+)*",
         r"divorced)(?P<obj>)\b.*$"), lambda m, clause: _divorced(clause)),
+    # "I no longer volunteer at the shelter", "I don't go to the gym anymore", "I'm not in the
+    # book club anymore": a habit or a membership, by what it is at or in
+    (rx(r"^i\s+(?:(?:do\s+not|don't)\s+(?P<v1>[a-z]+)\s+(?:(?:to|at|in|on|for|with)\s+)?",
+        r"(?P<o1>.+?)(?:\s+any\s?more|\s+any\s+longer)|no\s+longer\s+(?P<v2>[a-z]+)\s+",
+        r"(?:(?:to|at|in|on|for|with)\s+)?(?P<o2>.+?)(?:\s+any\s?more)?|am\s+(?:not|no\s+longer)\s+",
+        r"(?:in|on|with|part\s+of|a\s+member\s+of|at)\s+(?P<o3>.+?)(?:\s+any\s?more|\s+any\s+longer)?)",
+        r"$"), lambda m, clause: _end(0.8, next(g for g in ("o1", "o2", "o3") if m[g]))(m, clause)),
     # "Sunset Lanes closed for good", "the league dissolved", "Pepper passed away"
     (rx(r"^(?:(?:the|our|my)\s+)?(?P<obj>(?:[\w'&-]+\s+){0,2}?[\w'&-]+)\s+(?:has\s+|have\s+)?",
         r"(?:just\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",

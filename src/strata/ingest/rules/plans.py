@@ -100,6 +100,21 @@ _MOVED = rx(r"^(?:(?:i|we|they|he|she|the\s+\w+|\w+)\s+)?(?:have\s+|had\s+to\s+|
             r"(?P<what>(?:my|our|the|his|her|their)\s+.+?)\s+(?:back\s+)?(?:to|until|till)$")
 
 
+# "the wedding got pushed to October 4", "my interview was moved to Monday"
+_MOVED_PASSIVE = rx(r"^(?P<what>(?:my|our|the|his|her|their)\s+.+?)\s+(?:was|got|has\s+been|is|were|",
+                    r"have\s+been|is\s+being)\s+(?:moved|rescheduled|pushed|postponed|bumped|delayed|",
+                    r"changed|shifted|brought\s+forward)\s+(?:back\s+)?(?:to|until|till|for)$")
+# "we're not going to Tokyo anymore", "I'm not flying to Denver after all"
+_NOT_GOING = rx(r"^(?:i|we)\s+(?:am|are)\s+(?:not|no\s+longer)\s+(?:going|flying|heading|traveling|",
+                r"travelling|driving|moving)\s+to\s+(?P<what>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?)",
+                r"(?:\s+(?:any\s?more|after\s+all|this\s+year))*$")
+# "the interview went well", "we just got back from Lisbon": a plan that has happened
+_WENT = rx(r"^(?:my|our|the)\s+(?P<what>(?:[\w'-]+\s+){0,3}?", _ENTRY, r"(?:\s+[\w-]+){0,2}?)\s+",
+           r"(?:went|was|is)\s+(?:really\s+|so\s+|super\s+)?(?:well|great|fine|ok|okay|badly|",
+           r"horribly|amazing(?:ly)?|terribly|perfectly|smoothly|done|over)$")
+_BACK_FROM = rx(r"^(?:i|we)\s+(?:am\s+|are\s+)?(?:just\s+|finally\s+)?(?:got\s+|came\s+|flew\s+)?",
+                r"back\s+from\s+(?:the\s+|our\s+|my\s+)?(?P<what>(?:[\w'-]+\s+){0,2}?[\w'-]+)$")
+
 _TIME_OF_DAY = re.compile(
     r"\s*\b(?:at\s+)?(?:\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|noon|midnight|"
     r"(?:in\s+the\s+)?(?:morning|afternoon|evening|night))\b", re.I)
@@ -130,6 +145,12 @@ def lifecycle(text: str, at: datetime) -> Result | None:
     m = _CANCELLED.match(body) or _CANCEL.match(body)
     if m is not None:
         return _plan(third_person(body), schedule_key(m["what"]), "cancelled", at)
+    m = _NOT_GOING.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), "cancelled", at)
+    m = _WENT.match(body) or _BACK_FROM.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), "done", at)
     m = _DONE.match(body)
     if m is not None and m["what"].split()[-1].lower() not in _NOT_A_PLAN:
         return _plan(third_person(body), schedule_key(m["what"]), "done", at)
@@ -163,13 +184,13 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
             new = days[-1]
             return Result(third_person(squash(text)), "event", topics.plan_key(["date"]),
                           new.when.date().isoformat(), 0.75, True, valid_from=new.when)
-    moved = _MOVED.match(bare)
+    moved = _MOVED.match(bare) or _MOVED_PASSIVE.match(bare)
     if moved is not None:
         later = find_date(text, at, "future") or date
         key = schedule_key(moved["what"])
         if key is None:
             return None
-        moved_to = re.sub(r"\s+(?:back\s+)?(?:to|until|till)$", "", bare)
+        moved_to = re.sub(r"\s+(?:back\s+)?(?:to|until|till|for)$", "", bare)
         return Result(f"{third_person(moved_to)} to {render(later).removeprefix('on ')}", "event", key,
                       later.when.date().isoformat(), 0.8, True, valid_from=later.when)
     plan = _PLAN.match(bare) or _MY_PLAN.match(bare)
