@@ -207,8 +207,11 @@ def _bare_month(m: re.Match[str], now: datetime, tense: Tense | None) -> Resolve
 def _capital_month(m: re.Match[str], now: datetime, tense: Tense | None) -> Resolved:
     # Only capitalised, and never "May" or "March" (also a verb and a name): "the move is
     # September now".
-    if not m["mon"][:1].isupper() or m["mon"].lower() in ("may", "march", "august"):
+    name = m["mon"].lower()
+    if not m["mon"][:1].isupper() or name in ("may", "march"):
         return None
+    if name in ("april", "june", "august") and m.string[:m.start()].rstrip().endswith("is"):
+        return None  # "her name is June"
     return _midnight(_month(now.date(), MONTHS[m["mon"].lower()], "", tense), now), "month"
 
 
@@ -295,7 +298,9 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver, re.Pattern[str] | None]] = [
                 r"(?!\s+\d)", re.I), _capital_month, None),
     # "on the 29th", "bumped me to the 11th": a day of the month named alone.
     (re.compile(r"(?:\bon\s+|(?<=\bto\s)|(?<=\bis\s)|(?<=\buntil\s)|(?<=\bfor\s))"
-                r"the\s+(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)\b"
+                r"the\s+(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)\b(?!\s+(?:floor|place|time|try|"
+                r"attempt|grade|round|century|street|st|avenue|ave|row|pick|edition|generation|"
+                r"percentile|birthday|anniversary|year|week|month|day|hole|inning|lap|step))"
                 r"(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))", re.I),
      _day_of_month, None),
     (re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", re.I), _days(-2), _R),

@@ -572,13 +572,6 @@ class _Writer:
                               decided_by=v.decided_by)]
         if item.slot and item.value is None:
             item.slot = self.negation_key(item, retired)
-        if (topics.is_plan(item.slot) or topics.is_end(item.slot)) and item.context is None:
-            # What a plan's later word or an end was about, when the statement does not say
-            # it ("submitted with an hour to spare"): its context, which search matches, so
-            # "has the user submitted the proposal?" finds it.
-            about = [item.neighbours[i].content for i in
-                     [*retired, *(v.target_id for v in narrowed)] if i in item.neighbours]
-            item.context = _about(about)
         memory = self.insert(item, "active", memory_id=provisional)
         for v in narrowed:
             self.edge(memory, v.target_id, "REFINES", v.confidence,
@@ -593,15 +586,6 @@ class _Writer:
                          [*retired, *(v.target_id for v in narrowed)])
         else:
             self.outcome(item, "created", None, memory, [v.target_id for v in linked])
-
-
-_ABOUT_CHARS = 500
-
-
-def _about(contents: list[str]) -> str | None:
-    if not contents:
-        return None
-    return f"About: {'; '.join(contents)}"[:_ABOUT_CHARS]
 
 
 def add_edge(cur: psycopg.Cursor, tenant_id: uuid.UUID, source: uuid.UUID, target: uuid.UUID,

@@ -326,6 +326,9 @@ def _topic_holders(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str
     is); for an end, the statements naming its object as still so."""
     if topics.is_plan(item.slot):
         same = [r for r in rows if r["slot"] != item.slot and topics.same_plan(item.slot, r["slot"])]
+        if topics.vague_plan(item.slot):
+            # "the trip" is the one open trip: one already cancelled or done is not it.
+            same = [r for r in same if r["value"] not in topics.CLOSED]
         if topics.vague_plan(item.slot) and len({r["slot"] for r in same}) > 1:
             return []  # "the trip" when there are several: which one is not said
         if any(not topics.vague_plan(r["slot"]) for r in same):
