@@ -227,3 +227,39 @@ def test_a_list_loses_only_what_ended(items, ended):
     assert all(i in rest for i in items if i != ended)
     # Control: a statement about the object alone is not narrowed (it is retired whole).
     assert topics.narrowed(f"The user pays for {ended}", [ended.lower()]) is None
+
+
+@pytest.mark.parametrize("end", ["we said goodbye to {x}", "we lost {x} last week",
+                                 "{x} passed away", "we had to put {x} down"])
+@pytest.mark.parametrize(("x", "other"), [("Pepper", "Miso"), ("Biscuit", "Juniper")])
+def test_a_pet_that_died_is_retired_and_the_other_pet_stays(client, tenant, end, x, other):
+    """Given two pets
+    When the user says one died (in any of several ways)
+    Then no active memory says the user still has it, the death is stored, and the other
+    pet stays."""
+    h = tenant.headers
+    say(client, h, f"my cat {x} is 12 years old", f"my cat {other} is 3 years old", at=T0)
+    say(client, h, end.format(x=x), at=T0 + timedelta(days=40))
+    now = active(client, h)
+    assert not holding(now, x, "12 years"), now
+    assert holding(now, x), now
+    assert holding(now, other, "3 years"), now
+
+
+@pytest.mark.parametrize(("going", "cancel"), [
+    ("we're flying to {x} on {d}", "the {x} trip got cancelled"),
+    ("I'm heading to {x} on {d}", "we're not going to {x} anymore"),
+])
+def test_a_trip_told_by_where_it_goes_is_cancelled_by_name(client, tenant, going, cancel):
+    """Given two trips, each told by where it goes
+    When one is cancelled by name
+    Then it holds no date, and the other trip keeps its date."""
+    h = tenant.headers
+    day = DAYS[0]
+    say(client, h, going.format(x="Rome", d=f"{day:%B %-d}"),
+        going.format(x="Oslo", d=f"{day:%B %-d}"), at=T0)
+    say(client, h, cancel.format(x="Rome"), at=T0 + timedelta(days=2))
+    now = active(client, h)
+    assert not holding(now, "Rome", day.isoformat()), now
+    assert holding(now, "Rome"), now
+    assert holding(now, "Oslo", day.isoformat()), now

@@ -29,6 +29,9 @@ _GERUND = re.compile(
     r"^(?:(?:going|heading)\s+(?:to|into)|attending|taking|seeing|playing(?:\s+(?:in|for|with))?|"
     r"visiting|dating|watching|reading|doing|volunteering\s+(?:at|for|with)|working\s+(?:at|on|for)|"
     r"on|with|of|in|at|for)\s+", re.I)
+_KIND_AT = re.compile(
+    r"^(?:(?:my|the|our)\s+)?(?:job|position|role|gig|membership|subscription|account|spot|"
+    r"place|seat|internship|residency|shift)\s+(?:at|with|for|on|in)\s+", re.I)
 _SMALL = re.compile(r"^(?:(?:the|a|an|my|our|his|her|their|old|new|little|beloved|"
                     r"favou?rite|whole|entire)\s+)+", re.I)
 _SPLIT = re.compile(r"\s*,\s*(?:and\s+|&\s+)?|\s+(?:and|&)\s+", re.I)
@@ -49,6 +52,8 @@ def _objects(raw: str) -> list[str]:
     for part in parts:
         # "stopped going to Equinox", "gave up on the novel": what the activity is about.
         part = _GERUND.sub("", squash(part))
+        # "my job at Acme", "the membership at Equinox": the place names what ended.
+        part = _KIND_AT.sub("", part)
         part, _ = clean_object(squash(head(part)))
         part = re.sub(r"\s+(?:back|again|already|too)$", "", _SMALL.sub("", part), flags=re.I)
         part = _KIND.sub("", part) if len(part.split()) > 1 else part
@@ -141,6 +146,9 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:(?:to|at|in|on|for|with)\s+)?(?P<o2>.+?)(?:\s+any\s?more)?|am\s+(?:not|no\s+longer)\s+",
         r"(?:in|on|with|part\s+of|a\s+member\s+of|at)\s+(?P<o3>.+?)(?:\s+any\s?more|\s+any\s+longer)?)",
         r"$"), lambda m, clause: _end(0.8, next(g for g in ("o1", "o2", "o3") if m[g]))(m, clause)),
+    # "we lost Biscuit last week", "we had to put Rufus down": a pet or a person, by name
+    (rx(r"^(?:i|we)\s+(?:just\s+|finally\s+)?(?:lost|had\s+to\s+put|put)\s+(?:(?:my|our)\s+",
+        r"(?:[a-z]+\s+){0,2})?(?P<obj>(?-i:[A-Z])[\w'-]+)(?:\s+down)?\b.*$"), _end(0.8)),
     # "Sunset Lanes closed for good", "the league dissolved", "Pepper passed away"
     (rx(r"^(?:(?:the|our|my)\s+)?(?P<obj>(?:[\w'&-]+\s+){0,2}?[\w'&-]+)\s+(?:has\s+|have\s+)?",
         r"(?:just\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",

@@ -48,6 +48,13 @@ _MY_PLAN = rx(r"^(?:my|our|the)\s+(?P<what>(?:[\w-]+\s+){0,4}?", _ENTRY, r"(?:\s
 # "GRE is aug 9", "NSF proposal due oct 3": a named thing and its day (a date in the future).
 _NAMED_PLAN = rx(r"^(?:(?:my|our|the)\s+)?(?P<what>(?:[\w-]+\s+){0,2}?[\w-]+)\s+",
                  r"(?:is\s+due|due|is|will\s+be)(?:\s+now)?$")
+# "I'm taking the GRE", "we're going to the Lorde concert": what the user will do, by name
+_DOING = rx(r"^(?:i|we)\s+(?:am|are|will\s+be)\s+(?:taking|sitting|having|running|attending|",
+            r"going\s+to|doing)\s+(?:a|an|my|our|the)\s+(?P<what>(?:[\w'-]+\s+){0,3}?[\w'-]+)$")
+# "we're flying to Rome", "I'm heading to Denver": a trip, by where it goes
+_TRAVEL = rx(r"^(?:i|we)\s+(?:am|are|will\s+be)\s+(?:flying|going|heading|traveling|travelling|",
+             r"driving|taking\s+a\s+trip)\s+(?:back\s+)?to\s+(?P<place>(?-i:[A-Z])[\w-]+",
+             r"(?:\s+(?-i:[A-Z])[\w-]+)?)\b.*$")
 # "we're moving to Seattle", "I'm relocating to Denver for work"
 _MOVING = rx(r"^(?:i|we)\s+(?:am|are|will\s+be)\s+(?:moving|relocating)\s+(?:back\s+)?to\s+",
              r"(?P<place>(?-i:[A-Z][\w-]+)(?:\s+(?-i:[A-Z][\w-]+))?)\b.*$")
@@ -199,8 +206,11 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
         plan = _MOVING.match(bare)
         what = f"move {plan['place']}" if plan is not None else None
     if plan is None:
-        plan = _BOOKED_FOR.match(bare) or _HOSTING.match(bare)
+        plan = _BOOKED_FOR.match(bare) or _HOSTING.match(bare) or _DOING.match(bare)
         what = plan["what"] if plan is not None else None
+    if plan is None:
+        plan = _TRAVEL.match(bare)
+        what = f"trip {plan['place']}" if plan is not None else None
     if plan is None and date.when > at:
         # The first part of the clause only: "GRE is aug 9 and my quant is shaky".
         first = re.split(r"\s+and\s+|,", bare, maxsplit=1)[0]
