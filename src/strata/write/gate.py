@@ -339,8 +339,7 @@ def _topic_holders(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str
         return []
     words = topics.end_words(item.slot)
     return [r for r in rows if r["slot"] != item.slot and topics.names(r["content"], words)
-            and topics.ends_state(r["kind"], r["content"], r["slot"],
-                                  lexical.negated(r["content"]))]
+            and topics.ends_state(r["kind"], r["slot"], lexical.negated(r["content"]))]
 
 
 def _holding(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

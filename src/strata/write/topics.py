@@ -137,7 +137,7 @@ def sql_pattern(words: list[str]) -> str | None:
     return rf"\m{re.escape(stem)}"
 
 
-def ends_state(kind: str, content: str, slot: str | None, negated: bool) -> bool:
+def ends_state(kind: str, slot: str | None, negated: bool) -> bool:
     """Whether a memory naming an ended object states it as still so: not an event, not
     an end, not already a negation."""
     return kind != "event" and not is_end(slot) and not is_plan(slot) and not negated
@@ -176,20 +176,20 @@ def narrowed(content: str, words: list[str]) -> str | None:
     obj = r"\s+".join(re.escape(w) + ("(?:s|es)?" if i == len(words) - 1 else "")
                       for i, w in enumerate(words))
     # After a separator: ", Hulu" / " and Hulu" (the item before it stays).
-    m = re.search(rf"{_SEP}(?<![\w-]){obj}(?![\w-])", content, re.I)
+    m = re.search(rf"{_SEP}(?:(?:the|a|an|my|our|their)\s+)?(?<![\w-]){obj}(?![\w-])", content,
+                  re.I)
     if m is not None and re.search(r"[\w)]\s*$", content[:m.start()]):
         before = content[:m.start()]
         if "," in m.group() or re.search(r",\s*[\w'&.+-]+(?:\s+[\w'&.+-]+){0,2}\s*$", before) \
                 or re.match(r"\s*(?:$|[,.;:!?)])", content[m.end():]):
             return _tidy(before + content[m.end():])
     # Before a separator: "Hulu, Netflix" / "Hulu and Netflix" with a short item after it.
-    m = re.search(rf"(?<![\w-]){obj}(?![\w-]){_SEP}(?={_TAIL}|[\w'&.+-]+\s*,)", content, re.I)
+    m = re.search(rf"(?:\b(?:the|a|an|my|our|their)\s+)?(?<![\w-]){obj}(?![\w-]){_SEP}"
+                  rf"(?={_TAIL}|[\w'&.+-]+\s*,)", content, re.I)
     if m is not None:
         return _tidy(content[:m.start()] + content[m.end():])
     return None
 
 
 def _tidy(text: str) -> str:
-    text = re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", text)).strip()
-    # A list left as "A, B" after its "and" item went: "A and B".
-    return text
+    return re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", text)).strip()
