@@ -263,3 +263,20 @@ def test_a_trip_told_by_where_it_goes_is_cancelled_by_name(client, tenant, going
     assert not holding(now, "Rome", day.isoformat()), now
     assert holding(now, "Rome"), now
     assert holding(now, "Oslo", day.isoformat()), now
+
+
+@pytest.mark.parametrize(("place", "other"), [("Denver", "Tucson"), ("Boise", "Omaha")])
+def test_a_plan_moved_twice_by_its_kind_holds_only_the_last_date(client, tenant, place, other):
+    """Given a move to a place and a trip to another
+    When the move is moved twice, each time named only as "the move"
+    Then the move holds the last month only, and the trip keeps its month."""
+    h = tenant.headers
+    say(client, h, f"we're moving to {place} in July", f"we're flying to {other} in July",
+        at=T0)
+    say(client, h, "the move is September now", at=T0 + timedelta(days=10))
+    say(client, h, "ugh, the move is October now", at=T0 + timedelta(days=20))
+    now = active(client, h)
+    moving = [c for c in holding(now) if "move" in c.lower() or "moving" in c.lower()]
+    assert moving and all("July" not in c and "September" not in c for c in moving), now
+    assert any("October" in c for c in moving), now
+    assert holding(now, other, "July"), now

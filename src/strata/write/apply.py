@@ -497,16 +497,18 @@ class _Writer:
         new_value = holder.value
         if topics.is_end(item.slot):
             rest = topics.narrowed(holder.content, topics.end_words(item.slot))
-        elif topics.is_plan(item.slot) and topics.vague_plan(item.slot):
+        elif (topics.is_plan(item.slot) and topics.vague_plan(item.slot)
+              and not topics.vague_plan(holder.slot)):
             # "that's the date now", "the move is September now": a new date for a plan the
             # statement does not name. The plan's own statement is revised to the new date
-            # (it says what the plan is); the new statement is stored beside it.
+            # (it says what the plan is); the new statement is stored beside it, and an
+            # earlier one of its kind is retired.
             rest = topics.redated(holder.content, holder.value, item.value, item.content)
             new_value = item.value
         else:
             return False
         canonical = canonicalize(rest) if rest else ""
-        if not canonical:
+        if not canonical or canonical == item.canonical:
             return False
         old = self.cur.execute(_NARROW_FROM, {**self.base, "id": holder.id}).fetchone()
         if old is None or self.cur.execute(_HELD, {**self.base, "path": old["path"],

@@ -327,13 +327,11 @@ def _topic_holders(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str
     if topics.is_plan(item.slot):
         same = [r for r in rows if r["slot"] != item.slot and topics.same_plan(item.slot, r["slot"])]
         if topics.vague_plan(item.slot):
-            # "the trip" is the one open trip: one already cancelled or done is not it.
+            # "the trip" is the one open trip there is (one cancelled or done is not it), with
+            # the earlier words that named it only by its kind; none when several are open.
             same = [r for r in same if r["value"] not in topics.CLOSED]
-        if topics.vague_plan(item.slot) and len({r["slot"] for r in same}) > 1:
-            return []  # "the trip" when there are several: which one is not said
-        if any(not topics.vague_plan(r["slot"]) for r in same):
-            same = [r for r in same if not topics.vague_plan(r["slot"])
-                    or not topics.vague_plan(item.slot)]
+            if len({r["slot"] for r in same if not topics.vague_plan(r["slot"])}) > 1:
+                return []
         return same
     if not topics.is_end(item.slot) or item.value is not None:
         return []
