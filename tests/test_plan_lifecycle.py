@@ -280,3 +280,20 @@ def test_a_plan_moved_twice_by_its_kind_holds_only_the_last_date(client, tenant,
     assert moving and all("July" not in c and "September" not in c for c in moving), now
     assert any("October" in c for c in moving), now
     assert holding(now, other, "July"), now
+
+
+@pytest.mark.parametrize("x", ["Hulu", "Audible"])
+def test_an_end_said_again_after_the_state_came_back_retires_it_again(client, tenant, x):
+    """Given a subscription ended, then taken up again
+    When the user ends it again
+    Then nothing active says the user subscribes to it, one end is active, and another
+    subscription stays."""
+    h = tenant.headers
+    say(client, h, f"I subscribe to {x}", "I subscribe to Netflix", at=T0)
+    say(client, h, f"I cancelled {x}", at=T0 + timedelta(days=10))
+    say(client, h, f"I signed up for {x} again", at=T0 + timedelta(days=20))
+    say(client, h, f"I cancelled {x}", at=T0 + timedelta(days=30))
+    now = active(client, h)
+    assert not [c for c in holding(now, x) if "cancelled" not in c], now
+    assert len(holding(now, x, "cancelled")) == 1, now
+    assert holding(now, "Netflix"), now

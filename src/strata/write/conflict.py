@@ -102,7 +102,7 @@ class RuleJudge:
                 verdicts.append(Verdict(
                     target_id=n.id, relation="refines", confidence=0.8,
                     reason="adds detail to the same statement"))
-        return verdicts
+        return _ended_again(candidate, verdicts)
 
 
 def _topical(candidate: Candidate, value: str | None, n: Neighbour) -> Verdict | None:
@@ -125,6 +125,18 @@ def _topical(candidate: Candidate, value: str | None, n: Neighbour) -> Verdict |
         return Verdict(target_id=n.id, relation="supersedes", confidence=0.85,
                        reason="ends what it names")
     return None
+
+
+def _ended_again(candidate: Candidate, verdicts: list[Verdict]) -> list[Verdict]:
+    """An end said again after the state came back ("cancelled Hulu", "signed up for Hulu
+    again", "cancelled Hulu"): it retires the state, so it replaces the earlier end rather
+    than repeating it."""
+    if not topics.is_end(candidate.slot) or not any(
+            v.relation == "supersedes" for v in verdicts):
+        return verdicts
+    return [v.model_copy(update={"relation": "supersedes", "reason": "ends it again"})
+            if v.relation == "duplicate" and v.reason == "the same end said again" else v
+            for v in verdicts]
 
 
 def coexisting(candidate: Candidate, verdicts: Sequence[Verdict],

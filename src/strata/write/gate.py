@@ -337,7 +337,8 @@ def _topic_holders(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str
         return []
     words = topics.end_words(item.slot)
     return [r for r in rows if r["slot"] != item.slot and topics.names(r["content"], words)
-            and topics.ends_state(r["kind"], r["slot"], lexical.negated(r["content"]))]
+            and topics.ends_state(r["kind"], r["content"], r["slot"],
+                                  lexical.negated(r["content"]))]
 
 
 def _holding(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -402,7 +403,10 @@ def _decide_one(
         )
 
     twin = _twin(item, [t for t in twins if t["exact"]])
-    if twin is not None:
+    # An end said again word for word while what it ended is back ("cancelled Hulu" after
+    # "signed up for Hulu again") is news: the judge retires the state and the earlier end.
+    again = topics.is_end(item.slot) and any(h["slot"] != item.slot for h in holders)
+    if twin is not None and not again:
         return GateDecision("reinforce", "same value already active", target_id=twin["id"])
 
     neighbours: dict[uuid.UUID, dict[str, Any]] = {}

@@ -137,16 +137,19 @@ def sql_pattern(words: list[str]) -> str | None:
     return rf"\m{re.escape(stem)}"
 
 
-def ends_state(kind: str, slot: str | None, negated: bool) -> bool:
-    """Whether a memory naming an ended object states it as still so: not an event, not
-    an end, not already a negation."""
-    return kind != "event" and not is_end(slot) and not is_plan(slot) and not negated
+def ends_state(kind: str, content: str, slot: str | None, negated: bool) -> bool:
+    """Whether a memory naming an ended object states it as still so: not a dated event (a
+    happening on a day is history; an undated one -- "signed up for Hulu", "started going
+    to Equinox" -- is how a state began), not an end or a plan, not already a negation."""
+    dated = kind == "event" and (_RENDERED.search(content) or _ANY_ISO.search(content))
+    return not dated and not is_end(slot) and not is_plan(slot) and not negated
 
 
 _RENDERED = re.compile(r"\b(?:on \d{4}-\d{2}-\d{2}|in the week of \d{4}-\d{2}-\d{2}|"
                        r"in (?:January|February|March|April|May|June|July|August|September|"
                        r"October|November|December) \d{4})\b")
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ANY_ISO = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\bin \d{4}\b")
 
 
 def redated(content: str, old: str | None, new: str | None, said: str) -> str | None:
