@@ -204,6 +204,31 @@ def _bare_month(m: re.Match[str], now: datetime, tense: Tense | None) -> Resolve
     return _midnight(_month(now.date(), MONTHS[m["mon"].lower()], m["mod"], tense), now), "month"
 
 
+def _capital_month(m: re.Match[str], now: datetime, tense: Tense | None) -> Resolved:
+    # Only capitalised, and never "May" or "March" (also a verb and a name): "the move is
+    # September now".
+    name = m["mon"].lower()
+    if not m["mon"][:1].isupper() or name in ("may", "march"):
+        return None
+    if name in ("april", "june", "august") and m.string[:m.start()].rstrip().endswith("is"):
+        return None  # "her name is June"
+    return _midnight(_month(now.date(), MONTHS[m["mon"].lower()], "", tense), now), "month"
+
+
+def _day_of_month(m: re.Match[str], now: datetime, tense: Tense | None) -> Resolved:
+    # "the 29th": the next such day (the last, in the past tense), this month or the next.
+    today, wanted = now.date(), int(m["d"])
+    for step in ((0, -1, -2) if tense == "past" else (0, 1, 2)):
+        first = add_months(today.replace(day=1), step)
+        try:
+            day = first.replace(day=wanted)
+        except ValueError:
+            continue
+        if (day <= today) if tense == "past" else (day >= today):
+            return _midnight(day, now), "day"
+    return None
+
+
 def _year(m: re.Match[str], now: datetime, tense: Tense | None) -> Resolved:
     return _midnight(date(int(m["y"]), 1, 1), now), "year"
 
@@ -268,6 +293,16 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver, re.Pattern[str] | None]] = [
     (re.compile(rf"\b{_MONTH}\.?,?\s+(?P<y>\d{{4}})\b", re.I), _month_year, _C),
     (re.compile(rf"\b(?P<mod>in|last|next|this|since)\s+{_FULL_MONTH}\b", re.I), _bare_month, None),
     (re.compile(r"\b(?:in|since|during)\s+(?P<y>(?:19|20)\d{2})\b", re.I), _year, None),
+    # "the move is September now", "pushed to October": a month named alone after a verb.
+    (re.compile(rf"(?:(?<=\bis\s)|(?<=\bto\s)|(?<=\buntil\s)|(?<=\btill\s)){_FULL_MONTH}\b"
+                r"(?!\s+\d)", re.I), _capital_month, None),
+    # "on the 29th", "bumped me to the 11th": a day of the month named alone.
+    (re.compile(r"(?:\bon\s+|(?<=\bto\s)|(?<=\bis\s)|(?<=\buntil\s)|(?<=\bfor\s))"
+                r"the\s+(?P<d>[12]?\d|3[01])(?:st|nd|rd|th)\b(?!\s+(?:floor|place|time|try|"
+                r"attempt|grade|round|century|street|st|avenue|ave|row|pick|edition|generation|"
+                r"percentile|birthday|anniversary|year|week|month|day|hole|inning|lap|step))"
+                r"(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))", re.I),
+     _day_of_month, None),
     (re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", re.I), _days(-2), _R),
     (re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", re.I), _days(2), _R),
     (re.compile(r"\b(?:yesterday|last\s+night)\b", re.I), _days(-1), _R),

@@ -41,7 +41,8 @@ from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
 from strata.write import gate as gating
-from strata.write import fingerprints, lexical, locks, policy, slots
+from strata.write import fingerprints, lexical, locks, policy, slots, topics
+from strata.write.canonical import canonicalize, value_hash
 from strata.write.conflict import NoJudge, RuleJudge, by_slot, coexisting, judge_candidate
 from strata.write.gate import GateDecision
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Verdict
@@ -85,6 +86,32 @@ UPDATE memories SET status = 'superseded', version = version + 1, updated_at = n
        valid = tstzrange(lower(valid), GREATEST(lower(valid) + interval '1 microsecond', %(until)s))
 WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
 RETURNING id, path::text AS path, slot, value, value_hash, embedding
+"""
+
+_NARROW_FROM = """
+SELECT path::text AS path, value_hash FROM memories
+WHERE id = %(id)s AND tenant_id = %(tenant)s AND status = 'active'
+FOR UPDATE
+"""
+
+_HELD = """
+SELECT 1 FROM memories WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree
+  AND value_hash = %(hash)s AND status = 'active'
+"""
+
+# The holder's lexical key follows its content (migration 0012).
+_NARROW = """
+WITH m AS (
+    UPDATE memories SET content = %(content)s, canonical = %(canonical)s,
+           value_hash = %(hash)s, value = %(value)s, version = version + 1, updated_at = now()
+    WHERE id = %(id)s AND tenant_id = %(tenant)s
+    RETURNING id
+), gone AS (
+    DELETE FROM memory_lexical_keys WHERE memory_id = %(id)s AND %(lexical)s::bytea IS NULL
+)
+INSERT INTO memory_lexical_keys (memory_id, tenant_id, lexical_hash)
+SELECT id, %(tenant)s, %(lexical)s::bytea FROM m WHERE %(lexical)s::bytea IS NOT NULL
+ON CONFLICT (memory_id) DO UPDATE SET lexical_hash = excluded.lexical_hash
 """
 
 _WAITING = """
@@ -163,6 +190,12 @@ class Staged:
             keys.add(locks.slot_key(tenant_id, self.path, self.slot))
         if self.name:
             keys.add(locks.name_key(tenant_id, self.path, self.name))
+        # Plans and ends reach past their own key (strata.write.topics): two of one batch
+        # may touch one holder, so they are decided one after the other.
+        if topics.is_plan(self.slot):
+            keys.add(locks.slot_key(tenant_id, self.path, topics.PLAN))
+        elif topics.is_end(self.slot):
+            keys.add(locks.slot_key(tenant_id, self.path, topics.ENDED))
         return keys
 
     @property
@@ -312,7 +345,10 @@ def said_before(item: Staged, recorded_at: datetime, target: Neighbour) -> bool:
     explicitly and the starts differ, the earlier start, whenever each was said; otherwise
     assertion time decides, and valid time, then recording time, break a tie between
     statements of one moment."""
-    if (item.valid_from_explicit and target.valid_from_explicit
+    # A plan's date is when it happens, not when it became true: a plan moved earlier is
+    # still the later word on it.
+    plans = topics.is_plan(item.slot) or topics.is_plan(target.slot)
+    if (item.valid_from_explicit and target.valid_from_explicit and not plans
             and item.valid_from != target.valid_from):
         return item.valid_from < target.valid_from
     said, theirs = item.asserted_at or recorded_at, target.asserted_at or target.recorded_at
@@ -448,6 +484,50 @@ class _Writer:
                    for n in item.neighbours.values())
         return None if held else item.slot
 
+    def narrow(self, item: Staged, verdict: Verdict, replaced_by: uuid.UUID) -> bool:
+        """An end's holder that names more than what ended ("pays for Netflix, Hulu and
+        Max" when Hulu is cancelled) keeps the rest: its content loses the ended item
+        (``topics.narrowed``), the statement it held is tombstoned, and history keeps it.
+        False when the holder is all about what ended (the caller retires it), or when an
+        active memory of the path already says the rest. The vector keeps the old wording
+        until the memory is embedded again."""
+        holder = item.neighbours.get(verdict.target_id)
+        if holder is None:
+            return False
+        new_value = holder.value
+        if topics.is_end(item.slot):
+            rest = topics.narrowed(holder.content, topics.end_words(item.slot))
+        elif (topics.is_plan(item.slot) and topics.vague_plan(item.slot)
+              and not topics.vague_plan(holder.slot)):
+            # "that's the date now", "the move is September now": a new date for a plan the
+            # statement does not name. The plan's own statement is revised to the new date
+            # (it says what the plan is); the new statement is stored beside it, and an
+            # earlier one of its kind is retired.
+            rest = topics.redated(holder.content, holder.value, item.value, item.content)
+            new_value = item.value
+        else:
+            return False
+        canonical = canonicalize(rest) if rest else ""
+        if not canonical or canonical == item.canonical:
+            return False
+        old = self.cur.execute(_NARROW_FROM, {**self.base, "id": holder.id}).fetchone()
+        if old is None or self.cur.execute(_HELD, {**self.base, "path": old["path"],
+                                                   "hash": value_hash(canonical)}).fetchone():
+            return False
+        self.cur.execute(_NARROW, {**self.base, "id": holder.id, "content": rest,
+                                   "canonical": canonical, "hash": value_hash(canonical),
+                                   "lexical": lexical.lexical_key(canonical),
+                                   "value": new_value})
+        # The statement as it was: by its text, and by its slot and value when that changed
+        # (an old date said again is not news).
+        changed = new_value != holder.value and holder.slot
+        insert_tombstone(self.cur, self.tenant_id, path=old["path"],
+                         slot=holder.slot if changed else None,
+                         value=holder.value if changed else None,
+                         value_hash=bytes(old["value_hash"]), reason="superseded",
+                         memory_id=holder.id, replaced_by=replaced_by)
+        return True
+
     def resolve(self, item: Staged) -> None:
         """A new memory, related to its neighbours by the verdicts (if any)."""
         verdicts = item.verdicts or []
@@ -487,19 +567,25 @@ class _Writer:
 
         # Retire first: the schema allows one active holder of a slot (migration 0009).
         provisional = uuid.uuid4()
-        retired = [v.target_id for v in supersedes
-                   if retire(self.cur, self.tenant_id, v.target_id, provisional,
-                             until=item.valid_from, confidence=v.confidence, reason=v.reason,
-                             decided_by=v.decided_by)]
+        narrowed = [v for v in supersedes if self.narrow(item, v, provisional)]
+        retired = [v.target_id for v in supersedes if v not in narrowed
+                   and retire(self.cur, self.tenant_id, v.target_id, provisional,
+                              until=item.valid_from, confidence=v.confidence, reason=v.reason,
+                              decided_by=v.decided_by)]
         if item.slot and item.value is None:
             item.slot = self.negation_key(item, retired)
         memory = self.insert(item, "active", memory_id=provisional)
+        for v in narrowed:
+            self.edge(memory, v.target_id, "REFINES", v.confidence,
+                      "revised: what ended was taken out of it, or the plan's new date put in",
+                      v.decided_by)
         linked = [v for v in verdicts if v.relation in ("refines", "coexists")]
         for v in linked:
             self.edge(memory, v.target_id, v.relation.upper(), v.confidence, v.reason,
                       v.decided_by)
-        if retired:
-            self.outcome(item, "superseded_existing", supersedes[0].reason, memory, retired)
+        if retired or narrowed:
+            self.outcome(item, "superseded_existing", supersedes[0].reason, memory,
+                         [*retired, *(v.target_id for v in narrowed)])
         else:
             self.outcome(item, "created", None, memory, [v.target_id for v in linked])
 

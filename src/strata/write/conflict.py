@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from strata.write import lexical, slots
+from strata.write import lexical, slots, topics
 from strata.write.canonical import canonicalize
 from strata.write.models import Candidate, Neighbour, Verdict
 from strata.write.values import negates, normalise_value
@@ -52,6 +52,10 @@ class RuleJudge:
         verdicts = []
         value = normalise_value(candidate.value)
         for n in neighbours:
+            topical = _topical(candidate, value, n)
+            if topical is not None:
+                verdicts.append(topical)
+                continue
             if candidate.slot and slot_rule_applies(candidate, n):
                 if value is None:
                     # A negation ("I no longer use MongoDB") retires only the value it names.
@@ -98,7 +102,41 @@ class RuleJudge:
                 verdicts.append(Verdict(
                     target_id=n.id, relation="refines", confidence=0.8,
                     reason="adds detail to the same statement"))
+        return _ended_again(candidate, verdicts)
+
+
+def _topical(candidate: Candidate, value: str | None, n: Neighbour) -> Verdict | None:
+    """The verdict on a neighbour the gate found by topic (:mod:`.topics`): a later word on
+    the same plan (a new date, a place, cancelled, done) supersedes the plan's last one; an
+    end supersedes what it names as still so (the write narrows a holder that names more);
+    the same end said again is a duplicate."""
+    if not n.slot_match:
+        return None
+    if topics.is_plan(candidate.slot) and topics.is_plan(n.slot):
+        if value is not None and normalise_value(n.value) == value:
+            return Verdict(target_id=n.id, relation="duplicate", confidence=0.9,
+                           reason="the same state of the same plan")
+        return Verdict(target_id=n.id, relation="supersedes", confidence=0.9,
+                       reason=f"a later word on plan {n.slot}")
+    if topics.is_end(candidate.slot) and value is None:
+        if n.slot == candidate.slot:
+            return Verdict(target_id=n.id, relation="duplicate", confidence=0.9,
+                           reason="the same end said again")
+        return Verdict(target_id=n.id, relation="supersedes", confidence=0.85,
+                       reason="ends what it names")
+    return None
+
+
+def _ended_again(candidate: Candidate, verdicts: list[Verdict]) -> list[Verdict]:
+    """An end said again after the state came back ("cancelled Hulu", "signed up for Hulu
+    again", "cancelled Hulu"): it retires the state, so it replaces the earlier end rather
+    than repeating it."""
+    if not topics.is_end(candidate.slot) or not any(
+            v.relation == "supersedes" for v in verdicts):
         return verdicts
+    return [v.model_copy(update={"relation": "supersedes", "reason": "ends it again"})
+            if v.relation == "duplicate" and v.reason == "the same end said again" else v
+            for v in verdicts]
 
 
 def coexisting(candidate: Candidate, verdicts: Sequence[Verdict],

@@ -32,7 +32,7 @@ import psycopg
 from strata import vector_index
 from strata.config import Settings
 from strata.db.vector import Vector, exact_distance
-from strata.write import lexical, slots
+from strata.write import lexical, slots, topics
 from strata.write.canonical import slot_value_hash, value_hash
 from strata.write.models import Neighbour
 from strata.write.tombstones import find_tombstones
@@ -162,6 +162,19 @@ JOIN memories m ON m.id = k.memory_id AND m.tenant_id = %(tenant)s AND m.path = 
 ORDER BY 1, 5 DESC, 6
 """
 
+# What a plan or an end is about (strata.write.topics): every plan of the path, for a plan;
+# for an end, the memories whose text names its object's longest word (``topics.names``
+# then checks every word, ``_topic_holders`` the rest of the rules).
+_TOPIC_ROWS = """
+SELECT i.ord, m.id, m.slot, m.value, m.content, m.kind::text AS kind
+FROM unnest(%(paths)s::ltree[], %(plans)s::bool[], %(patterns)s::text[])
+     WITH ORDINALITY AS i(path, plan, pattern, ord)
+JOIN memories m ON m.tenant_id = %(tenant)s AND m.path = i.path AND m.status = 'active'
+ AND ((i.plan AND starts_with(m.slot, 'schedule.'))
+      OR (i.pattern IS NOT NULL AND m.canonical ~* i.pattern))
+ORDER BY i.ord, m.created_at
+"""
+
 _SLOT_HOLDERS = f"""
 SELECT i.ord, m.id, m.slot, m.value
 FROM {_INPUTS}
@@ -264,11 +277,19 @@ def decide(
     holders = _by_input(cur.execute(_SLOT_HOLDERS, params).fetchall()) if any(
         i.slot for i in items) else {}
     near = nearest(cur, tenant_id, params["paths"], params["vecs"])
+    about = _topic_rows(cur, tenant_id, items)
     return [
         _decide_one(item, exact.get(n), (similar.get(n) or [None])[0], twins.get(n, []),
-                    _holding(item, holders.get(n, [])), near.get(n, []), thresholds)
+                    _with(_holding(item, holders.get(n, [])),
+                          _topic_holders(item, about.get(n, []))),
+                    near.get(n, []), thresholds)
         for n, item in enumerate(items)
     ]
+
+
+def _with(rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    known = {r["id"] for r in rows}
+    return [*rows, *(r for r in more if r["id"] not in known)]
 
 
 def nearest(cur: psycopg.Cursor, tenant_id: uuid.UUID, paths: Sequence[str],
@@ -285,6 +306,39 @@ def nearest(cur: psycopg.Cursor, tenant_id: uuid.UUID, paths: Sequence[str],
             "tenant": tenant_id, "paths": list(paths), "vecs": list(vecs), "k": k,
             "fetch": max(NEIGHBOUR_FETCH, k), "walks": walks,
             **vector_index.exact_scope_params()}).fetchall())
+
+
+def _topic_rows(cur: psycopg.Cursor, tenant_id: uuid.UUID,
+                items: Sequence[GateInput]) -> dict[int, list[dict[str, Any]]]:
+    plans = [topics.is_plan(i.slot) for i in items]
+    patterns = [topics.sql_pattern(topics.end_words(i.slot)) if topics.is_end(i.slot)
+                and i.value is None else None for i in items]
+    if not any(plans) and not any(patterns):
+        return {}
+    return _by_input(cur.execute(_TOPIC_ROWS, {
+        "tenant": tenant_id, "paths": [i.path for i in items], "plans": plans,
+        "patterns": patterns}).fetchall())
+
+
+def _topic_holders(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of the rows ``_TOPIC_ROWS`` found, the ones the item decides about: for a plan, the
+    plans that name the same one (a key of entry words only: the one plan of its kind there
+    is); for an end, the statements naming its object as still so."""
+    if topics.is_plan(item.slot):
+        same = [r for r in rows if r["slot"] != item.slot and topics.same_plan(item.slot, r["slot"])]
+        if topics.vague_plan(item.slot):
+            # "the trip" is the one open trip there is (one cancelled or done is not it), with
+            # the earlier words that named it only by its kind; none when several are open.
+            same = [r for r in same if r["value"] not in topics.CLOSED]
+            if len({r["slot"] for r in same if not topics.vague_plan(r["slot"])}) > 1:
+                return []
+        return same
+    if not topics.is_end(item.slot) or item.value is not None:
+        return []
+    words = topics.end_words(item.slot)
+    return [r for r in rows if r["slot"] != item.slot and topics.names(r["content"], words)
+            and topics.ends_state(r["kind"], r["content"], r["slot"],
+                                  lexical.negated(r["content"]))]
 
 
 def _holding(item: GateInput, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -349,7 +403,10 @@ def _decide_one(
         )
 
     twin = _twin(item, [t for t in twins if t["exact"]])
-    if twin is not None:
+    # An end said again word for word while what it ended is back ("cancelled Hulu" after
+    # "signed up for Hulu again") is news: the judge retires the state and the earlier end.
+    again = topics.is_end(item.slot) and any(h["slot"] != item.slot for h in holders)
+    if twin is not None and not again:
         return GateDecision("reinforce", "same value already active", target_id=twin["id"])
 
     neighbours: dict[uuid.UUID, dict[str, Any]] = {}

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    answers, belongings, corrections, referents, decisions, health, identity, negations, people, plans, preferences, statements,
+    answers, belongings, corrections, decisions, ends, health, identity, negations, people,
+    plans, preferences, referents, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
@@ -34,6 +35,7 @@ from strata.write.values import _EDGE, CATEGORY, lexicon_terms, normalize_value
 # patterns would take its clauses.
 FAMILIES: list[tuple[re.Pattern[str], Handler]] = [
     *negations.PATTERNS,
+    *ends.PATTERNS,
     *preferences.CHANGES,
     *identity.PATTERNS,
     *health.PATTERNS,

@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 
 from strata.ingest.rules.base import (
-    VAGUE, ANYMORE, A, I, Found, Handler, clean_object, is_stop_object, preference_slot, rx,
+    VAGUE, ANYMORE, A, I, Found, Handler, clean_object, head, is_stop_object, preference_slot,
+    rx,
 )
 from strata.ingest.rules.identity import is_role
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import squash
+from strata.write import topics
 
 _NEG_VERB = (
     r"use|using|like|love|enjoy|prefer|drink|drinking|eat|eating|live\s+in|living\s+in|"
@@ -36,6 +38,11 @@ def _negation(m: re.Match[str], clause: str) -> Found | None:
         slot, _ = preference_slot(obj)
         if slot is None and m.groupdict().get("verb") is None:
             return None
+        if slot is None:
+            # Not a preference the lexicon knows ("stopped using Jira"): the end of what it
+            # names (strata.write.topics), which retires what says it is still so.
+            return Found(third_person(clause), "preference", topics.end_key(head(obj)), None,
+                         0.8, change=True)
     kind = "fact" if slot in ("user.location", "user.employer", "user.occupation") else "preference"
     content = third_person(clause)
     if not re.match(r"^(?:the\s+user|they)\b", content, re.I):
