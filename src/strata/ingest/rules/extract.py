@@ -206,7 +206,9 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             # "it's pretty much all I drink": "it" is what the user just named. With nothing
             # named, the statement is kept as said: in a long conversation the referent is
             # often the other speaker's, and the turn still says something of the speaker.
-            content = referents.resolve(one.content, before[0]) or one.content
+            content = one.content
+            if referents.opens_with_pronoun(strip_leads(clause).text):
+                content = referents.resolve(content, before[0]) or content
             candidate = Candidate(
                 content=named(content, name)[:4000], kind=one.kind, slot=one.slot,
                 value=one.value, valid_from=one.valid_from, valid_to=one.valid_to,
@@ -225,15 +227,16 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
     def said() -> Iterator[str]:
         """The message's sentences, each question cut to what it says before it asks, and a
         joke's marker ending its sentence ("... (kidding) real talk: ...")."""
-        for sentence in sentences(_JOKING.sub(lambda m: m.group() + ".", clean(text))):
+        marked = _JOKING.sub(lambda m: m.group() + ".", clean(text))
+        for sentence in sentences(_TWO_DOTS.sub(".", marked)):
             if secrets.contains_secret(sentence):
                 # The whole sentence: a clause split could leave the secret's label in one
                 # part.
                 skip("secret", None)
             elif sentence.rstrip().endswith("?"):
-                before, asked = asked_after(sentence)
+                told, asked = asked_after(sentence)
                 skip("question", asked)
-                yield from sentences(before)
+                yield from sentences(told)
                 heard.append(asked)
             else:
                 yield sentence
@@ -349,6 +352,7 @@ _AS_A = re.compile(r"(?:^|[,.;:]\s*)as\s+(?P<what>an?\s+[\w-]+(?:\s+[\w-]+){0,3}
 
 _JOKING = re.compile(r"(?<!\bnot\s)(?<!\bno\s)(?<!\bnot\sjust\s)"
                      r"\b(?:jk|j/k|just\s+kidding|kidding|only\s+joking|joking)\b\)?", re.I)
+_TWO_DOTS = re.compile(r"(?<!\.)\.\.(?!\.)")  # "jk." marked again after its own "."
 _TONE = re.compile(r"\b(?:lol|lmao|haha+|ha|omg|ok|okay|anyway)\b|[^\w]+", re.I)
 _IT_IS_TAIL = re.compile(r",\s+(?P<tail>(?:it's|it\s+is|that's|that\s+is)\s+.+)$", re.I)
 
@@ -446,6 +450,13 @@ def _marks_change(clause: str) -> bool:
     return lead.marker and not lead.text
 
 
+_TOLD_ME = re.compile(r"^(?:my|our|the)\s+(?:[\w'-]+\s+){0,3}?(?:said|says|told\s+me|"
+                      r"confirmed|thinks)\s+(?:that\s+)?(?=(?:i|i'm|i've|my)\b)", re.I)
+_ADVICE = re.compile(r"^(?:i|i'm|i\s+am)\s+(?:\w+\s+)?(?:should|could|might|must|need\s+to|"
+                     r"have\s+to|ought|would|may)\b", re.I)
+_COPULA_LEFT = re.compile(r"^\s*(?=(?:was|is|will\s+be|has\s+been)\s+(?:my|our|the)\b)", re.I)
+
+
 def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
     """The candidate in one clause, or the reason there is none."""
     if clause[:1] in "\"'":
@@ -454,6 +465,11 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
     text = lead.text
     if not text:
         return "small_talk"
+    told = _TOLD_ME.match(text)
+    if told is not None and not _ADVICE.match(text[told.end():]):
+        # "my endocrinologist said I'm done with metformin": what they found is the user's
+        # fact; what they advise ("said I should ...") stays their words.
+        text = text[told.end():]
     change = carry_change or lead.change
     reason = screen(expand(text), clause)
     if reason is not None:
@@ -482,7 +498,8 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
 
     body = expanded
     if date is not None:
-        inner = strip_leads(remove_date(expanded, date))
+        # "Sunday was my last shift": with its date gone, "it" is the copula's subject.
+        inner = strip_leads(_COPULA_LEFT.sub("it ", remove_date(expanded, date), count=1))
         body, change = statements.restore_subject(expand(inner.text)), change or inner.change
         lead.context = ", ".join(c for c in (lead.context, inner.context) if c)
         penalty = max(penalty, 0.15 if inner.hedge else 0.0)

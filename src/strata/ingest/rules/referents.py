@@ -59,6 +59,11 @@ def _last_person(text: str) -> str | None:
     return max(found)[1] if found else None
 
 
+def opens_with_pronoun(text: str) -> bool:
+    """Whether ``text`` opens with a pronoun that ``resolve`` would replace."""
+    return _OPENING.match(text) is not None
+
+
 _SUBJECT = re.compile(r"^(?P<pronoun>he|she)(?P<be>'s)?\s+(?=[a-z])", re.I)
 
 

@@ -31,7 +31,8 @@ _CODE = re.compile(r"```.*?```", re.S)
 _ABBREVIATIONS = frozenset(
     "dr mr mrs ms st vs e.g i.e etc jr sr prof no approx inc ltd co mt ft fig cf".split()
 )
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n+|;\s+")
+# An ellipsis before a word in lower case is a pause ("our league just... dissolved").
+_SENTENCE_END = re.compile(r"(?<!\.)(?!\.{2,}\s+[a-z])[.!?]+(?=\s|$)|\n+|;\s+")
 
 
 # Emoji and other pictographs carry tone, not facts: "started at Stripe 🎉" is "started at
