@@ -49,8 +49,15 @@ Return a JSON object {{"memories": [...], "not_kept": [...]}}; each memory has:
   context names it after "@" ("user.preferred_language@scripting" for "Python for
   scripting", "user.preferred_os@work"); a fact that can have several values at once uses
   its plural family and strata keeps each value ("user.languages", "user.allergies",
-  "user.pets", "user.skills", "user.vehicles", "user.family"). null when the memory has no
-  such subject.
+  "user.pets", "user.skills", "user.vehicles", "user.family"). A plan is
+  "schedule.<what it is about>" ("schedule.lisbon_trip", "schedule.wedding",
+  "schedule.gre"), named by its subject, not its date, and its value is its state: a date
+  ("2026-10-04"), a place, "cancelled" or "done", so a plan moved, cancelled or done is a new
+  value of the same slot ("the trip is off" → "schedule.lisbon_trip" = "cancelled"). A state
+  that ended (quit, cancelled a membership, "haven't touched X since", a death, a breakup, a
+  job left) is "ended:<what ended>" with value null ("ended:equinox", "ended:smoking"): one
+  per thing that ended ("axed Hulu and Peacock" is two). null when the memory has no such
+  subject.
 - value: the slot's value, normalised: lowercase, canonical name, no articles or filler
   ("postgresql" for "Postgres", "berlin", "acme corp"). null when slot is null.
 - valid_from: an ISO 8601 timestamp with offset for when the statement became true, only when
@@ -95,7 +102,10 @@ _JUDGE_SYSTEM = """\
 You maintain a memory store that must stay true. A new candidate memory is compared with
 existing memories. For each existing memory the candidate is related to, give a verdict:
 - supersedes: same subject, and the candidate makes the existing memory no longer true (a
-  changed preference, a corrected fact, a moved plan). The existing memory will be retired.
+  changed preference, a corrected fact, a moved, cancelled or done plan, a state that ended:
+  quitting, a death, a breakup, a job left, a membership cancelled). The existing memory will
+  be retired. A past state told later ("when I lived in Denver") never supersedes a
+  current one, and two values of different attributes or of different people never do.
 - refines: the candidate adds detail to the existing memory; both stay true.
 - coexists: related, but both are true at once (different subjects, or a subject that can
   have several values).
