@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    belongings, decisions, health, identity, negations, people, plans, preferences, statements,
+    attributes, belongings, decisions, health, identity, negations, people, plans, preferences, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
@@ -32,8 +32,10 @@ from strata.write.values import _EDGE, CATEGORY, lexicon_terms, normalize_value
 # patterns would take its clauses.
 FAMILIES: list[tuple[re.Pattern[str], Handler]] = [
     *negations.PATTERNS,
+    *attributes.EARLY,
     *preferences.CHANGES,
     *identity.PATTERNS,
+    *attributes.ALL,
     *health.PATTERNS,
     *belongings.PATTERNS,
     *preferences.PATTERNS,

@@ -24,14 +24,25 @@ _ROLES = frozenset(
     "salesperson marketer recruiter entrepreneur economist mathematician physicist chemist "
     "biologist statistician librarian veterinarian vet paramedic firefighter soldier retiree "
     "tutor coach owner editor producer actor actress dancer singer barista waiter waitress "
-    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc dev eng".split()
+    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc dev eng "
+    "carrier cook principal hygienist welder paralegal caregiver nanny teller "
+    "bartender server hairdresser hairstylist stylist barber realtor agent broker "
+    "counselor counsellor midwife dietitian nutritionist optometrist radiologist "
+    "anesthesiologist pediatrician resident fellow superintendent janitor custodian "
+    "foreman supervisor inspector auditor underwriter adjuster planner coordinator "
+    "strategist copywriter illustrator animator programmer roofer landscaper "
+    "gardener baker butcher cop detective sergeant lieutenant captain sheriff "
+    "deputy ranger guard attendant steward stewardess dispatcher trucker courier "
+    "postman mailman carpenter machinist welder operator associate partner "
+    "representative rep".split()
 )
 _ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)
 PLACE_CUT = re.compile(
     r"\s+(?:with|since|for|because|and|but|where|which|near|now|these\s+days|at\s+the\s+moment|"
     r"currently|to|as)\b", re.I,
 )
-ORG_CUT = re.compile(r"\s+(?:as|since|in|on|and|but|where|which|for|now|doing)\b|,", re.I)
+ORG_CUT = re.compile(r"\s+(?:as|since|in|on|and|but|so|because|where|which|for|now|doing)\b|,",
+                     re.I)
 
 
 def is_role(phrase: str) -> bool:
@@ -186,7 +197,9 @@ def _my_x_is_y(m: re.Match[str], clause: str) -> Found | None:
 
 
 NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)
-NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True, check=not_article)
+# "moved over from QA to product manager" is a new job, not a new city.
+NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True,
+                 check=lambda raw: not_article(raw) and not is_role(raw))
 
 
 _JOB_AT = re.compile(r"^(?:my|the|our)\s+(?:job|position|role|gig|post)\s+(?:at|with|in)\s+", re.I)

@@ -1,0 +1,515 @@
+"""An attribute of anyone: where someone lives, works, studies, what they do, how old they
+are, whether they are engaged or married, their manager, and the phone, car or laptop they
+have -- of the user or of a person in their life, named ("my sister Dana", "Dana") or by
+relation ("my dad", "Dad"), said plainly or told through an event that implies it ("we
+closed on a house in Austin", "Noor blew out seven candles", "got bumped up to sous chef").
+
+The key comes from the statement's shape, not from a list of people:
+``user.<attribute>`` or ``person.<who>.<attribute>`` (``strata.write.slots.attribute_key``),
+so a later value of one person's attribute supersedes the earlier one, and another
+attribute, or another person's, never does. A past state ("when I lived in Denver", "my
+first car was a Corolla") has no pattern here: the screen and the tense keep it history.
+
+Where a clause implies a state without naming it ("Dana's officially a Boise resident"),
+the content says the state first, in the words a question about it uses ("Dana lives in
+Boise"), and keeps what was said after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from strata.ingest.rules.base import NUMBER, Found, Handler, clean_object, parse_number, rx
+from strata.ingest.rules.identity import is_role
+from strata.ingest.rules.person import third_person
+from strata.ingest.rules.text import squash
+from strata.write.slots import RELATIONS, attribute_key
+from strata.write.values import normalize_value
+
+# Who a statement is about. A relation word, optionally with a name after it ("my sister
+# Dana"); a name alone; or the speaker.
+_KIN = (
+    r"(?:(?:step|half[- ]?)?(?:dad|daddy|father|papa|pops?|mom|mum|mommy|mummy|mother|mama|"
+    r"brother|bro|sister|sis|sibling|son|daughter|kid|kiddo|child|baby|twin)|"
+    r"grand(?:pa|ma|dad|mom|father|mother|son|daughter|kid|child)|gran|gramps|granny|nana|"
+    r"wife|husband|hubby|partner|spouse|fianc[eé]e?|boyfriend|girlfriend|bf|gf|"
+    r"uncle|aunt|auntie|cousin|niece|nephew|(?:mother|father|brother|sister|son|daughter)"
+    r"[- ]in[- ]law|(?:best\s+|close\s+|old\s+|good\s+)?friend|bestie|roommate|flatmate|"
+    r"neighbou?r|coworker|co-worker|colleague|manager|boss|supervisor|mentor|"
+    r"dog|cat|puppy|pup|kitten|horse)"
+)
+_KIN_MOD = r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|middle|new)\s+)?"
+_NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
+_WHO = (
+    rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
+    rf"|(?P<bare>{_NAME_WORD})|(?P<me>i|we|me\s+and\s+(?:my|our)\s+(?:\w+\s+){{0,2}}?{_KIN}"
+    rf"(?:\s+{_NAME_WORD})?|(?:my|our)\s+(?:\w+\s+)?{_KIN}(?:\s+{_NAME_WORD})?\s+and\s+i|"
+    rf"{_NAME_WORD}\s+and\s+i))"
+)
+# Capitalised words that open a clause without naming a person.
+_NOT_NAMES = frozenset("""
+i it this that there here what who he she they we you my our his her their its the a an
+today tomorrow yesterday tonight monday tuesday wednesday thursday friday saturday sunday
+january february march april may june july august september october november december
+everyone everybody someone somebody nobody people nothing everything something life work
+school home also just so but and or then still now well ok okay oh yeah yes no hey hi lol
+omg ugh welp update anyway btw
+""".split())
+_CAPITAL_KIN = {"dad", "daddy", "mom", "mum", "mommy", "mummy", "mama", "papa", "grandpa",
+                "grandma", "granny", "nana", "gramps", "grandad", "granddad"}
+
+
+@dataclass(frozen=True)
+class Subject:
+    who: str | None  # None: the user; else a name or a relation word in one spelling
+    said: str        # as it was said, in the third person: "The user's sister Dana"
+
+
+def subject(m: re.Match[str]) -> Subject | None:
+    """The person a match is about, or None when its capitalised opening word is no name."""
+    g = m.groupdict()
+    if g.get("me") or g.get("dropped") is not None:
+        return Subject(None, "The user")
+    if g.get("bare"):
+        word = g["bare"]
+        low = word.lower()
+        if low in _CAPITAL_KIN:
+            return Subject(RELATIONS.get(low, low), word)
+        if low in _NOT_NAMES:
+            return None
+        return Subject(low, word)
+    named = g.get("named")
+    if named and named.lower() in _NOT_NAMES:
+        return None
+    rel_said = squash(g.get("rel") or "")
+    said = " ".join(w for w in ("The user's", rel_said, named or "") if w)
+    if named:
+        return Subject(named.lower(), said if rel_said else named)
+    if not rel_said:
+        return None
+    rel = re.sub(r"[\s-]+", "_", rel_said.lower()).replace("é", "e")
+    rel = re.sub(r"^(?:best|close|old|good)_", "", rel)
+    return Subject(RELATIONS.get(rel, rel), said)
+
+
+def _possessive(said: str) -> str:
+    return said + "'" if said.endswith("s") else said + "'s"
+
+
+# --- values -------------------------------------------------------------------------------
+
+_PLACE = r"(?P<v>(?-i:[A-Z])[\w.'-]*(?:[\s-]+(?-i:[A-Z])[\w.'-]*){0,3})"
+_ORG = r"(?P<v>(?:the\s+)?(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3})"
+_ANY_ORG = r"(?P<v>(?:the\s+|a\s+|an\s+)?[\w&.'-]+(?:\s+[\w&.'-]+){0,3}?)"
+_SCHOOL_WORD = (r"(?:school|elementary|middle|high|academy|university|college|prep|montessori|"
+                r"institute|preschool|daycare|kindergarten|uni)")
+# A trip is not a home: "I'm in Chicago this week", "Dana is in Boise until Sunday".
+_VISIT = re.compile(r"\b(?:this|next|for\s+the|until|till|through|over\s+the|for\s+a|for\s+\w+"
+                    r"\s+(?:days?|weeks?|nights?)|on\s+(?:a\s+)?(?:trip|vacation|holiday|"
+                    r"business)|visiting|tonight|today|right\s+now|at\s+the\s+moment)\b", re.I)
+_REST = r"(?P<rest>(?:[\s,(].*)?)$"
+_ROLE_END = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on|so|but|because|"
+                       r"which|now|today|yesterday|last|this|next)\b|[,(]", re.I)
+
+
+def _role_value(raw: str) -> str | None:
+    raw = squash(_ROLE_END.split(raw)[0])
+    value = normalize_value(raw)
+    if not value or len(value.split()) > 5 or re.match(r"^(?:a|an|the|my|his|her|it)\b", value):
+        return None
+    return value
+
+
+# --- content ------------------------------------------------------------------------------
+
+_STATE_WORDS = {
+    "location": re.compile(r"\b(?:lives?|living|resides?|based|home)\b", re.I),
+    "employer": re.compile(r"\b(?:works?|working|job|employed|employer)\b", re.I),
+    "occupation": re.compile(r"\b(?:works?\s+as|job|title|teach(?:es)?|is\s+(?:a|an|the|now)|(?:has|'s)\s+"
+                             r"been\s+(?:a|an)|became)\b", re.I),
+    "school": re.compile(r"\b(?:goes\s+to|attends?|studies|school)\b", re.I),
+    "age": re.compile(r"\b(?:years?\s+old|turned|is\s+\w+\s*$)\b", re.I),
+    "relationship_status": re.compile(r"\b(?:engaged|married|divorced|separated)\b", re.I),
+}
+
+
+def _state(s: Subject, attribute: str, value: str) -> str:
+    """The state in the words a question about it uses: "Dana lives in Boise"."""
+    who, whose = s.said, _possessive(s.said)
+    me = s.who is None
+    return {
+        "location": f"{who} {'lives' if not me else 'lives'} in {value}",
+        "employer": f"{who} works at {value}",
+        "occupation": f"{who} is retired" if value == "retired" else f"{whose} job is {value}",
+        "school": f"{who} goes to {value}",
+        "major": f"{whose} major is {value}",
+        "age": f"{who} is {value} years old",
+        "relationship_status": f"{who} is {value}",
+        "manager": f"{whose} manager is {value}",
+        "partner": f"{whose} partner is {value}",
+        "phone": f"{whose} phone is {_article(value)} {value}",
+        "car": f"{whose} car is {_article(value)} {value}",
+        "laptop": f"{whose} laptop is {_article(value)} {value}",
+    }[attribute]
+
+
+def _article(value: str) -> str:
+    return "an" if value[:1].lower() in "aeiou" else "a"
+
+
+def _content(s: Subject, attribute: str, shown: str, clause: str, plain: bool) -> str:
+    """What was said in the third person; when it does not name the state in a question's
+    words, the state first and what was said after it."""
+    said = third_person(clause)
+    words = _STATE_WORDS.get(attribute)
+    if plain and words is not None and words.search(said):
+        return said
+    if said.startswith("The user"):
+        said = "t" + said[1:]
+    return f"{_state(s, attribute, shown)} ({said})"
+
+
+# --- handlers -----------------------------------------------------------------------------
+
+Value = Callable[[re.Match[str]], "tuple[str, str] | None"]  # (stored value, as shown)
+
+
+def _text(group: str = "v", cut: re.Pattern[str] | None = None, words: int = 5) -> Value:
+    def read(m: re.Match[str]) -> tuple[str, str] | None:
+        raw, _ = clean_object(m[group])
+        if cut is not None:
+            raw = squash(cut.split(raw)[0])
+        value = normalize_value(raw)
+        if not value or len(value.split()) > words:
+            return None
+        return value, re.sub(r"^(?:the|a|an)\s+", "", raw, flags=re.I)
+
+    return read
+
+
+def _age(m: re.Match[str]) -> tuple[str, str] | None:
+    age = parse_number(m["n"])
+    return (str(age), str(age)) if 0 < age <= 120 else None
+
+
+def _role(m: re.Match[str]) -> tuple[str, str] | None:
+    value = _role_value(m["v"])
+    return (value, squash(_ROLE_END.split(m["v"])[0])) if value else None
+
+
+def _known_role(m: re.Match[str]) -> tuple[str, str] | None:
+    raw = squash(_ROLE_END.split(m["v"])[0])
+    return _role(m) if is_role(raw) else None
+
+
+def _fixed(value: str) -> Value:
+    return lambda m: (value, value)
+
+
+def attribute(name: str, read: Value, change: bool = False, plain: bool = True,
+              confidence: float = 0.8, visit: bool = False, also: Callable[[re.Match[str], Subject], list[Found]]
+              | None = None) -> Handler:
+    """A handler keying the clause under ``name`` of the person the match is about.
+    ``plain``: the clause names the state itself (else the state is said first)."""
+
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        s = subject(m)
+        if s is None:
+            return None
+        got = read(m)
+        if got is None:
+            return None
+        value, shown = got
+        if visit and _VISIT.search(m.groupdict().get("rest") or ""):
+            return None
+        found = Found(_content(s, name, shown, clause, plain), "fact", attribute_key(s.who, name),
+                      value, confidence, change=change)
+        if also is not None:
+            found.also = also(m, s)
+        return found
+
+    return handle
+
+
+def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
+    """"bumped up to sous chef at Marlowe", "first week as vice principal at Westbrook": the
+    employer too, its own fact."""
+    org = m.groupdict().get("org")
+    if not org:
+        return []
+    value = normalize_value(org)
+    if not value:
+        return []
+    return [Found(_state(s, "employer", org), "fact", attribute_key(s.who, "employer"), value,
+                  0.8)]
+
+
+def _role_too(m: re.Match[str], s: Subject) -> list[Found]:
+    role = m.groupdict().get("role")
+    value = _role_value(role) if role else None
+    if not value:
+        return []
+    return [Found(_state(s, "occupation", squash(_ROLE_END.split(role)[0])), "fact",
+                  attribute_key(s.who, "occupation"), value, 0.8)]
+
+
+# --- patterns -----------------------------------------------------------------------------
+
+_ADV = (r"(?:(?:now|officially|finally|just|still|currently|already|actually|recently|"
+        r"also|apparently|technically)\s+)*")
+_BE = rf"(?:\s+(?:is|am|are)|'s)\s+{_ADV}"
+_HAS = rf"(?:\s+(?:has|have)\s+|'s\s+){_ADV}"
+_LEAD = rf"^(?:(?:so|and|but|also|plus|oh|btw|update|ok|okay)[\s,:]+)?{_WHO}"
+_ORG_AT = r"(?:\s+at\s+(?P<org>(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3}))?"
+# Where a title ends: at its employer, a time, a reason, or the clause's end.
+_ROLE_REST = (r"(?P<rest>(?:\s+(?:last|this|on|in|since|after|so|and|but|which|today|yesterday|"
+              r"recently|finally|lol|tbh)\b.*|\s*[,(!.].*)?)$")
+_HOME = r"(?:house|home|place|condo|apartment|apartmnt|flat|townhouse|townhome|bungalow|studio)"
+_DEVICE = {
+    "phone": (r"iphone(?:\s+\d{1,2}e?)?(?:\s+(?:pro|max|plus|mini|se))*|"
+              r"pixel(?:\s+\d{1,2}a?)?(?:\s+(?:pro|xl|fold))*|(?:samsung\s+)?galaxy(?:\s+"
+              r"(?:s|a|z|note)\s?\d{1,2}\w*)?(?:\s+(?:ultra|plus|fold\s*\d?|flip\s*\d?))*|"
+              r"oneplus(?:\s+\d{1,2}\w*)?|moto\s+\w+|nothing\s+phone(?:\s+\d)?|android\s+phone"),
+    "laptop": (r"macbook(?:\s+(?:air|pro))?(?:\s+m\d)?|thinkpad(?:\s+[a-z]?\d+\w*)?|"
+               r"xps(?:\s+\d+)?|surface\s+(?:laptop|pro|book)(?:\s+\d+)?|chromebook|zenbook|"
+               r"framework\s+laptop|dell\s+(?:xps|latitude|inspiron)(?:\s+\d+)?|"
+               r"(?:hp\s+)?(?:spectre|envy)(?:\s+x360)?"),
+    "car": (r"tesla(?:\s+model\s+[3sxy])?|model\s+[3sxy](?-i:s?)|(?:honda\s+)?(?:civic|cr-v|"
+            r"accord|odyssey)|(?:toyota\s+)?(?:corolla|camry|prius|rav4|rav-4|highlander|"
+            r"tacoma|tundra|sienna|4runner)|(?:subaru\s+)?(?:outback|forester|crosstrek|"
+            r"impreza)|(?:mazda\s+)?(?:cx-\d+|mx-5|miata|mazda\s?\d)|(?:ford\s+)?(?:f-?150|"
+            r"mustang|bronco|maverick)|(?:jeep\s+)?(?:wrangler|grand\s+cherokee|cherokee)|"
+            r"(?:vw\s+|volkswagen\s+)?(?:jetta|passat|tiguan|id\.?4)|(?:chevy\s+|chevrolet\s+)?"
+            r"(?:silverado|tahoe|equinox|bolt)|(?:hyundai\s+)?(?:elantra|sonata|ioniq\s?\d?|"
+            r"tucson|santa\s+fe)|(?:kia\s+)?(?:sorento|telluride|sportage|soul|ev6)|"
+            r"(?:nissan\s+)?(?:altima|rogue|sentra|leaf)|rivian(?:\s+r1[st])?|"
+            r"(?:volvo|bmw|audi|lexus|subaru|mazda|honda|toyota|hyundai|kia|jeep|volvo|"
+            r"mercedes|porsche|mini)(?:\s+[a-z]*\d+\w*)?"),
+}
+_OWNED = r"(?:(?:new|used|refurbished|secondhand|second-hand|brand\s+new)\s+)?(?:'?\d{2,4}\s+)?"
+
+
+def _device(kind: str) -> str:
+    return rf"(?P<v>{_DEVICE[kind]})\b"
+
+
+def _devices() -> list[tuple[re.Pattern[str], Handler]]:
+    out = []
+    for kind in _DEVICE:
+        v = _device(kind)
+        out += [
+            # "grabbed an iPhone 16", "we got a used Model 3", "Omar caved and got a Pixel 9"
+            (rx(_LEAD, r"\s+(?:\w+\s+)?(?:and\s+)?(?:just\s+|finally\s+)?(?:got|grabbed|bought|",
+                r"picked\s+up|ordered|upgraded\s+to|switched\s+to|traded\s+up\s+to|",
+                r"ended\s+up\s+with|went\s+with|leased)\s+(?:a|an|the|my|our|myself\s+a)\s+",
+                _OWNED, v, _REST), attribute(kind, _text(), change=True, plain=False)),
+            # "grabbed a Pixel 9 yesterday": the speaker left out "I"
+            (rx(r"^(?P<dropped>)(?:just\s+|finally\s+|also\s+)?(?:got|grabbed|bought|picked\s+up|",
+                r"ordered|upgraded\s+to|leased)\s+(?:a|an|the|myself\s+a)\s+", _OWNED, v, _REST),
+             attribute(kind, _text(), change=True, plain=False)),
+            # "I have a MacBook Air", "Dana drives a Prius", "I'm on an iPhone"
+            (rx(_LEAD, r"\s+(?:have|has|own|owns|drive|drives|use|uses|(?:am|is|are)\s+on)\s+",
+                r"(?:a|an)\s+", _OWNED, v, _REST), attribute(kind, _text(), plain=False)),
+            # "my thinkpad's fan is loud", "my Outback needs new tires", "my wife's Prius"
+            (rx(r"^(?:(?:so|and|but|also|plus|oh|btw|ok|okay)[\s,:]+)?",
+                rf"(?:(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>",
+                _NAME_WORD, r"))?)'s\s+|(?P<me>my|our)\s+)(?:new\s+)?", v, r"(?!\s+(?:was|were))",
+                r"(?P<rest>.*)$"),
+             attribute(kind, _text(), plain=False, confidence=0.75)),
+        ]
+    return out
+
+
+PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # where someone lives
+    (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?in\s+",
+        _PLACE, _REST), attribute("location", _text())),
+    (rx(_LEAD, _BE, r"(?:living|based|located|settled)\s+(?:out\s+|over\s+)?in\s+", _PLACE,
+        _REST), attribute("location", _text())),
+    (rx(_LEAD, _BE, r"(?:in|out\s+in)\s+", _PLACE, r"(?P<rest>(?:\s*,.*|\s+(?:now|these\s+days|",
+        r"since\s+.+))?)$"), attribute("location", _text(), plain=False, confidence=0.75,
+                                       visit=True)),
+    (rx(_LEAD, _BE, r"(?:a|an)\s+", _PLACE, r"\s+(?:resident|local)\b", _REST),
+     attribute("location", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?(?:has\s+|have\s+)?", _ADV,
+        r"(?:moved|relocated)\s+(?:(?!on\b|in\s+with\b|over\s+from\b)\w+\s+){0,4}?to\s+",
+        _PLACE, _REST), attribute("location", _text(), change=True)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"(?:closed\s+on|bought|purchased|moved\s+into|",
+        r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+(?:a|an|the|our|my|his|her|their)\s+",
+        r"(?:\w+\s+){0,2}?", _HOME, r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
+     attribute("location", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"signed\s+(?:a|the)\s+lease\s+in\s+", _PLACE, _REST),
+     attribute("location", _text(), change=True, plain=False)),
+    (rx(_LEAD, _BE, r"(?:renting|subletting|subleting|leasing)\s+(?:a|an)\s+(?:\w+\s+){0,2}?",
+        _HOME, r"\s+in\s+", _PLACE, _REST), attribute("location", _text(), change=True,
+                                                       plain=False)),
+    # "our place in Denver gets no sun": where the user lives, said in passing
+    (rx(r"^(?P<me>my|our)\s+(?:\w+\s+)?(?:place|apartment|flat|house|condo|home|townhouse)\s+",
+        r"in\s+", _PLACE, r"(?P<rest>\s+(?:is|has|gets|needs|was|does|feels|looks)\b.*)$"),
+     attribute("location", _text(), plain=False, confidence=0.75)),
+
+    # where someone works
+    (rx(_LEAD, r"\s+", _ADV, r"works?\s+(?:\w+\s+){0,2}?(?:at|for)\s+", _ORG, _REST),
+     attribute("employer", _text(words=4))),
+    (rx(_LEAD, _BE, r"(?:working|employed)\s+(?:\w+\s+)?(?:at|for|by)\s+", _ORG, _REST),
+     attribute("employer", _text(words=4))),
+    (rx(_LEAD, _BE, r"(?:still|now)\s+at\s+", _ORG, _REST),
+     attribute("employer", _text(words=4), plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:started|began)\s+(?:(?:a\s+new\s+job|a\s+job|work|working|",
+        r"(?:a\s+|the\s+)?new\s+(?:role|position|gig))\s+)?at\s+", _ORG, _REST),
+     attribute("employer", _text(words=4), change=True, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:joined|has\s+joined|have\s+joined)\s+", _ORG,
+        r"(?P<rest>(?:\s+(?:as|in|on|last|this|back|after|since|full[- ]time)\b.*|\s*[,(].*)?)$"),
+     attribute("employer", _text(words=4), change=True, plain=False)),
+    # "Hannah survived her first week as vice principal at Westbrook"
+    (rx(_LEAD, r"\s+(?:\w+\s+){0,2}?(?:her|his|my|their|our)\s+first\s+(?:week|day|month|shift)",
+        r"(?:\s+as\s+(?:a\s+|an\s+|the\s+)?(?P<role>[\w -]+?))?\s+at\s+", _ORG, _REST),
+     attribute("employer", _text(words=4), change=True, plain=False, also=_role_too)),
+    (rx(r"^(?P<me>my|our)\s+(?:new\s+)?(?:badge|badge\s+photo|work\s+badge|desk|team|onboarding)",
+        r"\s+at\s+", _ORG, _REST), attribute("employer", _text(words=4), plain=False,
+                                             confidence=0.75)),
+
+    # what someone does
+    (rx(_LEAD, r"\s+", _ADV, r"works?\s+(?:\w+\s+){0,2}?as\s+(?:(?:a|an|the)\s+)?(?P<v>.+)$"),
+     attribute("occupation", _role)),
+    (rx(_LEAD, _HAS, r"been\s+(?:a|an)\s+(?P<v>.+?)(?:\s+for\s+.+)?$"),
+     attribute("occupation", _known_role, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?(?:(?:got|was|were|has\s+been|have\s+been|just\s+got)\s+)?",
+        r"(?:promoted|bumped\s+up|moved\s+up|upgraded|made)\s+to\s+(?:a\s+|an\s+|the\s+)?",
+        r"(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
+     attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:became|has\s+become|is\s+now|'s\s+now)\s+(?:a\s+|an\s+|the\s+)?",
+        r"(?P<v>.+)$"), attribute("occupation", _known_role, change=True, plain=False)),
+    (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>.+)$"), attribute("occupation", _known_role, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
+     attribute("occupation", _fixed("teacher"))),
+    (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),
+     attribute("occupation", _fixed("retired"), change=True)),
+    (rx(_LEAD, r"'s\s+retirement\s+(?:party|dinner|celebration|lunch|send-off)\b", _REST),
+     attribute("occupation", _fixed("retired"), change=True, plain=False)),
+
+    # where someone studies
+    (rx(_LEAD, r"\s+", _ADV, r"(?:goes|go)\s+to\s+", _PLACE,
+        r"(?P<rest>(?:\s+(?:now|these\s+days|and|but|so|which|where)\b.*|\s*[,(].*)?)$"),
+     attribute("school", _text())),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:attends|attend|is\s+attending|am\s+attending|(?:is|am|are)\s+",
+        r"enrolled\s+(?:at|in))\s+", _PLACE, _REST), attribute("school", _text())),
+    (rx(_LEAD, _BE, r"(?:at|in)\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3}\s+",
+        _SCHOOL_WORD, r")\b", _REST), attribute("school", _text(), plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:started|starts|began|begins|is\s+starting|moved\s+up\s+to)\s+",
+        r"(?:(?:kindergarten|preschool|pre-k|daycare|school|college|uni|grad\s+school|",
+        r"(?:\w+\s+)?grade|(?:high|middle|elementary)\s+school|(?:his|her|their|my)\s+\w+\s+",
+        r"year|(?:freshman|sophomore|junior|senior|first|second|third|final)\s+year)\s+)?",
+        r"at\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3})", _REST),
+     attribute("school", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:(?:has|have)\s+)?(?:transferred|switched\s+schools|moved\s+",
+        r"schools)\s+to\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3})", _REST),
+     attribute("school", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"'s\s+(?:class|classroom|teacher|school|grade)\s+at\s+", _PLACE, _REST),
+     attribute("school", _text(), plain=False, confidence=0.75)),
+
+    # how old someone is
+    (rx(_LEAD, _BE, r"(?P<n>", NUMBER, r")(?:\s+years?\s+old|\s*y/?o|\s+yrs?\s+old)?",
+        r"(?:\s+(?:now|today|already))?(?P<rest>(?:\s*(?:,|\(|and\b|&|but\b|so\b|now\b|!).*)?)$"),
+     attribute("age", _age, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"turned\s+(?P<n>", NUMBER, r")\b", _REST),
+     attribute("age", _age, change=True)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?(?:blew\s+out|had|got)\s+(?P<n>", NUMBER, r")\s+",
+        r"(?:birthday\s+)?candles\b", _REST), attribute("age", _age, change=True, plain=False)),
+    (rx(r"^(?:my|our)\s+(?P<n>", NUMBER, r")[\s-]*(?:years?|yrs?|y/?o)(?:[\s-]+old)?\s+",
+        rf"(?P<who>{_KIN_MOD}(?P<rel>{_KIN})?\s*(?P<named>{_NAME_WORD})?)(?P<rest>\s.*)$"),
+     attribute("age", _age, plain=False)),
+    (rx(r"^(?P<who>(?P<bare>", _NAME_WORD, r"))\s*\((?P<n>", NUMBER,
+        r")\s*(?:y/?o|years?\s+old|yrs?)?\b[^)]*\)(?P<rest>.*)$"),
+     attribute("age", _age, plain=False)),
+
+    # engaged, married, divorced
+    (rx(_LEAD, r"\s+(?:\w+\s+)?(?:got|is|are|am|'s|just\s+got|finally\s+got|has\s+gotten|",
+        r"recently\s+got|officially\s+got)\s+(?:officially\s+)?",
+        r"(?P<v>engaged|married|divorced|separated|hitched)\b", _REST),
+     attribute("relationship_status", _text(), change=True)),
+    (rx(_LEAD, rf"'s\s+{_ADV}(?P<v>engaged|married|divorced|separated)\b", _REST),
+     attribute("relationship_status", _text(), change=True)),
+    (rx(r"^(?:i\s+|we\s+)?(?:am\s+|are\s+)?(?:just\s+|finally\s+)?(?:back\s+from|got\s+back\s+",
+        r"from|went\s+to|attended|came\s+back\s+from|flew\s+home\s+from)\s+",
+        rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?",
+        rf"|(?P<bare>{_NAME_WORD}))(?:\s*(?:&|and)\s+{_NAME_WORD})?'s\s+wedding\b", _REST),
+     attribute("relationship_status", _fixed("married"), change=True, plain=False)),
+]
+
+# The user's manager and partner, told by name: "my manager is Tom", "Priya is my manager
+# now", "my manager Derek wants ...", "Karen (my manager) ...", "I report to Luis".
+_HOLDER = {"manager": "manager", "boss": "manager", "supervisor": "manager",
+           "line manager": "manager", "wife": "partner", "husband": "partner",
+           "partner": "partner", "girlfriend": "partner", "boyfriend": "partner",
+           "fiance": "partner", "fiancee": "partner", "fiancé": "partner", "fiancée": "partner",
+           "spouse": "partner", "gf": "partner", "bf": "partner"}
+_HOLDER_WORD = r"(?P<role>line\s+manager|manager|boss|supervisor|wife|husband|partner|" \
+               r"girlfriend|boyfriend|fianc[eé]e?|spouse)"
+
+
+def _holder(change: bool = False, plain: bool = True) -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | None:
+        name = m["name"]
+        if name.lower() in _NOT_NAMES or name.lower() in _CAPITAL_KIN:
+            return None
+        word = re.sub(r"\s+", " ", m["role"].lower())
+        role = _HOLDER[word]
+        me = Subject(None, "The user")
+        value = normalize_value(name)
+        if plain:
+            return Found(_content(me, role, name, clause, True), "fact",
+                         attribute_key(None, role), value, 0.8, change=change)
+        # "my wife Hannah teaches third grade": Hannah's job, and who Hannah is to the user.
+        said = Found(f"The user's {word} is {name}", "fact", attribute_key(None, role), value,
+                     0.8)
+        for pattern, handler in PATTERNS:
+            hit = pattern.match(clause)
+            found = handler(hit, clause) if hit is not None else None
+            if isinstance(found, Found):
+                found.also.append(said)
+                return found
+        return Found(third_person(clause), "fact", attribute_key(None, role), value, 0.8)
+
+    return handle
+
+
+def _report_to(m: re.Match[str], clause: str) -> Found | None:
+    name = m["name"]
+    if name.lower() in _NOT_NAMES:
+        return None
+    me = Subject(None, "The user")
+    return Found(_content(me, "manager", name, clause, False), "fact",
+                 attribute_key(None, "manager"), normalize_value(name), 0.8, change=True)
+
+
+_STATE_WORDS["manager"] = re.compile(r"\b(?:manager|boss|supervisor)\b", re.I)
+_STATE_WORDS["partner"] = re.compile(r"\b(?:wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
+                                     r"spouse)\b", re.I)
+
+HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s+is\s+(?:now\s+)?(?P<name>", _NAME_WORD,
+        r")(?:\s+now)?$"), _holder()),
+    (rx(r"^(?P<name>", _NAME_WORD, r")(?:\s+is|'s)\s+(?:now\s+)?(?:officially\s+)?(?:my|our)\s+",
+        r"(?:new\s+)?", _HOLDER_WORD, r"(?:\s+now)?(?:\s*,.*|\s+(?:since|as\s+of)\s+.*)?$"),
+     _holder(change=True)),
+    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s*,?\s+(?P<name>", _NAME_WORD,
+        r")\s*,?\s+(?!is\b|was\b|used\b)\w+.*$"), _holder(plain=False)),
+    (rx(r"^(?P<name>", _NAME_WORD, r")\s*\((?:my|our)\s+(?:new\s+)?", _HOLDER_WORD,
+        r"\)\s*.+$"), _holder(plain=False)),
+    (rx(r"^i\s+(?:now\s+|officially\s+)?(?:report|have\s+been\s+reporting|am\s+reporting|",
+        r"started\s+reporting)\s+(?:directly\s+)?to\s+(?P<name>", _NAME_WORD, r")(?:\s+.*)?$"),
+     _report_to),
+]
+
+ALL: list[tuple[re.Pattern[str], Handler]] = [*HOLDERS, *PATTERNS, *_devices()]
+
+# Tried before the preference changes, which would read "moved from QA to product manager"
+# as a move to a place.
+EARLY: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(_LEAD, r"\s+", _ADV, r"(?:moved|switched)\s+(?:over\s+)?from\s+[\w -]+?\s+to\s+",
+        r"(?:a\s+|an\s+|the\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
+     attribute("occupation", _known_role, change=True, plain=False, also=_employer_after)),
+]
