@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from strata.ingest.rules.base import NUMBER, Found, Handler, clean_object, parse_number, rx
 from strata.ingest.rules.identity import is_role
 from strata.ingest.rules.person import third_person
+from strata.ingest.rules.states import Subject, content_of, state_of
 from strata.ingest.rules.text import squash
 from strata.write.slots import RELATIONS, attribute_key
 from strata.write.values import normalize_value
@@ -44,7 +44,8 @@ _KIN_MOD = r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|mid
 _NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
 _WHO = (
     rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
-    rf"|(?P<bare>{_NAME_WORD})|(?P<me>i|we|me\s+and\s+(?:my|our)\s+(?:\w+\s+){{0,2}}?{_KIN}"
+    rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>mom|mum|dad|grandma|grandpa|granny|nana|gramps)"
+    rf"|(?P<me>i|we|me\s+and\s+(?:my|our)\s+(?:\w+\s+){{0,2}}?{_KIN}"
     rf"(?:\s+{_NAME_WORD})?|(?:my|our)\s+(?:\w+\s+)?{_KIN}(?:\s+{_NAME_WORD})?\s+and\s+i|"
     rf"{_NAME_WORD}\s+and\s+i))"
 )
@@ -61,22 +62,18 @@ _CAPITAL_KIN = {"dad", "daddy", "mom", "mum", "mommy", "mummy", "mama", "papa", 
                 "grandma", "granny", "nana", "gramps", "grandad", "granddad"}
 
 
-@dataclass(frozen=True)
-class Subject:
-    who: str | None  # None: the user; else a name or a relation word in one spelling
-    said: str        # as it was said, in the third person: "The user's sister Dana"
-
-
 def subject(m: re.Match[str]) -> Subject | None:
     """The person a match is about, or None when its capitalised opening word is no name."""
     g = m.groupdict()
     if g.get("me") or g.get("dropped") is not None:
         return Subject(None, "The user")
-    if g.get("bare"):
-        word = g["bare"]
+    if g.get("bare") or g.get("kinword"):
+        word = g.get("bare") or g["kinword"]
         low = word.lower()
         if low in _CAPITAL_KIN:
-            return Subject(RELATIONS.get(low, low), word)
+            canonical = RELATIONS.get(low, low)
+            said = f"The user's {low}" + (f" ({canonical})" if canonical != low else "")
+            return Subject(canonical, said)
         if low in _NOT_NAMES:
             return None
         return Subject(low, word)
@@ -94,15 +91,15 @@ def subject(m: re.Match[str]) -> Subject | None:
     return Subject(RELATIONS.get(rel, rel), said)
 
 
-def _possessive(said: str) -> str:
-    return said + "'" if said.endswith("s") else said + "'s"
-
-
 # --- values -------------------------------------------------------------------------------
 
 _PLACE = r"(?P<v>(?-i:[A-Z])[\w.'-]*(?:[\s-]+(?-i:[A-Z])[\w.'-]*){0,3})"
 _ORG = r"(?P<v>(?:the\s+)?(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3})"
-_ANY_ORG = r"(?P<v>(?:the\s+|a\s+|an\s+)?[\w&.'-]+(?:\s+[\w&.'-]+){0,3}?)"
+# An employer named by name ("Figma", "the Mercy ER") or as a place of work ("the hospital").
+_WORKPLACE = (r"(?P<v>(?:the\s+)?(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3}|"
+              r"the\s+(?:\w+\s+)?(?:hospital|clinic|school|university|library|station|bank|"
+              r"restaurant|bakery|cafe|shop|store|factory|plant|warehouse|airport|firm|office|"
+              r"agency|lab|museum|hotel|gym|studio|practice|pharmacy|startup|nonprofit))")
 _SCHOOL_WORD = (r"(?:school|elementary|middle|high|academy|university|college|prep|montessori|"
                 r"institute|preschool|daycare|kindergarten|uni)")
 # A trip is not a home: "I'm in Chicago this week", "Dana is in Boise until Sunday".
@@ -120,55 +117,6 @@ def _role_value(raw: str) -> str | None:
     if not value or len(value.split()) > 5 or re.match(r"^(?:a|an|the|my|his|her|it)\b", value):
         return None
     return value
-
-
-# --- content ------------------------------------------------------------------------------
-
-_STATE_WORDS = {
-    "location": re.compile(r"\b(?:lives?|living|resides?|based|home)\b", re.I),
-    "employer": re.compile(r"\b(?:works?|working|job|employed|employer)\b", re.I),
-    "occupation": re.compile(r"\b(?:works?\s+as|job|title|teach(?:es)?|is\s+(?:a|an|the|now)|(?:has|'s)\s+"
-                             r"been\s+(?:a|an)|became)\b", re.I),
-    "school": re.compile(r"\b(?:goes\s+to|attends?|studies|school)\b", re.I),
-    "age": re.compile(r"\b(?:years?\s+old|turned|is\s+\w+\s*$)\b", re.I),
-    "relationship_status": re.compile(r"\b(?:engaged|married|divorced|separated)\b", re.I),
-}
-
-
-def _state(s: Subject, attribute: str, value: str) -> str:
-    """The state in the words a question about it uses: "Dana lives in Boise"."""
-    who, whose = s.said, _possessive(s.said)
-    me = s.who is None
-    return {
-        "location": f"{who} {'lives' if not me else 'lives'} in {value}",
-        "employer": f"{who} works at {value}",
-        "occupation": f"{who} is retired" if value == "retired" else f"{whose} job is {value}",
-        "school": f"{who} goes to {value}",
-        "major": f"{whose} major is {value}",
-        "age": f"{who} is {value} years old",
-        "relationship_status": f"{who} is {value}",
-        "manager": f"{whose} manager is {value}",
-        "partner": f"{whose} partner is {value}",
-        "phone": f"{whose} phone is {_article(value)} {value}",
-        "car": f"{whose} car is {_article(value)} {value}",
-        "laptop": f"{whose} laptop is {_article(value)} {value}",
-    }[attribute]
-
-
-def _article(value: str) -> str:
-    return "an" if value[:1].lower() in "aeiou" else "a"
-
-
-def _content(s: Subject, attribute: str, shown: str, clause: str, plain: bool) -> str:
-    """What was said in the third person; when it does not name the state in a question's
-    words, the state first and what was said after it."""
-    said = third_person(clause)
-    words = _STATE_WORDS.get(attribute)
-    if plain and words is not None and words.search(said):
-        return said
-    if said.startswith("The user"):
-        said = "t" + said[1:]
-    return f"{_state(s, attribute, shown)} ({said})"
 
 
 # --- handlers -----------------------------------------------------------------------------
@@ -224,13 +172,31 @@ def attribute(name: str, read: Value, change: bool = False, plain: bool = True,
         value, shown = got
         if visit and _VISIT.search(m.groupdict().get("rest") or ""):
             return None
-        found = Found(_content(s, name, shown, clause, plain), "fact", attribute_key(s.who, name),
+        found = Found(content_of(s, name, shown, clause, plain), "fact", attribute_key(s.who, name),
                       value, confidence, change=change)
         if also is not None:
             found.also = also(m, s)
         return found
 
     return handle
+
+
+_MORE_PLACES = re.compile(
+    rf"(?:,|\band\b|;)\s*(?:and\s+)?{_WHO}(?:\s+(?:is|are|lives)|'s)\s+(?:(?:living|based)\s+)?"
+    rf"in\s+{_PLACE}", re.I)
+
+
+def _more_places(m: re.Match[str], s: Subject) -> list[Found]:
+    """"I'm in Chicago, Eli's in Atlanta, mom's in Charlotte": each person's city."""
+    out = []
+    for more in _MORE_PLACES.finditer(m.groupdict().get("rest") or ""):
+        other = subject(more)
+        value = normalize_value(more["v"])
+        if other is None or not value or other.who == s.who:
+            continue
+        out.append(Found(state_of(other, "location", more["v"]), "fact",
+                         attribute_key(other.who, "location"), value, 0.75))
+    return out
 
 
 def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
@@ -242,7 +208,7 @@ def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
     value = normalize_value(org)
     if not value:
         return []
-    return [Found(_state(s, "employer", org), "fact", attribute_key(s.who, "employer"), value,
+    return [Found(state_of(s, "employer", org), "fact", attribute_key(s.who, "employer"), value,
                   0.8)]
 
 
@@ -251,7 +217,7 @@ def _role_too(m: re.Match[str], s: Subject) -> list[Found]:
     value = _role_value(role) if role else None
     if not value:
         return []
-    return [Found(_state(s, "occupation", squash(_ROLE_END.split(role)[0])), "fact",
+    return [Found(state_of(s, "occupation", squash(_ROLE_END.split(role)[0])), "fact",
                   attribute_key(s.who, "occupation"), value, 0.8)]
 
 
@@ -309,6 +275,13 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
             (rx(r"^(?P<dropped>)(?:just\s+|finally\s+|also\s+)?(?:got|grabbed|bought|picked\s+up|",
                 r"ordered|upgraded\s+to|leased)\s+(?:a|an|the|myself\s+a)\s+", _OWNED, v, _REST),
              attribute(kind, _text(), change=True, plain=False)),
+            # "drove home in the Tesla", "traded the Civic in for a Model 3"
+            (rx(_LEAD, r"\s+(?:\w+\s+){0,6}?(?:drove|driving)\s+(?:it\s+)?home\s+in\s+",
+                r"(?:a|an|the|my|our)\s+", _OWNED, v, _REST),
+             attribute(kind, _text(), change=True, plain=False)),
+            (rx(_LEAD, r"\s+", _ADV, r"traded\s+(?:in\s+)?(?:\w+\s+){1,3}?(?:in\s+)?for\s+",
+                r"(?:a|an|the)\s+", _OWNED, v, _REST),
+             attribute(kind, _text(), change=True, plain=False)),
             # "I have a MacBook Air", "Dana drives a Prius", "I'm on an iPhone"
             (rx(_LEAD, r"\s+(?:have|has|own|owns|drive|drives|use|uses|(?:am|is|are)\s+on)\s+",
                 r"(?:a|an)\s+", _OWNED, v, _REST), attribute(kind, _text(), plain=False)),
@@ -330,7 +303,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         _REST), attribute("location", _text())),
     (rx(_LEAD, _BE, r"(?:in|out\s+in)\s+", _PLACE, r"(?P<rest>(?:\s*,.*|\s+(?:now|these\s+days|",
         r"since\s+.+))?)$"), attribute("location", _text(), plain=False, confidence=0.75,
-                                       visit=True)),
+                                       visit=True, also=_more_places)),
     (rx(_LEAD, _BE, r"(?:a|an)\s+", _PLACE, r"\s+(?:resident|local)\b", _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:has\s+|have\s+)?", _ADV,
@@ -345,13 +318,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, _BE, r"(?:renting|subletting|subleting|leasing)\s+(?:a|an)\s+(?:\w+\s+){0,2}?",
         _HOME, r"\s+in\s+", _PLACE, _REST), attribute("location", _text(), change=True,
                                                        plain=False)),
+    # "my friend Hiro (lives in Yokohama) is meeting us"
+    (rx(_LEAD, r"\s*\((?:who\s+|he\s+|she\s+|they\s+)?(?:lives|is|'s)\s+(?:based\s+)?in\s+",
+        _PLACE, r"\)(?P<rest>.*)$"), attribute("location", _text(), plain=False)),
     # "our place in Denver gets no sun": where the user lives, said in passing
     (rx(r"^(?P<me>my|our)\s+(?:\w+\s+)?(?:place|apartment|flat|house|condo|home|townhouse)\s+",
         r"in\s+", _PLACE, r"(?P<rest>\s+(?:is|has|gets|needs|was|does|feels|looks)\b.*)$"),
      attribute("location", _text(), plain=False, confidence=0.75)),
 
     # where someone works
-    (rx(_LEAD, r"\s+", _ADV, r"works?\s+(?:\w+\s+){0,2}?(?:at|for)\s+", _ORG, _REST),
+    (rx(_LEAD, r"\s+", _ADV, r"works?\s+(?:\w+\s+){0,2}?(?:at|for)\s+", _WORKPLACE, _REST),
      attribute("employer", _text(words=4))),
     (rx(_LEAD, _BE, r"(?:working|employed)\s+(?:\w+\s+)?(?:at|for|by)\s+", _ORG, _REST),
      attribute("employer", _text(words=4))),
@@ -460,7 +436,7 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         me = Subject(None, "The user")
         value = normalize_value(name)
         if plain:
-            return Found(_content(me, role, name, clause, True), "fact",
+            return Found(content_of(me, role, name, clause, True), "fact",
                          attribute_key(None, role), value, 0.8, change=change)
         # "my wife Hannah teaches third grade": Hannah's job, and who Hannah is to the user.
         said = Found(f"The user's {word} is {name}", "fact", attribute_key(None, role), value,
@@ -481,13 +457,10 @@ def _report_to(m: re.Match[str], clause: str) -> Found | None:
     if name.lower() in _NOT_NAMES:
         return None
     me = Subject(None, "The user")
-    return Found(_content(me, "manager", name, clause, False), "fact",
+    return Found(content_of(me, "manager", name, clause, False), "fact",
                  attribute_key(None, "manager"), normalize_value(name), 0.8, change=True)
 
 
-_STATE_WORDS["manager"] = re.compile(r"\b(?:manager|boss|supervisor)\b", re.I)
-_STATE_WORDS["partner"] = re.compile(r"\b(?:wife|husband|partner|girlfriend|boyfriend|fianc\w*|"
-                                     r"spouse)\b", re.I)
 
 HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s+is\s+(?:now\s+)?(?P<name>", _NAME_WORD,

@@ -11,6 +11,7 @@ from strata.ingest.rules.base import (
     value_of,
 )
 from strata.ingest.rules.person import third_person
+from strata.ingest.rules.states import USER, content_of
 from strata.ingest.rules.text import squash
 from strata.write.values import normalize_value
 
@@ -53,7 +54,9 @@ def is_role(phrase: str) -> bool:
 
 def fact(slot: str | None, confidence: float, cut: re.Pattern[str] | None = None,
           change: bool = False, group: str = "v", kind: str = "fact",
-          check: Callable[[str], bool] | None = None) -> Handler:
+          check: Callable[[str], bool] | None = None, state: str | None = None) -> Handler:
+    """``state``: the attribute the clause implies ("started at Stripe": ``employer``), said
+    first in the content when the clause does not name it."""
     def handle(m: re.Match[str], clause: str) -> Found | None:
         raw, _ = clean_object(m[group])
         if is_stop_object(raw) or (check is not None and not check(raw)):
@@ -61,7 +64,12 @@ def fact(slot: str | None, confidence: float, cut: re.Pattern[str] | None = None
         value = value_of(raw, cut) if slot else None
         if slot and not value:
             return None
-        return Found(third_person(clause), kind, slot, value, confidence, change=change)
+        content = third_person(clause)
+        if state is not None:
+            cut_at = cut.search(raw) if cut is not None else None
+            shown = squash(raw[:cut_at.start()] if cut_at else raw)
+            content = content_of(USER, state, shown, clause, plain=True)
+        return Found(content, kind, slot, value, confidence, change=change)
 
     return handle
 
@@ -196,10 +204,10 @@ def _my_x_is_y(m: re.Match[str], clause: str) -> Found | None:
     return Found(third_person(clause), "fact", f"user.{snake(x)}", value, 0.7)
 
 
-NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)
+NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article, state="employer")
 # "moved over from QA to product manager" is a new job, not a new city.
 NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True,
-                 check=lambda raw: not_article(raw) and not is_role(raw))
+                 check=lambda raw: not_article(raw) and not is_role(raw), state="location")
 
 
 _JOB_AT = re.compile(r"^(?:my|the|our)\s+(?:job|position|role|gig|post)\s+(?:at|with|in)\s+", re.I)
@@ -233,8 +241,9 @@ def _new_role(m: re.Match[str], clause: str) -> Found | None:
     raw, _ = clean_object(m["v"])
     if not is_role(raw):
         return None
-    value = normalize_value(_ROLE_CUT.split(raw)[0])
-    return Found(third_person(clause), "fact", "user.occupation", value, 0.85, change=True)
+    shown = squash(_ROLE_CUT.split(raw)[0])
+    return Found(content_of(USER, "occupation", shown, clause, plain=True), "fact",
+                 "user.occupation", normalize_value(shown), 0.85, change=True)
 
 
 IN_PLACE = fact("user.location", 0.85, PLACE_CUT, check=not_article)
@@ -256,7 +265,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(I, r"am\s+", A, r"(?:working|employed)\s+(?:at|for|by)\s+(?P<v>.+)$"), AT_ORG),
     (rx(I, r"(?:have\s+)?", A, r"(?:started|begun|began)\s+",
          r"(?:working|a\s+new\s+job|a\s+job|my\s+new\s+job)\s+(?:at|for|with)\s+(?P<v>.+)$"),
-     fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)),
+     fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article, state="employer")),
     # a new employer said plainly: "joined Stripe", "I'm now at Globex", "new job at Acme"
     (rx(I, HAVE, A, r"(?:joined|started\s+at|moved\s+to\s+a\s+job\s+at|been\s+hired\s+by|",
         r"got\s+(?:a\s+|the\s+)?(?:new\s+)?job\s+(?:at|with)|signed\s+(?:on\s+)?with|",

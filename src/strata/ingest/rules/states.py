@@ -1,0 +1,73 @@
+"""A state in the words a question about it uses: "Dana lives in Boise", "The user works at
+Stripe". A clause that implies a state without naming it ("Dana's officially a Boise
+resident", "just started at Stripe") is stored with the state said first and what was said
+after it, so a search for where Dana lives or where the user works finds it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from strata.ingest.rules.person import third_person
+
+
+@dataclass(frozen=True)
+class Subject:
+    who: str | None  # None: the user; else a name or a relation word in one spelling
+    said: str        # as it was said, in the third person: "The user's sister Dana"
+
+
+def _possessive(said: str) -> str:
+    return said + "'" if said.endswith("s") else said + "'s"
+
+
+_STATE_WORDS = {
+    "manager": re.compile(r"\b(?:manager|boss|supervisor)\b", re.I),
+    "partner": re.compile(r"\b(?:wife|husband|partner|girlfriend|boyfriend|fianc\w*|spouse)\b",
+                          re.I),
+    "location": re.compile(r"\b(?:lives?|living|resides?|based|home)\b", re.I),
+    "employer": re.compile(r"\b(?:works?|working|job|employed|employer)\b", re.I),
+    "occupation": re.compile(r"\b(?:works?\s+as|job|title|teach(?:es)?|is\s+(?:a|an|the|now)|"
+                             r"(?:has|'s)\s+been\s+(?:a|an)|became)\b", re.I),
+    "school": re.compile(r"\b(?:goes\s+to|attends?|studies|school)\b", re.I),
+    "age": re.compile(r"\b(?:years?\s+old|turned|is\s+\w+\s*$)\b", re.I),
+    "relationship_status": re.compile(r"\b(?:engaged|married|divorced|separated)\b", re.I),
+}
+
+
+def state_of(s: Subject, attribute: str, value: str) -> str:
+    """The state in the words a question about it uses: "Dana lives in Boise"."""
+    who, whose = s.said, _possessive(s.said)
+    return {
+        "location": f"{who} lives in {value}",
+        "employer": f"{who} works at {value}",
+        "occupation": f"{who} is retired" if value == "retired" else f"{whose} job is {value}",
+        "school": f"{who} goes to {value}",
+        "major": f"{whose} major is {value}",
+        "age": f"{who} is {value} years old",
+        "relationship_status": f"{who} is {value}",
+        "manager": f"{whose} manager is {value}",
+        "partner": f"{whose} partner is {value}",
+        "phone": f"{whose} phone is {_article(value)} {value}",
+        "car": f"{whose} car is {_article(value)} {value}",
+        "laptop": f"{whose} laptop is {_article(value)} {value}",
+    }[attribute]
+
+
+def _article(value: str) -> str:
+    return "an" if value[:1].lower() in "aeiou" else "a"
+
+
+USER = Subject(None, "The user")
+
+
+def content_of(s: Subject, attribute: str, shown: str, clause: str, plain: bool) -> str:
+    """What was said in the third person; when it does not name the state in a question's
+    words, the state first and what was said after it."""
+    said = third_person(clause)
+    words = _STATE_WORDS.get(attribute)
+    if plain and words is not None and words.search(said):
+        return said
+    if said.startswith("The user"):
+        said = "t" + said[1:]
+    return f"{state_of(s, attribute, shown)} ({said})"
