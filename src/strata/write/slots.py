@@ -84,9 +84,10 @@ MULTI_VALUED: dict[str, tuple[str, ...]] = {
 # for the lexicon's categories in strata.write.values). Any other family not in MULTI_VALUED
 # is single-valued too; these are the ones a value part cannot make multi-valued.
 SINGLE_VALUED = frozenset({
-    "user.name", "user.preferred_name", "user.location", "user.home_city", "user.employer",
-    "user.occupation", "user.role", "user.job_title", "user.age", "user.diet",
-    "user.birthday", "user.timezone", "user.partner", "user.spouse",
+    "user.name", "user.preferred_name", "user.location", "user.employer", "user.occupation",
+    "user.age", "user.diet", "user.birthday", "user.timezone", "user.partner", "user.spouse",
+    "user.manager", "user.school", "user.major", "user.phone", "user.car", "user.laptop",
+    "user.relationship_status",
 })
 
 _FAMILY_OF = {alias: family for family, aliases in MULTI_VALUED.items()

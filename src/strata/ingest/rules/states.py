@@ -25,6 +25,9 @@ _STATE_WORDS = {
     "manager": re.compile(r"\b(?:manager|boss|supervisor)\b", re.I),
     "partner": re.compile(r"\b(?:wife|husband|partner|girlfriend|boyfriend|fianc\w*|spouse)\b",
                           re.I),
+    "car": re.compile(r"\b(?:drives?|car)\b", re.I),
+    "phone": re.compile(r"\bphone\b", re.I),
+    "laptop": re.compile(r"\blaptop\b", re.I),
     "location": re.compile(r"\b(?:lives?|living|resides?|based|home)\b", re.I),
     "employer": re.compile(r"\b(?:works?|working|job|employed|employer)\b", re.I),
     "occupation": re.compile(r"\b(?:works?\s+as|job|title|teach(?:es)?|is\s+(?:a|an|the|now)|"
