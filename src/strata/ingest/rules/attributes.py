@@ -24,7 +24,7 @@ from strata.ingest.rules.base import NUMBER, Found, Handler, clean_object, parse
 from strata.ingest.rules.identity import is_role
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.states import Subject, content_of, state_of
-from strata.ingest.rules.text import squash
+from strata.ingest.rules.text import REPORTED, squash
 from strata.write.slots import RELATIONS, attribute_key
 from strata.write.values import normalize_value
 
@@ -94,9 +94,10 @@ def subject(m: re.Match[str]) -> Subject | None:
 # --- values -------------------------------------------------------------------------------
 
 _PLACE = r"(?P<v>(?-i:[A-Z])[\w.'-]*(?:[\s-]+(?-i:[A-Z])[\w.'-]*){0,3})"
-_ORG = r"(?P<v>(?:the\s+)?(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3})"
+# A name: "started at 9" is a time, not an employer.
+_ORG = r"(?P<v>(?:the\s+)?(?-i:[A-Z])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3})"
 # An employer named by name ("Figma", "the Mercy ER") or as a place of work ("the hospital").
-_WORKPLACE = (r"(?P<v>(?:the\s+)?(?-i:[A-Z0-9])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3}|"
+_WORKPLACE = (r"(?P<v>(?:the\s+)?(?-i:[A-Z])[\w&.'-]*(?:\s+(?-i:[A-Z0-9&])[\w&.'-]*){0,3}|"
               r"the\s+(?:\w+\s+)?(?:hospital|clinic|school|university|library|station|bank|"
               r"restaurant|bakery|cafe|shop|store|factory|plant|warehouse|airport|firm|office|"
               r"agency|lab|museum|hotel|gym|studio|practice|pharmacy|startup|nonprofit))")
@@ -150,6 +151,18 @@ def _role(m: re.Match[str]) -> tuple[str, str] | None:
 def _known_role(m: re.Match[str]) -> tuple[str, str] | None:
     raw = squash(_ROLE_END.split(m["v"])[0])
     return _role(m) if is_role(raw) else None
+
+
+_SCHOOL = re.compile(rf"\b{_SCHOOL_WORD}\b", re.I)
+_CHILD = re.compile(r"^(?:(?:step|grand)?(?:son|daughter|kid|kiddo|child|twin|baby)s?)$", re.I)
+
+
+def _school(m: re.Match[str]) -> tuple[str, str] | None:
+    """A school by its name ("Hillcrest Middle School"), or anything a child goes to."""
+    rel = (m.groupdict().get("rel") or "").lower()
+    if not (_SCHOOL.search(m["v"]) or _CHILD.match(rel)):
+        return None
+    return _text()(m)
 
 
 def _fixed(value: str) -> Value:
@@ -285,6 +298,10 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
             # "I have a MacBook Air", "Dana drives a Prius", "I'm on an iPhone"
             (rx(_LEAD, r"\s+(?:have|has|own|owns|drive|drives|use|uses|(?:am|is|are)\s+on)\s+",
                 r"(?:a|an)\s+", _OWNED, v, _REST), attribute(kind, _text(), plain=False)),
+            # "I'm borrowing my wife's Prius all week": the wife's, wherever it is said
+            (rx(r"^.*?\b(?P<who>(?:my|our)\s+", _KIN_MOD, rf"(?P<rel>{_KIN})(?:\s+(?P<named>",
+                _NAME_WORD, r"))?)'s\s+(?:new\s+)?", v, r"(?P<rest>.*)$"),
+             attribute(kind, _text(), plain=False, confidence=0.75)),
             # "my thinkpad's fan is loud", "my Outback needs new tires", "my wife's Prius"
             (rx(r"^(?:(?:so|and|but|also|plus|oh|btw|ok|okay)[\s,:]+)?",
                 rf"(?:(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>",
@@ -351,14 +368,14 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"works?\s+(?:\w+\s+){0,2}?as\s+(?:(?:a|an|the)\s+)?(?P<v>.+)$"),
      attribute("occupation", _role)),
     (rx(_LEAD, _HAS, r"been\s+(?:a|an)\s+(?P<v>.+?)(?:\s+for\s+.+)?$"),
-     attribute("occupation", _known_role, plain=False)),
+     attribute("occupation", _known_role)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:(?:got|was|were|has\s+been|have\s+been|just\s+got)\s+)?",
         r"(?:promoted|bumped\s+up|moved\s+up|upgraded|made)\s+to\s+(?:a\s+|an\s+|the\s+)?",
         r"(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
     (rx(_LEAD, r"\s+", _ADV, r"(?:became|has\s+become|is\s+now|'s\s+now)\s+(?:a\s+|an\s+|the\s+)?",
         r"(?P<v>.+)$"), attribute("occupation", _known_role, change=True, plain=False)),
-    (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>.+)$"), attribute("occupation", _known_role, plain=False)),
+    (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>.+)$"), attribute("occupation", _known_role)),
     (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
      attribute("occupation", _fixed("teacher"))),
     (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),
@@ -367,9 +384,10 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("occupation", _fixed("retired"), change=True, plain=False)),
 
     # where someone studies
+    # "Leo goes to Hillcrest Middle", "my son goes to Purdue" -- not "I go to Costco"
     (rx(_LEAD, r"\s+", _ADV, r"(?:goes|go)\s+to\s+", _PLACE,
         r"(?P<rest>(?:\s+(?:now|these\s+days|and|but|so|which|where)\b.*|\s*[,(].*)?)$"),
-     attribute("school", _text())),
+     attribute("school", _school)),
     (rx(_LEAD, r"\s+", _ADV, r"(?:attends|attend|is\s+attending|am\s+attending|(?:is|am|are)\s+",
         r"enrolled\s+(?:at|in))\s+", _PLACE, _REST), attribute("school", _text())),
     (rx(_LEAD, _BE, r"(?:at|in)\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3}\s+",
@@ -441,6 +459,9 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         # "my wife Hannah teaches third grade": Hannah's job, and who Hannah is to the user.
         said = Found(f"The user's {word} is {name}", "fact", attribute_key(None, role), value,
                      0.8)
+        if REPORTED.search(clause) or _THEIR_VIEW.search(clause):
+            # "my manager Tom said I should learn Go": who Tom is, not what he said.
+            return said
         for pattern, handler in PATTERNS:
             hit = pattern.match(clause)
             found = handler(hit, clause) if hit is not None else None
@@ -450,6 +471,10 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         return Found(third_person(clause), "fact", attribute_key(None, role), value, 0.8)
 
     return handle
+
+
+_THEIR_VIEW = re.compile(r"\b(?:prefers?|likes?|loves?|hates?|thinks?|believes?|feels?|says?|"
+                        r"wants?|recommends?|suggests?|swears\s+by)\b", re.I)
 
 
 def _report_to(m: re.Match[str], clause: str) -> Found | None:

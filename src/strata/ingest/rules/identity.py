@@ -29,7 +29,7 @@ _ROLES = frozenset(
     "carrier cook principal hygienist welder paralegal caregiver nanny teller "
     "bartender server hairdresser hairstylist stylist barber realtor agent broker "
     "counselor counsellor midwife dietitian nutritionist optometrist radiologist "
-    "anesthesiologist pediatrician resident fellow superintendent janitor custodian "
+    "anesthesiologist pediatrician superintendent janitor custodian "
     "foreman supervisor inspector auditor underwriter adjuster planner coordinator "
     "strategist copywriter illustrator animator programmer roofer landscaper "
     "gardener baker butcher cop detective sergeant lieutenant captain sheriff "
