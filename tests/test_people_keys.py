@@ -101,6 +101,9 @@ EMPLOYER_LATER = [
     lambda w, x: f"{w.later} just started at {x}",
     lambda w, x: f"{w.later} survived {w.their} first week at {x}",
     lambda w, x: f"{w.later} {v(w, 'work')} at {x} now",
+    lambda w, x: f"{w.later} got a job at {x}",
+    lambda w, x: f"{w.later} {w.was} hired by {x} in march",
+    lambda w, x: f"{x} is where {w.later} {v(w, 'work')} now",
 ]
 
 
@@ -112,6 +115,8 @@ ROLE_LATER = [
     lambda w, x: f"{w.later} got promoted to {x}",
     lambda w, x: f"{w.later} {w.was} bumped up to {x} last week",
     lambda w, x: f"{w.later} became {'an' if x[0] in 'aeiou' else 'a'} {x}",
+    lambda w, x: f"{w.later} landed a new role as {'an' if x[0] in 'aeiou' else 'a'} {x}",
+    lambda w, x: f"{w.later} {w.be} working as {'an' if x[0] in 'aeiou' else 'a'} {x}",
 ]
 
 
@@ -155,6 +160,7 @@ def test_what_someone_does_is_one_key_in_every_shape(who, first, later, second):
            lambda w, n: f"{w.later} turned {n} yesterday",
            lambda w, n: f"{w.later} blew out {n} candles on saturday",
            lambda w, n: f"{w.later} {w.be} {n} now",
+           lambda w, n: f"{w.later} had {w.their} {n}th birthday party",
        ]))
 def test_an_age_is_one_key_however_it_is_told(who, first, step, later):
     words = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
@@ -169,6 +175,8 @@ def test_an_age_is_one_key_however_it_is_told(who, first, step, later):
     "{first}'s class at {school} is doing a volcano project",
     "{first} just started kindergarten at {school}",
     "{first} started 6th grade at {school} this week",
+    "{first} is in 3rd grade at {school}",
+    "{first} is a junior at {school}",
 ])
 def test_a_childs_school(who, shape):
     school = SCHOOLS[len(who.first) % len(SCHOOLS)]
@@ -179,6 +187,7 @@ def test_a_childs_school(who, shape):
 
 @pytest.mark.parametrize("who", PEOPLE)
 @pytest.mark.parametrize("state,said", [
+    ("engaged", "{w} and Jess got engaged!"),
     ("engaged", "{w} got engaged to Jess on NYE!!!"),
     ("married", "{w} got married in June"),
     ("married", "back from {w} & Jess's wedding in Tulum"),
@@ -194,6 +203,7 @@ def test_relationship_states(who, state, said):
     "my manager is {n}", "{n} is my manager now", "{n} is my new boss",
     "my manager {n} wants a launch checklist by friday", "{n} (my manager) wants a one-pager",
     "I report to {n} now",
+    "we have a new manager, {n}", "{n} took over as my team lead",
 ])
 def test_the_users_manager_by_name_in_both_directions(name, said):
     assert ("user.manager", name.lower()) in key_of(said.format(n=name))
@@ -209,6 +219,8 @@ def test_the_users_manager_by_name_in_both_directions(name, said):
     ("car", "we finally got a used Model 3", "model 3"),
     ("car", "I traded my Civic in for a Prius", "prius"),
     ("car", "I drive a Saab", "saab"),
+    ("phone", "I switched to an iPhone last month", "iphone"),
+    ("phone", "my new phone is a Pixel 8", "pixel 8"),
 ])
 def test_what_the_user_has_of_a_kind(kind, said, value):
     assert (f"user.{kind}", value) in key_of(said)

@@ -138,6 +138,16 @@ def _text(group: str = "v", cut: re.Pattern[str] | None = None, words: int = 5) 
     return read
 
 
+def _model(m: re.Match[str]) -> tuple[str, str] | None:
+    """A device's model as said, lowercase: "iPhone" stays ``iphone`` (the lexicon would read
+    it as the OS)."""
+    raw = re.sub(r"^(?:the|a|an)\s+", "", squash(clean_object(m["v"])[0]), flags=re.I)
+    value = squash(raw.lower())
+    if not value or len(value.split()) > 4:
+        return None
+    return value, raw
+
+
 def _age(m: re.Match[str]) -> tuple[str, str] | None:
     age = parse_number(m["n"])
     return (str(age), str(age)) if 0 < age <= 120 else None
@@ -277,37 +287,45 @@ def _device(kind: str) -> str:
 def _devices() -> list[tuple[re.Pattern[str], Handler]]:
     out = []
     for kind in _DEVICE:
+        # "my new phone is a Pixel 8", "Dana's car is a Prius": any name of its kind
+        out.append((rx(r"^(?:(?P<me>my|our)|(?P<who>(?:my|our)\s+", _KIN_MOD, rf"(?P<rel>{_KIN})",
+                       rf"(?:\s+(?P<named>{_NAME_WORD}))?|(?P<bare>{_NAME_WORD}))'s)\s+",
+                       rf"(?:new\s+|current\s+)?{kind}\s+(?:is|'s)\s+(?:now\s+)?(?:a|an|the)\s+",
+                       _OWNED, r"(?P<v>[\w.+-]+(?:\s+[\w.+-]+){0,3}?)",
+                       r"(?P<rest>(?:\s+(?:now|and|but|so|which)\b.*|\s*[,(!].*)?)$"),
+                    attribute(kind, _model)))
+    for kind in _DEVICE:
         v = _device(kind)
         out += [
             # "grabbed an iPhone 16", "we got a used Model 3", "Omar caved and got a Pixel 9"
             (rx(_LEAD, r"\s+(?:\w+\s+)?(?:and\s+)?(?:just\s+|finally\s+)?(?:got|grabbed|bought|",
                 r"picked\s+up|ordered|upgraded\s+to|switched\s+to|traded\s+up\s+to|",
                 r"ended\s+up\s+with|went\s+with|leased)\s+(?:a|an|the|my|our|myself\s+a)\s+",
-                _OWNED, v, _REST), attribute(kind, _text(), change=True, plain=False)),
+                _OWNED, v, _REST), attribute(kind, _model, change=True, plain=False)),
             # "grabbed a Pixel 9 yesterday": the speaker left out "I"
             (rx(r"^(?P<dropped>)(?:just\s+|finally\s+|also\s+)?(?:got|grabbed|bought|picked\s+up|",
                 r"ordered|upgraded\s+to|leased)\s+(?:a|an|the|myself\s+a)\s+", _OWNED, v, _REST),
-             attribute(kind, _text(), change=True, plain=False)),
+             attribute(kind, _model, change=True, plain=False)),
             # "drove home in the Tesla", "traded the Civic in for a Model 3"
             (rx(_LEAD, r"\s+(?:\w+\s+){0,6}?(?:drove|driving)\s+(?:it\s+)?home\s+in\s+",
                 r"(?:a|an|the|my|our)\s+", _OWNED, v, _REST),
-             attribute(kind, _text(), change=True, plain=False)),
+             attribute(kind, _model, change=True, plain=False)),
             (rx(_LEAD, r"\s+", _ADV, r"traded\s+(?:in\s+)?(?:\w+\s+){1,3}?(?:in\s+)?for\s+",
                 r"(?:a|an|the)\s+", _OWNED, v, _REST),
-             attribute(kind, _text(), change=True, plain=False)),
+             attribute(kind, _model, change=True, plain=False)),
             # "I have a MacBook Air", "Dana drives a Prius", "I'm on an iPhone"
             (rx(_LEAD, r"\s+(?:have|has|own|owns|drive|drives|use|uses|(?:am|is|are)\s+on)\s+",
-                r"(?:a|an)\s+", _OWNED, v, _REST), attribute(kind, _text(), plain=False)),
+                r"(?:a|an)\s+", _OWNED, v, _REST), attribute(kind, _model, plain=False)),
             # "I'm borrowing my wife's Prius all week": the wife's, wherever it is said
             (rx(r"^.*?\b(?P<who>(?:my|our)\s+", _KIN_MOD, rf"(?P<rel>{_KIN})(?:\s+(?P<named>",
                 _NAME_WORD, r"))?)'s\s+(?:new\s+)?", v, r"(?P<rest>.*)$"),
-             attribute(kind, _text(), plain=False, confidence=0.75)),
+             attribute(kind, _model, plain=False, confidence=0.75)),
             # "my thinkpad's fan is loud", "my Outback needs new tires", "my wife's Prius"
             (rx(r"^(?:(?:so|and|but|also|plus|oh|btw|ok|okay)[\s,:]+)?",
                 rf"(?:(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>",
                 _NAME_WORD, r"))?)'s\s+|(?P<me>my|our)\s+)(?:new\s+)?", v, r"(?!\s+(?:was|were))",
                 r"(?P<rest>.*)$"),
-             attribute(kind, _text(), plain=False, confidence=0.75)),
+             attribute(kind, _model, plain=False, confidence=0.75)),
         ]
     return out
 
@@ -356,6 +374,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:joined|has\s+joined|have\s+joined)\s+", _ORG,
         r"(?P<rest>(?:\s+(?:as|in|on|last|this|back|after|since|full[- ]time)\b.*|\s*[,(].*)?)$"),
      attribute("employer", _text(words=4), change=True, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:got|landed|accepted|took|started)\s+(?:a|an|the)\s+(?:new\s+)?",
+        r"(?:(?P<role>[\w -]+?)\s+)?(?:job|position|role|offer|gig)\s+(?:at|with|from)\s+", _ORG,
+        _REST), attribute("employer", _text(words=4), change=True, plain=False, also=_role_too)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:was|got|has\s+been|have\s+been)\s+hired\s+(?:at|by)\s+", _ORG,
+        _REST), attribute("employer", _text(words=4), change=True, plain=False)),
+    (rx(_LEAD, _BE, r"at\s+", _ORG, r"(?P<rest>\s+(?:now|these\s+days)\b.*)$"),
+     attribute("employer", _text(words=4), change=True, plain=False)),
+    # "Figma is where I work (now)"
+    (rx(r"^", _ORG, r"\s+is\s+where\s+", _WHO, r"\s+(?:works?|(?:am|is|are)\s+working)\b",
+        r"(?P<rest>.*)$"), attribute("employer", _text(words=4))),
     # "Hannah survived her first week as vice principal at Westbrook"
     (rx(_LEAD, r"\s+(?:\w+\s+){0,2}?(?:her|his|my|their|our)\s+first\s+(?:week|day|month|shift)",
         r"(?:\s+as\s+(?:a\s+|an\s+|the\s+)?(?P<role>[\w -]+?))?\s+at\s+", _ORG, _REST),
@@ -376,6 +404,12 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:became|has\s+become|is\s+now|'s\s+now)\s+(?:a\s+|an\s+|the\s+)?",
         r"(?P<v>.+)$"), attribute("occupation", _known_role, change=True, plain=False)),
     (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>.+)$"), attribute("occupation", _known_role)),
+    (rx(_LEAD, _BE, r"working\s+as\s+(?:(?:a|an|the)\s+)?(?P<v>.+)$"),
+     attribute("occupation", _role)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:got|landed|took|started)\s+(?:a\s+(?:new\s+)?job\s+as|",
+        r"(?:a\s+)?(?:new\s+)?(?:role|position|job)\s+as|(?:working\s+)?as)\s+",
+        r"(?:(?:a|an|the)\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
+     attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
     (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
      attribute("occupation", _fixed("teacher"))),
     (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),
@@ -401,6 +435,10 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:(?:has|have)\s+)?(?:transferred|switched\s+schools|moved\s+",
         r"schools)\s+to\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3})", _REST),
      attribute("school", _text(), change=True, plain=False)),
+    (rx(_LEAD, _BE, r"(?:in\s+)?(?:(?:a|an|the)\s+)?(?:\w+\s+)?(?:grade(?:r)?|year|freshman|sophomore|",
+        r"junior|senior|student|grad\s+student|phd\s+student|undergrad|first-year|",
+        r"(?:\w+\s+)?major)\s+at\s+", _PLACE, _REST),
+     attribute("school", _text(), plain=False)),
     (rx(_LEAD, r"'s\s+(?:class|classroom|teacher|school|grade)\s+at\s+", _PLACE, _REST),
      attribute("school", _text(), plain=False, confidence=0.75)),
 
@@ -412,6 +450,9 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("age", _age, change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:blew\s+out|had|got)\s+(?P<n>", NUMBER, r")\s+",
         r"(?:birthday\s+)?candles\b", _REST), attribute("age", _age, change=True, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?(?:had|celebrated|turned)\s+(?:his|her|their|my|our)\s+",
+        r"(?P<n>\d{1,3})(?:st|nd|rd|th)\s+birthday\b", _REST),
+     attribute("age", _age, change=True, plain=False)),
     (rx(r"^(?:my|our)\s+(?P<n>", NUMBER, r")[\s-]*(?:years?|yrs?|y/?o)(?:[\s-]+old)?\s+",
         rf"(?P<who>{_KIN_MOD}(?P<rel>{_KIN})?\s*(?P<named>{_NAME_WORD})?)(?P<rest>\s.*)$"),
      attribute("age", _age, plain=False)),
@@ -420,7 +461,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("age", _age, plain=False)),
 
     # engaged, married, divorced
-    (rx(_LEAD, r"\s+(?:\w+\s+)?(?:got|is|are|am|'s|just\s+got|finally\s+got|has\s+gotten|",
+    (rx(_LEAD, rf"(?:\s*(?:&|and)\s+{_NAME_WORD})?",
+        r"\s+(?:\w+\s+)?(?:got|is|are|am|'s|just\s+got|finally\s+got|has\s+gotten|",
         r"recently\s+got|officially\s+got)\s+(?:officially\s+)?",
         r"(?P<v>engaged|married|divorced|separated|hitched)\b", _REST),
      attribute("relationship_status", _text(), change=True)),
@@ -435,12 +477,12 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
 
 # The user's manager and partner, told by name: "my manager is Tom", "Priya is my manager
 # now", "my manager Derek wants ...", "Karen (my manager) ...", "I report to Luis".
-_HOLDER = {"manager": "manager", "boss": "manager", "supervisor": "manager",
+_HOLDER = {"manager": "manager", "boss": "manager", "supervisor": "manager", "team lead": "manager",
            "line manager": "manager", "wife": "partner", "husband": "partner",
            "partner": "partner", "girlfriend": "partner", "boyfriend": "partner",
            "fiance": "partner", "fiancee": "partner", "fiancé": "partner", "fiancée": "partner",
            "spouse": "partner", "gf": "partner", "bf": "partner"}
-_HOLDER_WORD = r"(?P<role>line\s+manager|manager|boss|supervisor|wife|husband|partner|" \
+_HOLDER_WORD = r"(?P<role>line\s+manager|team\s+lead|manager|boss|supervisor|wife|husband|partner|" \
                r"girlfriend|boyfriend|fianc[eé]e?|spouse)"
 
 
@@ -497,16 +539,21 @@ HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
         r")\s*,?\s+(?!is\b|was\b|used\b)\w+.*$"), _holder(plain=False)),
     (rx(r"^(?P<name>", _NAME_WORD, r")\s*\((?:my|our)\s+(?:new\s+)?", _HOLDER_WORD,
         r"\)\s*.+$"), _holder(plain=False)),
+    (rx(r"^(?:i|we)\s+(?:have|got|have\s+got)\s+a\s+new\s+", _HOLDER_WORD, r"\s*[,:-]?\s+",
+        r"(?P<name>", _NAME_WORD, r")\b.*$"), _holder(change=True)),
+    (rx(r"^(?P<name>", _NAME_WORD, r")\s+(?:just\s+)?(?:took\s+over|stepped\s+in)\s+as\s+",
+        r"(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\b.*$"), _holder(change=True)),
     (rx(r"^i\s+(?:now\s+|officially\s+)?(?:report|have\s+been\s+reporting|am\s+reporting|",
         r"started\s+reporting)\s+(?:directly\s+)?to\s+(?P<name>", _NAME_WORD, r")(?:\s+.*)?$"),
      _report_to),
 ]
 
-ALL: list[tuple[re.Pattern[str], Handler]] = [*HOLDERS, *PATTERNS, *_devices()]
+ALL: list[tuple[re.Pattern[str], Handler]] = [*HOLDERS, *PATTERNS]
 
 # Tried before the preference changes, which would read "moved from QA to product manager"
-# as a move to a place.
+# as a move to a place, and "switched to an iPhone" as only a preference.
 EARLY: list[tuple[re.Pattern[str], Handler]] = [
+    *_devices(),
     (rx(_LEAD, r"\s+", _ADV, r"(?:moved|switched)\s+(?:over\s+)?from\s+[\w -]+?\s+to\s+",
         r"(?:a\s+|an\s+|the\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _known_role, change=True, plain=False, also=_employer_after)),

@@ -30,7 +30,8 @@ _STATE_WORDS = {
     "laptop": re.compile(r"\blaptop\b", re.I),
     "location": re.compile(r"\b(?:lives?|living|resides?|based|home)\b", re.I),
     "employer": re.compile(r"\b(?:works?|working|job|employed|employer)\b", re.I),
-    "occupation": re.compile(r"\b(?:works?\s+as|job|title|teach(?:es)?|is\s+(?:a|an|the|now)|"
+    "occupation": re.compile(r"\b(?:works?\s+as|working\s+as|job|title|teach(?:es)?|"
+                             r"is\s+(?:a|an|the|now)|"
                              r"(?:has|'s)\s+been\s+(?:a|an)|became)\b", re.I),
     "school": re.compile(r"\b(?:goes\s+to|attends?|studies|school)\b", re.I),
     "age": re.compile(r"\b(?:years?\s+old|turned|is\s+\w+\s*$)\b", re.I),
