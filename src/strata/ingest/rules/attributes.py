@@ -346,7 +346,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         _PLACE, _REST), attribute("location", _text(), change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"(?:closed\s+on|bought|purchased|moved\s+into|",
         r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+(?:a|an|the|our|my|his|her|their)\s+",
-        r"(?:\w+\s+){0,2}?", _HOME, r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
+        r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME, r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"signed\s+(?:a|the)\s+lease\s+in\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
@@ -357,7 +357,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s*\((?:who\s+|he\s+|she\s+|they\s+)?(?:lives|is|'s)\s+(?:based\s+)?in\s+",
         _PLACE, r"\)(?P<rest>.*)$"), attribute("location", _text(), plain=False)),
     # "our place in Denver gets no sun": where the user lives, said in passing
-    (rx(r"^(?P<me>my|our)\s+(?:\w+\s+)?(?:place|apartment|flat|house|condo|home|townhouse)\s+",
+    (rx(r"^(?P<me>my|our)\s+(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+)?",
+        r"(?:place|apartment|flat|house|condo|home|townhouse)\s+",
         r"in\s+", _PLACE, r"(?P<rest>\s+(?:is|has|gets|needs|was|does|feels|looks)\b.*)$"),
      attribute("location", _text(), plain=False, confidence=0.75)),
 
@@ -515,8 +516,10 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
     return handle
 
 
+# Someone's taste or opinion is theirs, not a fact to key under them. (What a manager wants
+# done is kept: it goes with that manager.)
 _THEIR_VIEW = re.compile(r"\b(?:prefers?|likes?|loves?|hates?|thinks?|believes?|feels?|says?|"
-                        r"wants?|recommends?|suggests?|swears\s+by)\b", re.I)
+                        r"recommends?|suggests?|swears\s+by)\b", re.I)
 
 
 def _report_to(m: re.Match[str], clause: str) -> Found | None:

@@ -133,13 +133,17 @@ def _introduction(m: re.Match[str], clause: str) -> Found | None:
     return Found(f"The user's name is {name}", "fact", "user.name", normalize_value(name), 0.8)
 
 
+_ANOTHER_CLAUSE = re.compile(r"^\s*(?:[,;:]|\s(?:and|but|so)\s)", re.I)
+
+
 def _occupation(m: re.Match[str], clause: str) -> Found | None:
     raw, _ = clean_object(m["v"])
     if not is_role(raw):
         return None
     value = normalize_value(_ROLE_CUT.split(raw)[0])
     org = _AT_ORG_TAIL.search(raw)
-    if org is None or org["rest"].strip():
+    # "I'm a data scientist at Spotify, explain X to me": the request after it is no fact.
+    if org is None or org["rest"].strip() and not _ANOTHER_CLAUSE.match(org["rest"]):
         return Found(third_person(clause), "fact", "user.occupation", value, 0.8)
     # "I'm a data engineer at Acme": the role and the employer, two facts.
     role = raw[:org.start()]
