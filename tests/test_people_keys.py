@@ -198,6 +198,37 @@ def test_relationship_states(who, state, said):
     assert (who.has("relationship_status"), state) in key_of(said.format(w=subject))
 
 
+@pytest.mark.parametrize("major", ["biology", "computer science", "economics"])
+@pytest.mark.parametrize("said,change", [
+    ("I'm a {m} major at Austin Community College", False),
+    ("I'm majoring in {m}", False),
+    ("switched my major to {m}", True),
+    ("I changed my major from art to {m} last semester", True),
+])
+def test_the_users_major(major, said, change):
+    found = extract_message(said.format(m=major), NOW)
+    assert any((c.slot, c.value, c.asserts_change) == ("user.major", major, change)
+               for c in found), [(c.slot, c.value) for c in found]
+
+
+@pytest.mark.parametrize("who", PEOPLE)
+@pytest.mark.parametrize("city", ["Phoenix", "Tucson"])
+def test_moving_in_with_someone_somewhere(who, city):
+    assert (who.has("location"), city.lower()) in key_of(
+        f"{who.later} moved in with my aunt in {city}")
+
+
+@pytest.mark.parametrize("said", [
+    "my wife is pregnant with our second", "my coworker Ben is moving to Denver",
+    "my sister is thinking about Denver",
+])
+def test_a_person_is_not_an_attribute_of_the_users(said):
+    """"my wife is ...": not a ``user.wife`` value (the control: a real attribute of the
+    user's in the same shape is still keyed)."""
+    assert not any(slot and slot.startswith("user.") for slot, _ in key_of(said))
+    assert ("user.favorite_colour", "green") in key_of("my favorite color is green")
+
+
 @pytest.mark.parametrize("name", ["Priscilla", "Luis", "Aisha"])
 @pytest.mark.parametrize("said", [
     "my manager is {n}", "{n} is my manager now", "{n} is my new boss",

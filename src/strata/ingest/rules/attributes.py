@@ -23,23 +23,13 @@ from collections.abc import Callable
 from strata.ingest.rules.base import NUMBER, Found, Handler, clean_object, parse_number, rx
 from strata.ingest.rules.identity import is_role
 from strata.ingest.rules.person import third_person
-from strata.ingest.rules.states import Subject, content_of, state_of
+from strata.ingest.rules.states import KIN as _KIN, Subject, content_of, state_of
 from strata.ingest.rules.text import REPORTED, squash
 from strata.write.slots import RELATIONS, attribute_key
 from strata.write.values import normalize_value
 
 # Who a statement is about. A relation word, optionally with a name after it ("my sister
 # Dana"); a name alone; or the speaker.
-_KIN = (
-    r"(?:(?:step|half[- ]?)?(?:dad|daddy|father|papa|pops?|mom|mum|mommy|mummy|mother|mama|"
-    r"brother|bro|sister|sis|sibling|son|daughter|kid|kiddo|child|baby|twin)|"
-    r"grand(?:pa|ma|dad|mom|father|mother|son|daughter|kid|child)|gran|gramps|granny|nana|"
-    r"wife|husband|hubby|partner|spouse|fianc[eé]e?|boyfriend|girlfriend|bf|gf|"
-    r"uncle|aunt|auntie|cousin|niece|nephew|(?:mother|father|brother|sister|son|daughter)"
-    r"[- ]in[- ]law|(?:best\s+|close\s+|old\s+|good\s+)?friend|bestie|roommate|flatmate|"
-    r"neighbou?r|coworker|co-worker|colleague|manager|boss|supervisor|mentor|"
-    r"dog|cat|puppy|pup|kitten|horse)"
-)
 _KIN_MOD = r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|middle|new)\s+)?"
 _NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
 _WHO = (
@@ -175,6 +165,13 @@ def _school(m: re.Match[str]) -> tuple[str, str] | None:
     return _text()(m)
 
 
+def _at_now(m: re.Match[str], clause: str) -> Found | str | None:
+    """"Zoe is at NYU now": a school for a school's name or a child, else an employer."""
+    school = _SCHOOL.search(m["v"]) or _CHILD.match((m.groupdict().get("rel") or "").lower())
+    name = "school" if school else "employer"
+    return attribute(name, _text(words=4), change=True, plain=False)(m, clause)
+
+
 def _fixed(value: str) -> Value:
     return lambda m: (value, value)
 
@@ -233,6 +230,14 @@ def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
         return []
     return [Found(state_of(s, "employer", org), "fact", attribute_key(s.who, "employer"), value,
                   0.8)]
+
+
+def _school_after(m: re.Match[str], s: Subject) -> list[Found]:
+    org = m.groupdict().get("org")
+    value = normalize_value(org) if org else None
+    if not value:
+        return []
+    return [Found(state_of(s, "school", org), "fact", attribute_key(s.who, "school"), value, 0.8)]
 
 
 def _role_too(m: re.Match[str], s: Subject) -> list[Found]:
@@ -348,6 +353,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+(?:a|an|the|our|my|his|her|their)\s+",
         r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME, r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"moved\s+in\s+with\s+(?:\w+\s+){1,4}?in\s+", _PLACE,
+        _REST), attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"signed\s+(?:a|the)\s+lease\s+in\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, _BE, r"(?:renting|subletting|subleting|leasing)\s+(?:a|an)\s+(?:\w+\s+){0,2}?",
@@ -381,7 +388,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:was|got|has\s+been|have\s+been)\s+hired\s+(?:at|by)\s+", _ORG,
         _REST), attribute("employer", _text(words=4), change=True, plain=False)),
     (rx(_LEAD, _BE, r"at\s+", _ORG, r"(?P<rest>\s+(?:now|these\s+days)\b.*)$"),
-     attribute("employer", _text(words=4), change=True, plain=False)),
+     _at_now),
     # "Figma is where I work (now)"
     (rx(r"^", _ORG, r"\s+is\s+where\s+", _WHO, r"\s+(?:works?|(?:am|is|are)\s+working)\b",
         r"(?P<rest>.*)$"), attribute("employer", _text(words=4))),
@@ -427,7 +434,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"enrolled\s+(?:at|in))\s+", _PLACE, _REST), attribute("school", _text())),
     (rx(_LEAD, _BE, r"(?:at|in)\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3}\s+",
         _SCHOOL_WORD, r")\b", _REST), attribute("school", _text(), plain=False)),
-    (rx(_LEAD, r"\s+", _ADV, r"(?:started|starts|began|begins|is\s+starting|moved\s+up\s+to)\s+",
+    (rx(_LEAD, r"(?:\s+|'s\s+)", _ADV, r"(?:started|starts|began|begins|is\s+starting|starting|",
+        r"moved\s+up\s+to)\s+",
         r"(?:(?:kindergarten|preschool|pre-k|daycare|school|college|uni|grad\s+school|",
         r"(?:\w+\s+)?grade|(?:high|middle|elementary)\s+school|(?:his|her|their|my)\s+\w+\s+",
         r"year|(?:freshman|sophomore|junior|senior|first|second|third|final)\s+year)\s+)?",
@@ -436,6 +444,15 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:(?:has|have)\s+)?(?:transferred|switched\s+schools|moved\s+",
         r"schools)\s+to\s+(?P<v>(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*){0,3})", _REST),
      attribute("school", _text(), change=True, plain=False)),
+    # what someone studies: "I'm a bio major at ACC", "switched my major to CS"
+    (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>[\w -]+?)\s+major\b(?:\s+at\s+(?P<org>(?-i:[A-Z])[\w.'-]*",
+        r"(?:\s+(?-i:[A-Z])[\w.'-]*){0,3}))?", _REST),
+     attribute("major", _text(words=4), plain=False, also=_school_after)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:switched|changed)\s+(?:my|his|her|their|our)\s+major\s+",
+        r"(?:from\s+[\w -]+?\s+)?to\s+(?P<v>[\w -]+?)", _ROLE_REST),
+     attribute("major", _text(words=4), change=True, plain=False)),
+    (rx(_LEAD, _BE, r"majoring\s+in\s+(?P<v>[\w -]+?)", _ROLE_REST),
+     attribute("major", _text(words=4), plain=False)),
     (rx(_LEAD, _BE, r"(?:in\s+)?(?:(?:a|an|the)\s+)?(?:\w+\s+)?(?:grade(?:r)?|year|freshman|sophomore|",
         r"junior|senior|student|grad\s+student|phd\s+student|undergrad|first-year|",
         r"(?:\w+\s+)?major)\s+at\s+", _PLACE, _REST),

@@ -11,7 +11,7 @@ from strata.ingest.rules.base import (
     value_of,
 )
 from strata.ingest.rules.person import third_person
-from strata.ingest.rules.states import USER, content_of
+from strata.ingest.rules.states import KIN, USER, content_of
 from strata.ingest.rules.text import squash
 from strata.write.values import normalize_value
 
@@ -195,8 +195,15 @@ _MY_Y_STOP = re.compile(
 )
 
 
+_PERSON_X = re.compile(rf"^(?:\w+\s+)?{KIN}$", re.I)
+
+
 def _my_x_is_y(m: re.Match[str], clause: str) -> Found | None:
     x = squash(m["x"])
+    if _PERSON_X.match(x) or any(w[:1].isupper() for w in x.split()):
+        # "my wife is pregnant", "my coworker Ben is moving": about a person, not an
+        # attribute of the user's (their attributes have keys of their own).
+        return None
     raw, _ = clean_object(m["y"])
     if _MY_X_STOP.match(x) or _MY_Y_STOP.match(raw) or is_stop_object(raw):
         return VAGUE
@@ -285,14 +292,15 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"now\s+(?:living|based|located)\s+in\s+(?P<v>.+)$"),
      NEW_PLACE),
     (rx(I, HAVE, A, r"(?:became|got\s+promoted\s+to|was\s+promoted\s+to|am\s+now)\s+",
-        r"(?:a|an|the)?\s*(?P<v>.+)$"), _new_role),
+        r"(?:(?:a|an|the)\s+)?(?P<v>.+)$"), _new_role),
     (rx(I, HAVE, A, r"(?:went|gone|become|became|turned|switched\s+to|am\s+now)\s+",
         r"(?:fully\s+|completely\s+|totally\s+|full\s+)?",
         r"(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
      fact("user.diet", 0.85, change=True)),
     (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+))$"), _introduction),
     (rx(I, r"am\s+", A, r"(?:a\s+|an\s+)?(?P<v>[a-z]+)$"), _belonging),
-    (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
+    (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)",
+        r"(?:\s+(?:now|these\s+days|again))?$"),
      fact("user.diet", 0.85)),
     (rx(I, r"am\s+", A, r"(?:a|an|the)\s+(?P<v>.+)$"), _occupation),
     (rx(I, r"am\s+(?:now\s+)?(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?",

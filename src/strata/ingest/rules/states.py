@@ -11,6 +11,19 @@ from dataclasses import dataclass
 from strata.ingest.rules.person import third_person
 
 
+# A relation to the user, in any of its spellings: who "my ..." names.
+KIN = (
+    r"(?:(?:step|half[- ]?)?(?:dad|daddy|father|papa|pops?|mom|mum|mommy|mummy|mother|mama|"
+    r"brother|bro|sister|sis|sibling|son|daughter|kid|kiddo|child|baby|twin)|"
+    r"grand(?:pa|ma|dad|mom|father|mother|son|daughter|kid|child)|gran|gramps|granny|nana|"
+    r"wife|husband|hubby|partner|spouse|fianc[eé]e?|boyfriend|girlfriend|bf|gf|"
+    r"uncle|aunt|auntie|cousin|niece|nephew|(?:mother|father|brother|sister|son|daughter)"
+    r"[- ]in[- ]law|(?:best\s+|close\s+|old\s+|good\s+)?friend|bestie|roommate|flatmate|"
+    r"neighbou?r|coworker|co-worker|colleague|manager|boss|supervisor|mentor|"
+    r"dog|cat|puppy|pup|kitten|horse)"
+)
+
+
 @dataclass(frozen=True)
 class Subject:
     who: str | None  # None: the user; else a name or a relation word in one spelling
