@@ -14,6 +14,7 @@ told later retires nothing; and a search for the attribute ranks the new value f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strata.ingest.rules import extract_message, read_message
+from strata.ingest.rules.person import speaker_slot
 from strata.write import slots
 
 NOW = datetime(2026, 5, 13, 15, 0, tzinfo=UTC)
@@ -298,8 +300,6 @@ def test_named_speakers_each_keep_their_own_attributes():
     """Two named speakers in one conversation: what each says of themself is theirs."""
     priya = read_message("I just started at Stripe", NOW, 0, "Priya").memories
     jon = read_message("I'm still at Figma", NOW, 1, "Jon").memories
-    from strata.ingest.rules.person import speaker_slot
-
     assert {speaker_slot(c.slot, "Priya") for c in priya} == {"person.priya.employer"}
     assert {speaker_slot(c.slot, "Jon") for c in jon} == {"person.jon.employer"}
     assert speaker_slot("user.location", None) == "user.location"
@@ -385,8 +385,6 @@ def active(client, headers, path: str) -> list[str]:
 
 
 def holding(contents: list[str], word: str) -> list[str]:
-    import re
-
     return [c for c in contents if re.search(rf"\b{re.escape(word)}\b", c, re.I)]
 
 

@@ -115,11 +115,9 @@ def _role_value(raw: str) -> str | None:
 Value = Callable[[re.Match[str]], "tuple[str, str] | None"]  # (stored value, as shown)
 
 
-def _text(group: str = "v", cut: re.Pattern[str] | None = None, words: int = 5) -> Value:
+def _text(group: str = "v", words: int = 5) -> Value:
     def read(m: re.Match[str]) -> tuple[str, str] | None:
         raw, _ = clean_object(m[group])
-        if cut is not None:
-            raw = squash(cut.split(raw)[0])
         value = normalize_value(raw)
         if not value or len(value.split()) > words:
             return None
@@ -176,11 +174,15 @@ def _fixed(value: str) -> Value:
     return lambda m: (value, value)
 
 
+Also = Callable[[re.Match[str], Subject], list[Found]]
+
+
 def attribute(name: str, read: Value, change: bool = False, plain: bool = True,
-              confidence: float = 0.8, visit: bool = False, also: Callable[[re.Match[str], Subject], list[Found]]
-              | None = None) -> Handler:
+              confidence: float = 0.8, visit: bool = False, also: Also | None = None) -> Handler:
     """A handler keying the clause under ``name`` of the person the match is about.
-    ``plain``: the clause names the state itself (else the state is said first)."""
+    ``plain``: the clause names the state itself (else the state is said first); ``visit``:
+    a trip's words after the value ("this week") make it no home; ``also``: more facts the
+    match holds (the employer after a title)."""
 
     def handle(m: re.Match[str], clause: str) -> Found | None:
         s = subject(m)
@@ -192,8 +194,8 @@ def attribute(name: str, read: Value, change: bool = False, plain: bool = True,
         value, shown = got
         if visit and _VISIT.search(m.groupdict().get("rest") or ""):
             return None
-        found = Found(content_of(s, name, shown, clause, plain), "fact", attribute_key(s.who, name),
-                      value, confidence, change=change)
+        found = Found(content_of(s, name, shown, clause, plain), "fact",
+                      attribute_key(s.who, name), value, confidence, change=change)
         if also is not None:
             found.also = also(m, s)
         return found
@@ -270,17 +272,19 @@ _DEVICE = {
                r"xps(?:\s+\d+)?|surface\s+(?:laptop|pro|book)(?:\s+\d+)?|chromebook|zenbook|"
                r"framework\s+laptop|dell\s+(?:xps|latitude|inspiron)(?:\s+\d+)?|"
                r"(?:hp\s+)?(?:spectre|envy)(?:\s+x360)?"),
-    "car": (r"tesla(?:\s+model\s+[3sxy])?|model\s+[3sxy](?-i:s?)|(?:honda\s+)?(?:civic|cr-v|"
-            r"accord|odyssey)|(?:toyota\s+)?(?:corolla|camry|prius|rav4|rav-4|highlander|"
-            r"tacoma|tundra|sienna|4runner)|(?:subaru\s+)?(?:outback|forester|crosstrek|"
-            r"impreza)|(?:mazda\s+)?(?:cx-\d+|mx-5|miata|mazda\s?\d)|(?:ford\s+)?(?:f-?150|"
-            r"mustang|bronco|maverick)|(?:jeep\s+)?(?:wrangler|grand\s+cherokee|cherokee)|"
-            r"(?:vw\s+|volkswagen\s+)?(?:jetta|passat|tiguan|id\.?4)|(?:chevy\s+|chevrolet\s+)?"
-            r"(?:silverado|tahoe|equinox|bolt)|(?:hyundai\s+)?(?:elantra|sonata|ioniq\s?\d?|"
-            r"tucson|santa\s+fe)|(?:kia\s+)?(?:sorento|telluride|sportage|soul|ev6)|"
-            r"(?:nissan\s+)?(?:altima|rogue|sentra|leaf)|rivian(?:\s+r1[st])?|"
-            r"(?:volvo|bmw|audi|lexus|subaru|mazda|honda|toyota|hyundai|kia|jeep|volvo|"
-            r"mercedes|porsche|mini)(?:\s+[a-z]*\d+\w*)?"),
+    # A model that is also a word or a city ("Accord", "Soul", "Tucson") only with its make.
+    "car": (r"tesla(?:\s+model\s+[3sxy])?|model\s+[3sxy](?-i:s?)|(?:honda\s+)?(?:civic|cr-v)|"
+            r"honda\s+(?:accord|odyssey|pilot|fit)|(?:toyota\s+)?(?:corolla|camry|prius|rav4|"
+            r"rav-4|highlander|tacoma|tundra|sienna|4runner)|(?:subaru\s+)?(?:outback|forester|"
+            r"crosstrek|impreza)|(?:mazda\s+)?(?:cx-\d+|mx-5|miata)|mazda\s?\d|"
+            r"(?:ford\s+)?(?:f-?150|mustang|bronco)|ford\s+(?:maverick|escape|explorer|focus)|"
+            r"(?:jeep\s+)?(?:wrangler|grand\s+cherokee)|(?:vw\s+|volkswagen\s+)?(?:jetta|passat|"
+            r"tiguan|id\.?4)|(?:chevy\s+|chevrolet\s+)?(?:silverado|tahoe)|"
+            r"(?:chevy|chevrolet)\s+(?:bolt|equinox|malibu)|(?:hyundai\s+)?(?:elantra|ioniq\s?\d?)|"
+            r"hyundai\s+(?:tucson|santa\s+fe|sonata|kona)|(?:kia\s+)?(?:sorento|telluride|"
+            r"sportage|ev6)|kia\s+soul|(?:nissan\s+)?(?:altima|sentra)|nissan\s+(?:leaf|rogue)|"
+            r"rivian(?:\s+r1[st])?|(?:volvo|bmw|audi|lexus|subaru|mazda|honda|toyota|hyundai|kia|"
+            r"jeep|mercedes|porsche)(?:\s+[a-z]*\d+\w*)?"),
 }
 _OWNED = r"(?:(?:new|used|refurbished|secondhand|second-hand|brand\s+new)\s+)?(?:'?\d{2,4}\s+)?"
 
@@ -351,7 +355,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         _PLACE, _REST), attribute("location", _text(), change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"(?:closed\s+on|bought|purchased|moved\s+into|",
         r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+(?:a|an|the|our|my|his|her|their)\s+",
-        r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME, r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
+        r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME,
+        r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"moved\s+in\s+with\s+(?:\w+\s+){1,4}?in\s+", _PLACE,
         _REST), attribute("location", _text(), change=True, plain=False)),
@@ -453,7 +458,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("major", _text(words=4), change=True, plain=False)),
     (rx(_LEAD, _BE, r"majoring\s+in\s+(?P<v>[\w -]+?)", _ROLE_REST),
      attribute("major", _text(words=4), plain=False)),
-    (rx(_LEAD, _BE, r"(?:in\s+)?(?:(?:a|an|the)\s+)?(?:\w+\s+)?(?:grade(?:r)?|year|freshman|sophomore|",
+    (rx(_LEAD, _BE, r"(?:in\s+)?(?:(?:a|an|the)\s+)?(?:\w+\s+)?",
+        r"(?:grade(?:r)?|year|freshman|sophomore|",
         r"junior|senior|student|grad\s+student|phd\s+student|undergrad|first-year|",
         r"(?:\w+\s+)?major)\s+at\s+", _PLACE, _REST),
      attribute("school", _text(), plain=False)),
@@ -500,8 +506,8 @@ _HOLDER = {"manager": "manager", "boss": "manager", "supervisor": "manager", "te
            "partner": "partner", "girlfriend": "partner", "boyfriend": "partner",
            "fiance": "partner", "fiancee": "partner", "fiancé": "partner", "fiancée": "partner",
            "spouse": "partner", "gf": "partner", "bf": "partner"}
-_HOLDER_WORD = r"(?P<role>line\s+manager|team\s+lead|manager|boss|supervisor|wife|husband|partner|" \
-               r"girlfriend|boyfriend|fianc[eé]e?|spouse)"
+_HOLDER_WORD = (r"(?P<role>line\s+manager|team\s+lead|manager|boss|supervisor|wife|husband|"
+                r"partner|girlfriend|boyfriend|fianc[eé]e?|spouse)")
 
 
 def _holder(change: bool = False, plain: bool = True) -> Handler:
