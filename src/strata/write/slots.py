@@ -125,6 +125,7 @@ RELATIONS = {
     "nana": "grandmother", "gran": "grandmother", "grandmom": "grandmother",
     "hubby": "husband", "fiancee": "fiance", "bf": "boyfriend", "gf": "girlfriend",
     "bro": "brother", "sis": "sister", "boss": "manager", "kiddo": "child", "kid": "child",
+    "kids": "children", "folks": "parents",
     "stepdad": "stepfather", "stepmom": "stepmother", "mother_in_law": "mother_in_law",
 }
 _PERSON = re.compile(r"^person\.(?P<who>[^.]+)\.(?P<attr>.+)$")

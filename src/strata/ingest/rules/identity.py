@@ -35,7 +35,8 @@ _ROLES = frozenset(
     "gardener baker butcher cop detective sergeant lieutenant captain sheriff "
     "deputy ranger guard attendant steward stewardess dispatcher trucker courier "
     "postman mailman carpenter machinist welder operator associate partner "
-    "representative rep".split()
+    "representative rep doc rn np emt cna lpn md prof attorney cpa swe sde tech bookkeeper "
+    "receptionist doula pastor rabbi priest chaplain aide housekeeper cleaner".split()
 )
 _ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)
 PLACE_CUT = re.compile(
@@ -145,11 +146,19 @@ def _occupation(m: re.Match[str], clause: str) -> Found | None:
     # "I'm a data scientist at Spotify, explain X to me": the request after it is no fact.
     if org is None or org["rest"].strip() and not _ANOTHER_CLAUSE.match(org["rest"]):
         return Found(third_person(clause), "fact", "user.occupation", value, 0.8)
-    # "I'm a data engineer at Acme": the role and the employer, two facts.
+    # "I'm a data engineer at Acme": the role and the employer, two facts; a student's is a
+    # school ("I'm a grad student at Purdue").
     role = raw[:org.start()]
+    where = (Found(f"The user goes to {org['org']}", "fact", "user.school",
+                   normalize_value(org["org"]), 0.8) if _STUDENT.search(role) else
+             Found(f"The user works at {org['org']}", "fact", "user.employer",
+                   normalize_value(org["org"]), 0.8))
     return Found(f"The user is {_article(role)} {role}", "fact", "user.occupation", value, 0.8,
-                 also=[Found(f"The user works at {org['org']}", "fact", "user.employer",
-                             normalize_value(org["org"]), 0.8)])
+                 also=[where])
+
+
+_STUDENT = re.compile(r"\b(?:student|freshman|sophomore|junior|senior|undergrad|phd|postdoc)$",
+                      re.I)
 
 
 def _article(word: str) -> str:

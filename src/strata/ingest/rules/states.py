@@ -16,6 +16,7 @@ KIN = (
     r"(?:(?:step|half[- ]?)?(?:dad|daddy|father|papa|pops?|mom|mum|mommy|mummy|mother|mama|"
     r"brother|bro|sister|sis|sibling|son|daughter|kid|kiddo|child|baby|twin)|"
     r"grand(?:pa|ma|dad|mom|father|mother|son|daughter|kid|child)|gran|gramps|granny|nana|"
+    r"parents|grandparents|folks|kids|children|twins|in-laws|"
     r"wife|husband|hubby|partner|spouse|fianc[eé]e?|boyfriend|girlfriend|bf|gf|"
     r"uncle|aunt|auntie|cousin|niece|nephew|(?:mother|father|brother|sister|son|daughter)"
     r"[- ]in[- ]law|(?:best\s+|close\s+|old\s+|good\s+)?friend|bestie|roommate|flatmate|"
@@ -46,23 +47,28 @@ _STATE_WORDS = {
     "occupation": re.compile(r"\b(?:works?\s+as|working\s+as|job|title|teach(?:es)?|"
                              r"is\s+(?:a|an|the|now)|"
                              r"(?:has|'s)\s+been\s+(?:a|an)|became)\b", re.I),
-    "school": re.compile(r"\b(?:goes\s+to|attends?|studies|school)\b", re.I),
+    "school": re.compile(r"\b(?:go(?:es)?\s+to|attends?|studies|school)\b", re.I),
     "age": re.compile(r"\b(?:years?\s+old|turned|is\s+\w+\s*$)\b", re.I),
     "relationship_status": re.compile(r"\b(?:engaged|married|divorced|separated)\b", re.I),
 }
 
 
+_MANY = frozenset({"parents", "grandparents", "children", "twins", "in_laws", "folks"})
+
+
 def state_of(s: Subject, attribute: str, value: str) -> str:
     """The state in the words a question about it uses: "Dana lives in Boise"."""
     who, whose = s.said, _possessive(s.said)
+    many = s.who in _MANY
+    live, work, go, be = ("live", "work", "go", "are") if many else ("lives", "works", "goes", "is")
     return {
-        "location": f"{who} lives in {value}",
-        "employer": f"{who} works at {value}",
-        "occupation": f"{who} is retired" if value == "retired" else f"{whose} job is {value}",
-        "school": f"{who} goes to {value}",
+        "location": f"{who} {live} in {value}",
+        "employer": f"{who} {work} at {value}",
+        "occupation": f"{who} {be} retired" if value == "retired" else f"{whose} job is {value}",
+        "school": f"{who} {go} to {value}",
         "major": f"{whose} major is {value}",
-        "age": f"{who} is {value} years old",
-        "relationship_status": f"{who} is {value}",
+        "age": f"{who} {be} {value} years old",
+        "relationship_status": f"{who} {be} {value}",
         "manager": f"{whose} manager is {value}",
         "partner": f"{whose} partner is {value}",
         "phone": f"{whose} phone is {_article(value)} {value}",
