@@ -251,6 +251,7 @@ def test_the_users_manager_by_name_in_both_directions(name, said):
     ("car", "my Outback needs new tires", "outback"),
     ("car", "we finally got a used Model 3", "model 3"),
     ("car", "I traded my Civic in for a Prius", "prius"),
+    ("car", "welp did the trade-in thursday and drove home in the tesla", "tesla"),
     ("car", "I drive a Saab", "saab"),
     ("phone", "I switched to an iPhone last month", "iphone"),
     ("phone", "my new phone is a Pixel 8", "pixel 8"),

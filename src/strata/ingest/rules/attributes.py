@@ -293,6 +293,20 @@ def _device(kind: str) -> str:
     return rf"(?P<v>{_DEVICE[kind]})\b"
 
 
+# Someone else named just before the verb: "my sister drove home in the Prius".
+_OTHER_DRIVER = re.compile(r"(?:\b(?:he|she|they)|\b(?:my|our)\s+\w+|(?-i:\b(?!I\b)[A-Z][a-z]\w*))"
+                           r"\s+(?:\w+\s+)?$", re.I)
+
+
+def _speakers(handler: Handler) -> Handler:
+    def handle(m: re.Match[str], clause: str) -> Found | str | None:
+        if _OTHER_DRIVER.search(m["before"] or ""):
+            return None
+        return handler(m, clause)
+
+    return handle
+
+
 def _devices() -> list[tuple[re.Pattern[str], Handler]]:
     out = []
     for kind in _DEVICE:
@@ -315,10 +329,11 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
             (rx(r"^(?P<dropped>)(?:just\s+|finally\s+|also\s+)?(?:got|grabbed|bought|picked\s+up|",
                 r"ordered|upgraded\s+to|leased)\s+(?:a|an|the|myself\s+a)\s+", _OWNED, v, _REST),
              attribute(kind, _model, change=True, plain=False)),
-            # "drove home in the Tesla", "traded the Civic in for a Model 3"
-            (rx(_LEAD, r"\s+(?:\w+\s+){0,6}?(?:drove|driving)\s+(?:it\s+)?home\s+in\s+",
-                r"(?:a|an|the|my|our)\s+", _OWNED, v, _REST),
-             attribute(kind, _model, change=True, plain=False)),
+            # "did the trade-in and drove home in the Tesla", "traded the Civic in for a
+            # Model 3": the speaker's, however the clause opens
+            (rx(r"^(?P<dropped>)(?P<before>.*?)\b(?:drove|driven|driving)\s+(?:it\s+)?home\s+",
+                r"in\s+(?:a|an|the|my|our)\s+", _OWNED, v, _REST),
+             _speakers(attribute(kind, _model, change=True, plain=False))),
             (rx(_LEAD, r"\s+", _ADV, r"traded\s+(?:in\s+)?(?:\w+\s+){1,3}?(?:in\s+)?for\s+",
                 r"(?:a|an|the)\s+", _OWNED, v, _REST),
              attribute(kind, _model, change=True, plain=False)),
