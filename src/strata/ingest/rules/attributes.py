@@ -221,6 +221,19 @@ def _more_places(m: re.Match[str], s: Subject) -> list[Found]:
     return out
 
 
+_LIVING_IN = re.compile(rf"\b(?:lives?|living|based)\s+(?:\w+\s+){{0,2}}?in\s+{_PLACE}")
+
+
+def _living_in(m: re.Match[str], s: Subject) -> list[Found]:
+    """"my grandpa's 88, still living alone out in Tucson": where he lives too."""
+    more = _LIVING_IN.search(m.groupdict().get("rest") or "")
+    value = normalize_value(more["v"]) if more else None
+    if not value:
+        return []
+    return [Found(state_of(s, "location", more["v"]), "fact", attribute_key(s.who, "location"),
+                  value, 0.75)]
+
+
 def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
     """"bumped up to sous chef at Marlowe", "first week as vice principal at Westbrook": the
     employer too, its own fact."""
@@ -317,6 +330,10 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
                        _OWNED, r"(?P<v>[\w.+-]+(?:\s+[\w.+-]+){0,3}?)",
                        r"(?P<rest>(?:\s+(?:now|and|but|so|which)\b.*|\s*[,(!].*)?)$"),
                     attribute(kind, _model)))
+    # "he's android and I'm iphone", "I'm an iPhone person": a phone by its platform
+    out.append((rx(_LEAD, _BE, r"(?:(?:a|an)\s+)?(?P<v>android|iphone|apple|samsung|pixel)",
+                   r"(?:\s+(?:person|user|guy|girl|fan|household))?\b", _REST),
+                attribute("phone", _model, plain=False, confidence=0.75)))
     for kind in _DEVICE:
         v = _device(kind)
         out += [
@@ -484,7 +501,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # how old someone is
     (rx(_LEAD, _BE, r"(?P<n>", NUMBER, r")(?:\s+years?\s+old|\s*y/?o|\s+yrs?\s+old)?",
         r"(?:\s+(?:now|today|already))?(?P<rest>(?:\s*(?:,|\(|and\b|&|but\b|so\b|now\b|!).*)?)$"),
-     attribute("age", _age, plain=False)),
+     attribute("age", _age, plain=False, also=_living_in)),
     (rx(_LEAD, r"\s+", _ADV, r"turned\s+(?P<n>", NUMBER, r")\b", _REST),
      attribute("age", _age, change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:blew\s+out|had|got)\s+(?P<n>", NUMBER, r")\s+",
@@ -599,3 +616,37 @@ EARLY: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:a\s+|an\s+|the\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _known_role, change=True, plain=False, also=_employer_after)),
 ]
+
+
+# --- who "he" and "she" are --------------------------------------------------------------
+
+_NAMED_PERSON = re.compile(
+    rf"(?:^|(?<=[\s(]))(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>"
+    rf"{_NAME_WORD}))?|(?P<kinword>(?-i:Mom|Mum|Dad|Grandma|Grandpa)))\b"
+    r"|^(?:(?:so|and|but|also|ok|okay)[\s,]+)?(?P<bare>(?-i:[A-Z][a-z][\w-]*))(?=\s|'s\b)", re.I)
+_PRONOUN_SUBJECT = re.compile(
+    r"^(?P<lead>(?:(?:so|and|but|also|now|ok|okay)[\s,]+)?)(?P<pronoun>he|she)(?=\s|'s\b)", re.I)
+
+
+def person_named(clause: str) -> str | None:
+    """The person a clause names, as said ("Jonah", "my grandpa", "my sister Dana"), for a
+    "he" or "she" that follows; None when it names nobody (or only the user)."""
+    for m in _NAMED_PERSON.finditer(clause):
+        if m["bare"] and m["bare"].lower() in _NOT_NAMES | _CAPITAL_KIN:
+            continue
+        if m["rel"] and m["rel"].lower() in ("dog", "cat", "puppy", "pup", "kitten", "horse") \
+                and not m["named"]:
+            continue
+        return m["who"] or m["kinword"] or m["bare"]
+    return None
+
+
+def with_referent(clause: str, person: str | None) -> str:
+    """``clause`` with a leading "he"/"she" replaced by ``person`` (what the conversation
+    last named), so "he's five now" after "Jonah is 4" is keyed as Jonah's age."""
+    if not person:
+        return clause
+    m = _PRONOUN_SUBJECT.match(clause)
+    if m is None:
+        return clause
+    return m["lead"] + person + clause[m.end():]
