@@ -232,6 +232,28 @@ def test_a_person_is_not_an_attribute_of_the_users(said):
     assert ("user.favorite_colour", "green") in key_of("my favorite color is green")
 
 
+@pytest.mark.parametrize("owner,key", [("my", "user"), ("my sister's", "person.sister"),
+                                       ("Dana's", "person.dana"), ("my son Leo's", "person.leo")])
+@pytest.mark.parametrize("said,attribute,value", [
+    ("{o} new job is at Stripe", "employer", "stripe"),
+    ("{o} new place is in Boise", "location", "boise"),
+    ("{o} school is Hillcrest Middle", "school", "hillcrest middle"),
+    ("{o} title is VP of Sales now", "occupation", "vp of sales"),
+    ("{o} current city is Denver", "location", "denver"),
+])
+def test_an_attribute_named_by_its_noun(owner, key, said, attribute, value):
+    assert (f"{key}.{attribute}", value) in key_of(said.format(o=owner))
+
+
+@pytest.mark.parametrize("said", ["my job is killing me", "my place is a mess",
+                                  "work is crazy", "my office is freezing"])
+def test_a_noun_with_no_attribute_value(said):
+    got = key_of(said)
+    assert not any(slot in ("user.occupation", "user.location", "user.employer")
+                   for slot, _ in got), got
+    assert ("user.occupation", "senior designer") in key_of("my job is senior designer")
+
+
 @pytest.mark.parametrize("name", ["Priscilla", "Luis", "Aisha"])
 @pytest.mark.parametrize("said", [
     "my manager is {n}", "{n} is my manager now", "{n} is my new boss",

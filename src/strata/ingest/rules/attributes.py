@@ -98,7 +98,8 @@ _VISIT = re.compile(r"\b(?:this|next|for\s+the|until|till|through|over\s+the|for
                     r"\s+(?:days?|weeks?|nights?)|on\s+(?:a\s+)?(?:trip|vacation|holiday|"
                     r"business)|visiting|tonight|today|right\s+now|at\s+the\s+moment)\b", re.I)
 _REST = r"(?P<rest>(?:[\s,(].*)?)$"
-_ROLE_END = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on|so|but|because|"
+# Where a title ends ("VP of Sales" keeps its "of").
+_ROLE_END = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|since|on|so|but|because|"
                        r"which|now|today|yesterday|last|this|next)\b|[,(]", re.I)
 
 
@@ -531,6 +532,34 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("relationship_status", _fixed("married"), change=True, plain=False)),
 ]
 
+# "my new job is at Stripe", "Dana's new place is in Boise", "my son's school is Hillcrest
+# Middle": an attribute named by its noun, the user's or someone's.
+_NOUN_ATTRIBUTE = {
+    "job": "occupation", "title": "occupation", "role": "occupation", "position": "occupation",
+    "work": "employer", "office": "employer", "workplace": "employer", "employer": "employer",
+    "company": "employer", "school": "school", "college": "school", "university": "school",
+    "place": "location", "apartment": "location", "house": "location", "home": "location",
+    "city": "location", "town": "location", "major": "major",
+}
+_POSSESSOR = (rf"^(?:(?:so|and|but|also|ok|okay)[\s,:]+)?(?:(?P<me>my|our)|(?P<who>(?:my|our)\s+"
+              rf"{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?|(?P<bare>"
+              rf"(?-i:[A-Z][a-z][\w-]*)))'s)\s+")
+
+
+def _by_noun(m: re.Match[str], clause: str) -> Found | str | None:
+    noun = m["noun"].lower()
+    name = _NOUN_ATTRIBUTE[noun]
+    prep = (m["prep"] or "").lower()
+    if name == "occupation" and prep in ("at", "with", "for"):
+        name = "employer"  # "my new job is at Stripe"
+    if name == "location" and noun in ("place", "apartment", "house", "home") and prep != "in":
+        return None  # "my place is a mess"
+    if name == "employer" and noun in ("work", "office") and prep not in ("at", "with", "for"):
+        return None  # "work is crazy"
+    read = _known_role if name == "occupation" else _text(words=4)  # not "my job is killing me"
+    return attribute(name, read, change=bool(m["new"]))(m, clause)
+
+
 # The user's manager and partner, told by name: "my manager is Tom", "Priya is my manager
 # now", "my manager Derek wants ...", "Karen (my manager) ...", "I report to Luis".
 _HOLDER = {"manager": "manager", "boss": "manager", "supervisor": "manager", "team lead": "manager",
@@ -606,7 +635,16 @@ HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
      _report_to),
 ]
 
-ALL: list[tuple[re.Pattern[str], Handler]] = [*HOLDERS, *PATTERNS]
+BY_NOUN: list[tuple[re.Pattern[str], Handler]] = [
+    (rx(_POSSESSOR, r"(?P<new>new\s+|current\s+)?(?P<noun>",
+        "|".join(sorted(_NOUN_ATTRIBUTE, key=len, reverse=True)), r")\s+(?:is|'s)\s+",
+        r"(?:now\s+|officially\s+)?(?:(?P<prep>at|with|for|in)\s+)?(?:(?:a|an)\s+)?",
+        r"(?P<v>(?:the\s+)?[\w&.'-]+(?:\s+[\w&.'-]+){0,3}?)",
+        r"(?P<rest>(?:\s+(?:now|and|but|so|which|since|as\s+of)\b.*|\s*[,(!].*)?)$"),
+     _by_noun),
+]
+
+ALL: list[tuple[re.Pattern[str], Handler]] = [*HOLDERS, *BY_NOUN, *PATTERNS]
 
 # Tried before the preference changes, which would read "moved from QA to product manager"
 # as a move to a place, and "switched to an iPhone" as only a preference.
