@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strata.ingest.rules import extract_message, read_message
-from strata.ingest.rules.attributes import person_named, with_referent
 from strata.ingest.rules.person import speaker_slot
 from strata.write import slots
 
@@ -295,30 +294,6 @@ def test_a_phone_by_its_platform(who, platform):
 def test_an_age_and_a_home_in_one_clause(who, city):
     got = key_of(f"{who.first} {who.be} 88, still living alone out in {city}, and stubborn")
     assert (who.has("age"), "88") in got and (who.has("location"), city.lower()) in got
-
-
-@pytest.mark.parametrize("first,named", [
-    ("Jonah is 4 and obsessed with trains", "Jonah"),
-    ("worried about my grandpa", "my grandpa"),
-    ("my sister Dana lives in Portland", "my sister Dana"),
-    ("so Dana's officially a Boise resident", "Dana"),
-    ("Karen (my manager) wants a one-pager", "Karen"),
-])
-@pytest.mark.parametrize("then,attribute", [
-    ("he's five now", "age"), ("she moved to Denver in May", "location"),
-    ("he works at Figma now", "employer"),
-])
-def test_he_and_she_take_the_person_the_conversation_last_named(first, named, then, attribute):
-    """The hook for a conversation reader: the person a clause names, and a following clause
-    whose "he"/"she" is that person, keyed as theirs (the control: with no one named, the
-    pronoun stays and no key is made)."""
-    assert person_named(first) == named
-    said = with_referent(then, person_named(first))
-    assert said.startswith(named)
-    assert any(slot and slot.endswith("." + attribute) for slot, _ in key_of(said)), said
-    assert person_named("I think it is fine") is None
-    assert with_referent(then, None) == then
-    assert not any(slot for slot, _ in key_of(then))
 
 
 def test_someone_elses_car_is_theirs_not_the_users():

@@ -654,37 +654,3 @@ EARLY: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:a\s+|an\s+|the\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _known_role, change=True, plain=False, also=_employer_after)),
 ]
-
-
-# --- who "he" and "she" are --------------------------------------------------------------
-
-_NAMED_PERSON = re.compile(
-    rf"(?:^|(?<=[\s(]))(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>"
-    rf"{_NAME_WORD}))?|(?P<kinword>(?-i:Mom|Mum|Dad|Grandma|Grandpa)))\b"
-    r"|^(?:(?:so|and|but|also|ok|okay)[\s,]+)?(?P<bare>(?-i:[A-Z][a-z][\w-]*))(?=\s|'s\b)", re.I)
-_PRONOUN_SUBJECT = re.compile(
-    r"^(?P<lead>(?:(?:so|and|but|also|now|ok|okay)[\s,]+)?)(?P<pronoun>he|she)(?=\s|'s\b)", re.I)
-
-
-def person_named(clause: str) -> str | None:
-    """The person a clause names, as said ("Jonah", "my grandpa", "my sister Dana"), for a
-    "he" or "she" that follows; None when it names nobody (or only the user)."""
-    for m in _NAMED_PERSON.finditer(clause):
-        if m["bare"] and m["bare"].lower() in _NOT_NAMES | _CAPITAL_KIN:
-            continue
-        if m["rel"] and m["rel"].lower() in ("dog", "cat", "puppy", "pup", "kitten", "horse") \
-                and not m["named"]:
-            continue
-        return m["who"] or m["kinword"] or m["bare"]
-    return None
-
-
-def with_referent(clause: str, person: str | None) -> str:
-    """``clause`` with a leading "he"/"she" replaced by ``person`` (what the conversation
-    last named), so "he's five now" after "Jonah is 4" is keyed as Jonah's age."""
-    if not person:
-        return clause
-    m = _PRONOUN_SUBJECT.match(clause)
-    if m is None:
-        return clause
-    return m["lead"] + person + clause[m.end():]
