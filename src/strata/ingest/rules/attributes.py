@@ -644,12 +644,72 @@ BY_NOUN: list[tuple[re.Pattern[str], Handler]] = [
      _by_noun),
 ]
 
-ALL: list[tuple[re.Pattern[str], Handler]] = [*HOLDERS, *BY_NOUN, *PATTERNS]
+class _Gate:
+    """Matches a clause holding one of its words (a word set, not a regex: a pass over a
+    clause's words costs less than one of the patterns behind it)."""
+
+    def __init__(self, words: frozenset[str], starts: tuple[str, ...] = ("'s",)) -> None:
+        self.words = words
+        self.starts = starts  # word beginnings (a model's family: "cx-", "iphone")
+
+    def match(self, text: str) -> re.Match[str] | None:
+        for word in _TOKEN.findall(text.lower()):
+            if (word in self.words or word[:1].isdigit() or word.endswith("'s")
+                    or word.startswith(self.starts)):
+                return _WHOLE.match(text)
+        return None
+
+
+_TOKEN = re.compile(r"[\w'/-]+")
+_WHOLE = re.compile(r".*", re.S)
+
+
+def gated(gate: _Gate, patterns: list[tuple[re.Pattern[str], Handler]]
+          ) -> list[tuple[re.Pattern[str], Handler]]:
+    """``patterns`` as one family entry tried only on a clause ``gate`` lets through: the
+    extractor tries every family on every clause, and most clauses name no attribute."""
+
+    def dispatch(m: re.Match[str], clause: str) -> Found | str | None:
+        for pattern, handler in patterns:
+            hit = pattern.match(clause)
+            found = handler(hit, clause) if hit is not None else None
+            if found is not None:
+                return found
+        return None
+
+    return [(gate, dispatch)]  # type: ignore[list-item]
+
+
+# What the patterns below need somewhere in the clause: a verb or noun of theirs, a copula
+# ("is a nurse", "is 9", "'s in Atlanta": any "is", "am", "are" or "X's"), or a number.
+_WORDS = _Gate(frozenset("""
+is am are live lives living reside resides based located settled resident local moved moving
+relocated closed bought purchased lease leasing renting subletting place apartment flat house
+condo home townhouse city town work works working employed started starts starting began begins
+joined first badge desk team onboarding job position role offer gig hired where office company
+been promoted bumped upgraded made became become teach teaches retired retirement go goes
+attend attends attending enrolled school college university class classroom grade transferred
+switched changed major majoring title turned candles birthday years year yrs yr yo y/o engaged
+married divorced separated hitched wedding manager boss supervisor lead wife husband partner
+girlfriend boyfriend fiance fiancee fiancé fiancée spouse report reporting took landed accepted
+got now still workplace employer
+""".split()))
+_DEVICE_WORDS = _Gate(frozenset("""
+phone car laptop android apple samsung drove driven driving traded iphone pixel galaxy oneplus
+moto nothing macbook thinkpad xps surface chromebook zenbook framework dell hp spectre envy
+tesla model civic cr-v honda corolla camry prius rav4 rav-4 highlander tacoma tundra sienna
+4runner toyota outback forester crosstrek impreza subaru cx-5 cx-50 cx-30 cx-9 mx-5 miata mazda
+mazda3 mazda6 ford f-150 f150 mustang bronco jeep wrangler vw volkswagen jetta passat tiguan
+id.4 id4 chevy chevrolet silverado tahoe hyundai elantra ioniq kia sorento telluride sportage
+ev6 nissan altima sentra rivian volvo bmw audi lexus mercedes porsche
+""".split()), starts=("cx-", "mx-", "mazda", "ioniq", "f-1", "iphone", "pixel", "galaxy",
+                      "oneplus", "thinkpad", "macbook", "xps", "id.", "r1"))
+ALL: list[tuple[re.Pattern[str], Handler]] = gated(_WORDS, [*HOLDERS, *BY_NOUN, *PATTERNS])
 
 # Tried before the preference changes, which would read "moved from QA to product manager"
 # as a move to a place, and "switched to an iPhone" as only a preference.
 EARLY: list[tuple[re.Pattern[str], Handler]] = [
-    *_devices(),
+    *gated(_DEVICE_WORDS, _devices()),
     (rx(_LEAD, r"\s+", _ADV, r"(?:moved|switched)\s+(?:over\s+)?from\s+[\w -]+?\s+to\s+",
         r"(?:a\s+|an\s+|the\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _known_role, change=True, plain=False, also=_employer_after)),
