@@ -654,10 +654,15 @@ class _Gate:
 
     def match(self, text: str) -> re.Match[str] | None:
         for word in _TOKEN.findall(text.lower()):
-            if (word in self.words or word[:1].isdigit() or word.endswith("'s")
-                    or word.startswith(self.starts)):
+            if (word in self.words or word[:1].isdigit() or word.startswith(self.starts)
+                    or word.endswith("'s") and word not in _NO_SUBJECT):
                 return _WHOLE.match(text)
         return None
+
+
+# "it's", "that's": a contraction, no person's "is".
+_NO_SUBJECT = frozenset("it's that's what's there's here's let's who's where's how's "
+                        "when's why's one's".split())
 
 
 _TOKEN = re.compile(r"[\w'/-]+")
@@ -696,7 +701,7 @@ got now still workplace employer
 """.split()))
 _DEVICE_WORDS = _Gate(frozenset("""
 phone car laptop android apple samsung drove driven driving traded iphone pixel galaxy oneplus
-moto nothing macbook thinkpad xps surface chromebook zenbook framework dell hp spectre envy
+moto macbook thinkpad xps surface chromebook zenbook framework dell hp spectre envy
 tesla model civic cr-v honda corolla camry prius rav4 rav-4 highlander tacoma tundra sienna
 4runner toyota outback forester crosstrek impreza subaru cx-5 cx-50 cx-30 cx-9 mx-5 miata mazda
 mazda3 mazda6 ford f-150 f150 mustang bronco jeep wrangler vw volkswagen jetta passat tiguan
