@@ -35,9 +35,8 @@ _NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
 _WHO = (
     rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
     rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>mom|mum|dad|grandma|grandpa|granny|nana|gramps)"
-    rf"|(?P<me>i|we|me\s+and\s+(?:my|our)\s+(?:\w+\s+){{0,2}}?{_KIN}"
-    rf"(?:\s+{_NAME_WORD})?|(?:my|our)\s+(?:\w+\s+)?{_KIN}(?:\s+{_NAME_WORD})?\s+and\s+i|"
-    rf"{_NAME_WORD}\s+and\s+i))"
+    rf"|(?P<me>i|we|me\s+and\s+(?:my|our)\s+\w+(?:\s+\w+){{0,2}}?"
+    rf"|(?:my|our)\s+\w+(?:\s+\w+){{0,2}}?\s+and\s+i|{_NAME_WORD}\s+and\s+i))"
 )
 # Capitalised words that open a clause without naming a person.
 _NOT_NAMES = frozenset("""
