@@ -84,13 +84,52 @@ MULTI_VALUED: dict[str, tuple[str, ...]] = {
 # for the lexicon's categories in strata.write.values). Any other family not in MULTI_VALUED
 # is single-valued too; these are the ones a value part cannot make multi-valued.
 SINGLE_VALUED = frozenset({
-    "user.name", "user.preferred_name", "user.location", "user.home_city", "user.employer",
-    "user.occupation", "user.role", "user.job_title", "user.age", "user.diet",
-    "user.birthday", "user.timezone", "user.partner", "user.spouse",
+    "user.name", "user.preferred_name", "user.location", "user.employer", "user.occupation",
+    "user.age", "user.diet", "user.birthday", "user.timezone", "user.partner", "user.spouse",
+    "user.manager", "user.school", "user.major", "user.phone", "user.car", "user.laptop",
+    "user.relationship_status",
 })
 
 _FAMILY_OF = {alias: family for family, aliases in MULTI_VALUED.items()
               for alias in (family, *aliases)}
+
+# An attribute of anyone: ``user.<attribute>`` for the user, ``person.<who>.<attribute>`` for
+# someone in their life, where ``<who>`` is the person's name ("my sister Dana" → ``dana``)
+# or, with no name given, their relation to the user in one spelling ("Dad", "my father" →
+# ``father``). Each holds one value at a time, so "Dana moved to Boise" retires "Dana lives
+# in Portland" and leaves her job, her age and everyone else's city alone.
+ATTRIBUTES = frozenset({
+    "location", "employer", "occupation", "school", "major", "age", "relationship_status",
+    "partner", "manager", "phone", "car", "laptop", "diet", "name",
+})
+# Other names a model or caller may give an attribute. "hometown" is not here: where someone
+# grew up is not where they live.
+ATTRIBUTE_ALIASES = {
+    "city": "location", "home_city": "location", "residence": "location", "home": "location",
+    "lives_in": "location", "current_city": "location",
+    "company": "employer", "workplace": "employer", "works_at": "employer",
+    "job_title": "occupation", "title": "occupation", "role": "occupation",
+    "profession": "occupation", "job": "occupation", "position": "occupation",
+    "boss": "manager", "relationship": "relationship_status", "marital_status":
+    "relationship_status", "college": "school", "university": "school",
+    "mobile": "phone", "cell_phone": "phone", "smartphone": "phone", "mobile_phone": "phone",
+    "vehicle": "car", "computer": "laptop",
+}
+# Relation words in one spelling, so "Dad", "my dad" and "my father" are one person's key.
+RELATIONS = {
+    "dad": "father", "daddy": "father", "papa": "father", "pop": "father", "pops": "father",
+    "mom": "mother", "mum": "mother", "mommy": "mother", "mummy": "mother", "mama": "mother",
+    "ma": "mother",
+    "grandpa": "grandfather", "granddad": "grandfather", "grandad": "grandfather",
+    "gramps": "grandfather", "grandma": "grandmother", "granny": "grandmother",
+    "nana": "grandmother", "gran": "grandmother", "grandmom": "grandmother",
+    "hubby": "husband", "fiancee": "fiance", "bf": "boyfriend", "gf": "girlfriend",
+    "bro": "brother", "sis": "sister", "boss": "manager", "kiddo": "child", "kid": "child",
+    "kids": "children", "folks": "parents",
+    "stepdad": "stepfather", "stepmom": "stepmother", "mother_in_law": "mother_in_law",
+}
+_PERSON = re.compile(r"^person\.(?P<who>[^.]+)\.(?P<attr>.+)$")
+_USER = re.compile(r"^user\.(?P<attr>[^.]+)$")
 
 _MAX_PART = 120  # characters of a value in a key
 _GRAMMAR = re.compile(r"^(?P<family>[^@:]+)(?:@(?P<qualifier>[^:]*))?(?::(?P<value>.*))?$", re.S)
@@ -136,7 +175,25 @@ def family_of(slot: str) -> str:
     raw = _GRAMMAR.match(slot.strip())
     name = (raw["family"] if raw else slot).strip().casefold()
     name = _SPACES.sub("_", name).replace("favourite", "favorite")
-    return _FAMILY_OF.get(name, name)
+    name = _FAMILY_OF.get(name, name)
+    person = _PERSON.match(name)
+    if person is not None:
+        who = RELATIONS.get(person["who"], person["who"])
+        return f"person.{who}.{ATTRIBUTE_ALIASES.get(person['attr'], person['attr'])}"
+    user = _USER.match(name)
+    if user is not None and user["attr"] in ATTRIBUTE_ALIASES:
+        return f"user.{ATTRIBUTE_ALIASES[user['attr']]}"
+    return name
+
+
+def attribute_key(who: str | None, attribute: str) -> str:
+    """The key of ``attribute`` of the user (``who`` None) or of the person ``who`` (a name
+    or a relation word, any spelling: folded by ``family_of``)."""
+    attribute = ATTRIBUTE_ALIASES.get(attribute, attribute)
+    if who is None:
+        return f"user.{attribute}"
+    part = "_".join(_WORD.findall(who.casefold())) or "someone"
+    return family_of(f"person.{part}.{attribute}")
 
 
 def parse(slot: str) -> tuple[str, str | None, str | None]:
@@ -189,7 +246,9 @@ def _preference(family: str) -> bool:
 
 def single_valued(family: str) -> bool:
     """Whether ``family`` is known to hold one value per context."""
-    return family in SINGLE_VALUED or _preference(family)
+    return (family in SINGLE_VALUED or _preference(family)
+            or family.rsplit(".", 1)[-1] in ATTRIBUTES
+            and bool(_PERSON.match(family) or _USER.match(family)))
 
 
 def is_multi(slot_or_family: str) -> bool:

@@ -48,6 +48,19 @@ def _each(family: str, confidence: float = 0.85, article: bool = True) -> Handle
     return handle
 
 
+def _car(m: re.Match[str], clause: str) -> Found | None:
+    raw, _ = clean_object(m["v"])
+    if is_stop_object(raw):
+        return None
+    head = re.sub(r"^(?:a|an|the|my|our)\s+", "", _CUT.split(raw)[0], flags=re.I)
+    if _ONE.search(head):
+        return Found(third_person(clause), "fact", None, None, 0.85)
+    value = normalize_value(head)
+    if not value or len(value.split()) > 4:
+        return None
+    return Found(third_person(clause), "fact", "user.car", value, 0.85)
+
+
 _LANGUAGES = frozenset("""
 english spanish french german italian portuguese dutch swedish norwegian danish finnish polish
 czech slovak hungarian romanian greek turkish russian ukrainian arabic hebrew persian farsi hindi
@@ -77,7 +90,10 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?P<v>.+)$"), _learning),
     (rx(I, r"(?:am|have\s+been)\s+", A, r"(?:learning|teaching\s+myself|studying|",
         r"picking\s+up)\s+(?!to\b)(?P<v>.+)$"), _learning),
-    (rx(I, A, r"(?:drive|ride)\s+(?P<v>(?:a|an|the|my)\s+.+)$"), _each("user.vehicles")),
+    # The car one drives is one value (a new one replaces it: ``user.car``); what one rides
+    # (a bike, a scooter) may be several.
+    (rx(I, A, r"drive\s+(?P<v>(?:a|an|the|my)\s+.+)$"), _car),
+    (rx(I, A, r"ride\s+(?P<v>(?:a|an|the|my)\s+.+)$"), _each("user.vehicles")),
     (rx(I, A, r"(?:own|have\s+got|have)\s+(?P<v>(?:a|an)\s+(?:\w+\s+){0,3}?",
         r"(?:car|bike|bicycle|motorbike|motorcycle|scooter|truck|van|boat|house|flat|apartment|",
         r"cabin|piano|guitar|camera|drone|tesla|volvo|bmw|audi|toyota|honda|ford)s?)\b.*$"),

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 from strata.ingest.dates import DateMatch, find_date, guess_tense, render
 from strata.ingest.models import Candidate, Extraction, Message, NotKept
 from strata.ingest.rules import (
-    answers, belongings, corrections, decisions, ends, health, identity, negations, people,
-    plans, preferences, referents, statements,
+    answers, attributes, belongings, corrections, decisions, ends, health, identity,
+    negations, people, plans, preferences, referents, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
@@ -36,8 +36,10 @@ from strata.write.values import _EDGE, CATEGORY, lexicon_terms, normalize_value
 FAMILIES: list[tuple[re.Pattern[str], Handler]] = [
     *negations.PATTERNS,
     *ends.PATTERNS,
+    *attributes.EARLY,
     *preferences.CHANGES,
     *identity.PATTERNS,
+    *attributes.ALL,
     *health.PATTERNS,
     *belongings.PATTERNS,
     *preferences.PATTERNS,

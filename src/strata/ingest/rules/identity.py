@@ -11,6 +11,7 @@ from strata.ingest.rules.base import (
     value_of,
 )
 from strata.ingest.rules.person import third_person
+from strata.ingest.rules.states import KIN, USER, content_of
 from strata.ingest.rules.text import squash
 from strata.write.values import normalize_value
 
@@ -24,14 +25,26 @@ _ROLES = frozenset(
     "salesperson marketer recruiter entrepreneur economist mathematician physicist chemist "
     "biologist statistician librarian veterinarian vet paramedic firefighter soldier retiree "
     "tutor coach owner editor producer actor actress dancer singer barista waiter waitress "
-    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc dev eng".split()
+    "cashier clerk secretary assistant banker trader investor ux pm phd postdoc dev eng "
+    "carrier cook principal hygienist welder paralegal caregiver nanny teller "
+    "bartender server hairdresser hairstylist stylist barber realtor agent broker "
+    "counselor counsellor midwife dietitian nutritionist optometrist radiologist "
+    "anesthesiologist pediatrician superintendent janitor custodian "
+    "foreman supervisor inspector auditor underwriter adjuster planner coordinator "
+    "strategist copywriter illustrator animator programmer roofer landscaper "
+    "gardener baker butcher cop detective sergeant lieutenant captain sheriff "
+    "deputy ranger guard attendant steward stewardess dispatcher trucker courier "
+    "postman mailman carpenter machinist welder operator associate partner "
+    "representative rep doc rn np emt cna lpn md prof attorney cpa swe sde tech bookkeeper "
+    "receptionist doula pastor rabbi priest chaplain aide housekeeper cleaner".split()
 )
 _ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)
 PLACE_CUT = re.compile(
     r"\s+(?:with|since|for|because|and|but|where|which|near|now|these\s+days|at\s+the\s+moment|"
     r"currently|to|as)\b", re.I,
 )
-ORG_CUT = re.compile(r"\s+(?:as|since|in|on|and|but|where|which|for|now|doing)\b|,", re.I)
+ORG_CUT = re.compile(r"\s+(?:as|since|in|on|and|but|so|because|where|which|for|now|doing)\b|,",
+                     re.I)
 
 
 def is_role(phrase: str) -> bool:
@@ -42,7 +55,9 @@ def is_role(phrase: str) -> bool:
 
 def fact(slot: str | None, confidence: float, cut: re.Pattern[str] | None = None,
           change: bool = False, group: str = "v", kind: str = "fact",
-          check: Callable[[str], bool] | None = None) -> Handler:
+          check: Callable[[str], bool] | None = None, state: str | None = None) -> Handler:
+    """``state``: the attribute the clause implies ("started at Stripe": ``employer``), said
+    first in the content when the clause does not name it."""
     def handle(m: re.Match[str], clause: str) -> Found | None:
         raw, _ = clean_object(m[group])
         if is_stop_object(raw) or (check is not None and not check(raw)):
@@ -50,7 +65,12 @@ def fact(slot: str | None, confidence: float, cut: re.Pattern[str] | None = None
         value = value_of(raw, cut) if slot else None
         if slot and not value:
             return None
-        return Found(third_person(clause), kind, slot, value, confidence, change=change)
+        content = third_person(clause)
+        if state is not None:
+            cut_at = cut.search(raw) if cut is not None else None
+            shown = squash(raw[:cut_at.start()] if cut_at else raw)
+            content = content_of(USER, state, shown, clause, plain=True)
+        return Found(content, kind, slot, value, confidence, change=change)
 
     return handle
 
@@ -114,19 +134,31 @@ def _introduction(m: re.Match[str], clause: str) -> Found | None:
     return Found(f"The user's name is {name}", "fact", "user.name", normalize_value(name), 0.8)
 
 
+_ANOTHER_CLAUSE = re.compile(r"^\s*(?:[,;:]|\s(?:and|but|so)\s)", re.I)
+
+
 def _occupation(m: re.Match[str], clause: str) -> Found | None:
     raw, _ = clean_object(m["v"])
     if not is_role(raw):
         return None
     value = normalize_value(_ROLE_CUT.split(raw)[0])
     org = _AT_ORG_TAIL.search(raw)
-    if org is None or org["rest"].strip():
+    # "I'm a data scientist at Spotify, explain X to me": the request after it is no fact.
+    if org is None or org["rest"].strip() and not _ANOTHER_CLAUSE.match(org["rest"]):
         return Found(third_person(clause), "fact", "user.occupation", value, 0.8)
-    # "I'm a data engineer at Acme": the role and the employer, two facts.
+    # "I'm a data engineer at Acme": the role and the employer, two facts; a student's is a
+    # school ("I'm a grad student at Purdue").
     role = raw[:org.start()]
+    where = (Found(f"The user goes to {org['org']}", "fact", "user.school",
+                   normalize_value(org["org"]), 0.8) if _STUDENT.search(role) else
+             Found(f"The user works at {org['org']}", "fact", "user.employer",
+                   normalize_value(org["org"]), 0.8))
     return Found(f"The user is {_article(role)} {role}", "fact", "user.occupation", value, 0.8,
-                 also=[Found(f"The user works at {org['org']}", "fact", "user.employer",
-                             normalize_value(org["org"]), 0.8)])
+                 also=[where])
+
+
+_STUDENT = re.compile(r"\b(?:student|freshman|sophomore|junior|senior|undergrad|phd|postdoc)$",
+                      re.I)
 
 
 def _article(word: str) -> str:
@@ -172,8 +204,15 @@ _MY_Y_STOP = re.compile(
 )
 
 
+_PERSON_X = re.compile(rf"^(?:\w+\s+)?{KIN}$", re.I)
+
+
 def _my_x_is_y(m: re.Match[str], clause: str) -> Found | None:
     x = squash(m["x"])
+    if _PERSON_X.match(x) or any(w[:1].isupper() for w in x.split()):
+        # "my wife is pregnant", "my coworker Ben is moving": about a person, not an
+        # attribute of the user's (their attributes have keys of their own).
+        return None
     raw, _ = clean_object(m["y"])
     if _MY_X_STOP.match(x) or _MY_Y_STOP.match(raw) or is_stop_object(raw):
         return VAGUE
@@ -185,8 +224,10 @@ def _my_x_is_y(m: re.Match[str], clause: str) -> Found | None:
     return Found(third_person(clause), "fact", f"user.{snake(x)}", value, 0.7)
 
 
-NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)
-NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True, check=not_article)
+NEW_ORG = fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article, state="employer")
+# "moved over from QA to product manager" is a new job, not a new city.
+NEW_PLACE = fact("user.location", 0.85, PLACE_CUT, change=True,
+                 check=lambda raw: not_article(raw) and not is_role(raw), state="location")
 
 
 _JOB_AT = re.compile(r"^(?:my|the|our)\s+(?:job|position|role|gig|post)\s+(?:at|with|in)\s+", re.I)
@@ -220,8 +261,9 @@ def _new_role(m: re.Match[str], clause: str) -> Found | None:
     raw, _ = clean_object(m["v"])
     if not is_role(raw):
         return None
-    value = normalize_value(_ROLE_CUT.split(raw)[0])
-    return Found(third_person(clause), "fact", "user.occupation", value, 0.85, change=True)
+    shown = squash(_ROLE_CUT.split(raw)[0])
+    return Found(content_of(USER, "occupation", shown, clause, plain=True), "fact",
+                 "user.occupation", normalize_value(shown), 0.85, change=True)
 
 
 IN_PLACE = fact("user.location", 0.85, PLACE_CUT, check=not_article)
@@ -243,7 +285,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(I, r"am\s+", A, r"(?:working|employed)\s+(?:at|for|by)\s+(?P<v>.+)$"), AT_ORG),
     (rx(I, r"(?:have\s+)?", A, r"(?:started|begun|began)\s+",
          r"(?:working|a\s+new\s+job|a\s+job|my\s+new\s+job)\s+(?:at|for|with)\s+(?P<v>.+)$"),
-     fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article)),
+     fact("user.employer", 0.85, ORG_CUT, change=True, check=not_article, state="employer")),
     # a new employer said plainly: "joined Stripe", "I'm now at Globex", "new job at Acme"
     (rx(I, HAVE, A, r"(?:joined|started\s+at|moved\s+to\s+a\s+job\s+at|been\s+hired\s+by|",
         r"got\s+(?:a\s+|the\s+)?(?:new\s+)?job\s+(?:at|with)|signed\s+(?:on\s+)?with|",
@@ -259,14 +301,15 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"now\s+(?:living|based|located)\s+in\s+(?P<v>.+)$"),
      NEW_PLACE),
     (rx(I, HAVE, A, r"(?:became|got\s+promoted\s+to|was\s+promoted\s+to|am\s+now)\s+",
-        r"(?:a|an|the)?\s*(?P<v>.+)$"), _new_role),
+        r"(?:(?:a|an|the)\s+)?(?P<v>.+)$"), _new_role),
     (rx(I, HAVE, A, r"(?:went|gone|become|became|turned|switched\s+to|am\s+now)\s+",
         r"(?:fully\s+|completely\s+|totally\s+|full\s+)?",
         r"(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
      fact("user.diet", 0.85, change=True)),
     (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+))$"), _introduction),
     (rx(I, r"am\s+", A, r"(?:a\s+|an\s+)?(?P<v>[a-z]+)$"), _belonging),
-    (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
+    (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)",
+        r"(?:\s+(?:now|these\s+days|again))?$"),
      fact("user.diet", 0.85)),
     (rx(I, r"am\s+", A, r"(?:a|an|the)\s+(?P<v>.+)$"), _occupation),
     (rx(I, r"am\s+(?:now\s+)?(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from strata.ingest.rules.text import ADVERBS, is_past, squash
+from strata.write.slots import attribute_key, parse
 
 _MODALS = frozenset("can cannot could will would shall should may might must".split())
 _NOT_VERBS = frozenset(
@@ -94,3 +95,20 @@ def named(content: str, name: str | None) -> str:
     if not name:
         return content
     return _THE_USER.sub(name, content)
+
+
+def speaker_slot(slot: str | None, name: str | None) -> str | None:
+    """``slot`` as the named speaker's own: when two people talk in one conversation, "I
+    work at Figma" said by Jon is Jon's employer (``person.jon.employer``), not the one
+    user's, so it never supersedes what Priya said about herself."""
+    if not slot or not name or not slot.startswith("user."):
+        return slot
+    family, qualifier, value = parse(slot)
+    if family.count(".") != 1:
+        return slot
+    out = attribute_key(name, family.split(".", 1)[1])
+    if qualifier:
+        out += f"@{qualifier}"
+    if value:
+        out += f":{value}"
+    return out
