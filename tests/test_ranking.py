@@ -207,9 +207,9 @@ WORDS = ("standup", "dentist", "recital", "user", "nora")
 
 
 @st.composite
-def stated_sets(draw) -> tuple[list[Candidate], dict[str, float]]:
-    """Candidates holding subsets of a few query words, said at distinct or equal times, with
-    each word's idf (some below the informative bar)."""
+def stated_sets(draw) -> tuple[list[Candidate], frozenset[str]]:
+    """Candidates holding subsets of a few query words, said at distinct or equal times, and
+    the telling words (some words every memory holds are not)."""
     from datetime import UTC, datetime, timedelta
 
     n = draw(st.integers(min_value=0, max_value=12))
@@ -219,29 +219,28 @@ def stated_sets(draw) -> tuple[list[Candidate], dict[str, float]]:
                        said_at=t0 + timedelta(days=draw(st.integers(0, 5))),
                        terms=frozenset(draw(st.sets(st.sampled_from(WORDS), max_size=3))))
              for i in range(n)]
-    idf = {w: draw(st.sampled_from([0.05, 0.4, 0.9, 2.0])) for w in WORDS}
-    return cands, idf
+    return cands, frozenset(draw(st.sets(st.sampled_from(WORDS))))
 
 
 @settings(max_examples=300, deadline=None)
 @given(stated_sets(), st.sampled_from(["hybrid", "keyword"]), st.integers(1, 4))
 def test_a_memory_follows_its_later_restatement_and_nothing_else_moves(drawn, mode, group):
-    """Whatever the candidates: each comes back once; a memory whose informative words a
-    later statement holds -- at most ``group`` candidates holding them -- ranks below it;
-    and two memories neither of which is bound to the other's later restatements keep the
-    fused order. Control: with the step off, the order is the fused order."""
-    from strata.ranking import informative
-
-    cands, idf = drawn
+    """Whatever the candidates: each comes back once; a memory whose telling words a later
+    statement holds -- at most ``group`` candidates holding them -- ranks below it; and
+    two memories neither of which is bound to the other's later restatements keep the
+    fused order. Control: with no telling words, the order is the fused score's (ties to the
+    later statement)."""
+    cands, telling = drawn
     p = FusionParams(later_group=group)
     fused = fuse(cands, mode=mode, query="where is the standup now", idf_sum=5.0, params=p,
-                 idf=idf).ranked
-    plain = fuse(cands, mode=mode, query="where is the standup now", idf_sum=5.0,
-                 params=FusionParams(later_first=False), idf=idf).ranked
+                 telling=telling).ranked
+    plain = fuse(cands, mode=mode, query="where is the standup now", idf_sum=5.0, params=p,
+                 telling=frozenset()).ranked
     assert sorted(r.candidate.id for r in fused) == sorted(c.id for c in cands)
-    assert [r.score for r in plain] == sorted((r.score for r in plain), reverse=True)
+    assert [(-r.score, -r.candidate.said_at.timestamp()) for r in plain] == sorted(
+        (-r.score, -r.candidate.said_at.timestamp()) for r in plain)
     pos = {r.candidate.id: i for i, r in enumerate(fused)}
-    words = {c.id: informative(c, idf) for c in cands}
+    words = {c.id: c.terms & telling for c in cands}
     moved = set()
     for a in cands:
         holders = [b for b in cands if words[a.id] and words[a.id] <= words[b.id]]
@@ -260,7 +259,7 @@ def test_a_memory_follows_its_later_restatement_and_nothing_else_moves(drawn, mo
 def test_a_later_restatement_takes_the_earlier_ones_place_and_past_questions_keep_order():
     """Fused order A (said first), C, B (said last, holding A's word): B moves to just
     before A, C stays where it was relative to A; a question about the past, vector mode
-    and a word below the informative bar keep the fused order (the controls)."""
+    and a word every memory holds keep the fused order (the controls)."""
     from datetime import UTC, datetime
 
     from strata.ranking import asks_about_past
@@ -270,16 +269,17 @@ def test_a_later_restatement_takes_the_earlier_ones_place_and_past_questions_kee
     cands = [Candidate(a, 1, 0.9, 1, 3.0, said_at=day(1), terms=frozenset({"standup"})),
              Candidate(c, 2, 0.7, 2, 2.0, said_at=day(2), terms=frozenset({"user"})),
              Candidate(b, 3, 0.2, 3, 1.0, said_at=day(3), terms=frozenset({"standup", "user"}))]
-    idf = {"standup": 1.5, "user": 0.01}
+    telling = frozenset({"standup"})
 
-    def order(query: str, mode: str = "hybrid", words: dict | None = None) -> list:
+    def order(query: str, mode: str = "hybrid", words: frozenset | None = None) -> list:
         return [r.candidate.id for r in fuse(cands, mode=mode, query=query, idf_sum=3.0,
-                                             idf=words or idf).ranked]
+                                             telling=telling if words is None else words
+                                             ).ranked]
 
     assert order("where is the standup") == [b, a, c]
     assert order("where was the standup") == [a, c, b]
     assert order("where is the standup", mode="vector") == [a, c, b]
-    assert order("where is the standup", words={"standup": 0.3, "user": 0.01}) == [a, c, b]
+    assert order("where is the standup", words=frozenset({"nora"})) == [a, c, b]
     for q in ("When did Nora move?", "What was the user's job?", "Where has Kai worked?",
               "How long has she had the dog?", "what did we decide last week"):
         assert asks_about_past(q), q

@@ -107,7 +107,7 @@ caps = st.fixed_dictionaries({
 
 # Columns the statement gained after the reference (strata.ranking, "Later statements"):
 # checked against the reference's own scores in ``assert_same``.
-ADDED = ("said_at", "terms", "idf")
+ADDED = ("said_at", "terms", "telling")
 
 
 def canonical(rows: list[dict]) -> list[tuple]:
@@ -121,15 +121,17 @@ def canonical(rows: list[dict]) -> list[tuple]:
 
 
 def assert_added_columns_agree(rows: list[dict], lexemes: list[str]) -> None:
-    """A row holds query terms exactly when it has a BM25 score; its terms are query lexemes
-    with an idf; every row carries the same idf, and ``said_at`` is set."""
-    idfs = {tuple(sorted((r["idf"] or {}).items())) for r in rows}
-    assert len(idfs) <= 1
+    """A row holds query terms exactly when it has a BM25 score, and they are query lexemes;
+    every row carries the same telling lexemes, query lexemes some row holds; ``said_at`` is
+    set."""
+    telling = {tuple(sorted(r["telling"] or [])) for r in rows}
+    assert len(telling) <= 1
     for r in rows:
         assert r["said_at"] is not None
         terms = r["terms"] or []
         assert bool(terms) == bool(r["bm25"]), r
-        assert set(terms) <= set(lexemes) and set(terms) <= set(r["idf"] or {})
+        assert set(terms) <= set(lexemes)
+        assert set(r["telling"] or []) <= set(lexemes)
 
 
 def assert_same(db, embedder, caller, body: dict, cap: dict, *, iterative: bool,

@@ -1,11 +1,11 @@
 """Later statements (strata.ranking, "Later statements"), through the HTTP API over real
-PostgreSQL: of two active memories holding the same informative words of a question about
-the present, the one said later ranks first, whatever the fused score says; a question about
-the past, words most memories hold, and words many memories hold keep the fused order.
+PostgreSQL: of two active memories holding the same telling words of a question about the
+present, the one said later ranks first, whatever the fused score says; a question about the
+past, words every memory holds, and words more than two memories hold keep the fused order.
 
-Generated: subjects (the user, people by name), things they speak of, values, and memories
-about the same subject beside them, so the subject's name is in most of the scope and only
-the thing asked about tells the two statements from the rest. The earlier statement is the
+Generated: subjects (people by name), things they speak of, places, and memories about the
+same subject beside them, so the subject's name is in every memory of the scope and only the
+thing asked about tells the two statements from the rest. The earlier statement is the
 short one, close to the question, and the later one long: the fused score prefers the
 earlier, which each test checks (its control) before asserting the order."""
 

@@ -50,8 +50,9 @@ Fusion (:func:`fuse`)
     A time-window boost (see :func:`strata.search.time_windows`) is then added: ``time_start``
     when the memory's valid range starts inside a window the query names, ``time_overlap`` when
     it only overlaps one. Decay and age never enter the score. Ties break on when each was
-    said (the later first), importance, confidence, the content hash and id
-    (:data:`TIE_BREAKERS`), so the same corpus always ranks the same way.
+    said (the later first; for a question about the present, see "Later statements"),
+    importance, confidence, the content hash and id (:data:`TIE_BREAKERS`), so the same
+    corpus always ranks the same way.
 
 Later statements (:func:`later_first`)
     A question about what holds now ("what time is the standup", "which gym does Nora go
@@ -60,11 +61,11 @@ Later statements (:func:`later_first`)
     recognises; what it does not leaves two active memories that the fused score cannot tell
     apart by their words (both hold the question's one telling word), so an embedder's
     preference -- for the lexical ``hash`` one, little more than the shorter text -- decided.
-    So, after fusion: a memory whose informative query words (those with idf at least
-    :data:`INFORMATIVE_IDF`: held by at most about half of what the caller may read, so not
-    "user" under a user's path) are all held by a statement said later yields its place to
-    that statement, which moves up to just before it -- when at most ``later_group`` (2)
-    candidates hold those words: a statement and its restatement. Words many memories hold
+    So, after fusion: a memory whose telling query words (those some but not every memory
+    the caller may read holds: not "user" under a user's path, where everything is said as
+    "The user ...") are all held by a statement said later yields its place to that
+    statement, which moves up to just before it -- when at most ``later_group`` (2)
+    candidates hold those words: a statement and its restatement. Words more memories hold
     name a subject ("Project Heron", a person), not one fact, and its memories keep the fused
     order. Not for a question about the past (:func:`asks_about_past`: "when did", "what
     was", "has she visited"), where the latest statement is not the answer, and not in
@@ -88,7 +89,6 @@ Relevance (:func:`relevance`)
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -112,17 +112,14 @@ BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
 # N stops counting here (see "Lexical score"): counting costs ~0.6 us a row (3.5 ms at 5,000
 # on eval/bench_search.py's 10k-row tenant); past it a tenant's idf values keep their order.
 BM25_STAT_CAP = 2000
+# said_at (the later first) for a question about the present only (see "Later statements")
 TIE_BREAKERS = ["said_at", "importance", "confidence", "value_hash", "id"]
-# A query word the memories hold at most about half of (idf >= ln 2, with idf as BM25 has it)
-# tells which of them answer; a word nearly all of them hold ("user", in everything said
-# under a user's path as "The user ...") tells nothing (see "Later statements").
-INFORMATIVE_IDF = math.log(2)
 
 _IDENTIFIER = re.compile(r"\b(?=[\w.-]*\d)[\w][\w.-]*\b")
 # A question about the past: a past auxiliary or time word ("when did", "what was", "a year
 # ago"), or a perfect ("has ... moved", "have ... seen").
 _PAST = re.compile(r"\b(?:did|was|were|had|ago|yesterday|last|used\s+to)\b", re.I)
-_PERFECT = re.compile(r"\b(?:has|have|hasn't|haven't)\b(?:\W+\w+){0,3}?\W+(?:\w+ed|been|gone|"
+_PERFECT = re.compile(r"\b(?:has|have|hasn't|haven't)\b(?:\W+\w+){0,5}?\W+(?:\w+ed|been|gone|"
                       r"done|seen|made|taken|given|had|got|gotten|known|met|begun|read|heard|"
                       r"found|left|bought|brought|thought|taught|won|lost|written|run)\b", re.I)
 
@@ -143,7 +140,7 @@ class FusionParams:
     # Text normalisation: BM25 over the query's total idf (True: how much of the query's
     # information a memory holds, 0..1) or over the best candidate's BM25 (False).
     text_by_idf: bool = True
-    # A memory never ranks above a later statement holding every informative query word it
+    # A memory never ranks above a later statement holding every telling query word it
     # holds, when at most ``later_group`` candidates hold them all (see "Later statements").
     later_first: bool = True
     later_group: int = 2
@@ -261,10 +258,11 @@ def relevance(*, weight: float, cosine: float | None, text: float) -> float:
 
 
 def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float | None,
-         params: FusionParams = DEFAULT, idf: dict[str, float] | None = None) -> Fused:
+         params: FusionParams = DEFAULT, telling: frozenset[str] | None = None) -> Fused:
     """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword).
-    ``idf``: the query's lexemes the text arm found, with their idf (see "Later statements";
-    without it, or in vector mode, the fused score alone orders)."""
+    ``telling``: the query's lexemes some but not every memory the caller may read holds
+    (see "Later statements"; without them, or in vector mode, the fused score alone
+    orders)."""
     cos = [c.cosine for c in candidates]
     bm = [c.bm25 if c.bm25 else None for c in candidates]
     vec_n = _minmax(cos)
@@ -287,11 +285,14 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
         b = boost.get(c.window_match or "", 0.0)
         ranked.append(Ranked(c, w * v + (1.0 - w) * t + b, v, t, b,
                              relevance(weight=w, cosine=c.cosine, text=ta)))
-    ranked.sort(key=lambda r: (-r.score, -_said(r.candidate), -r.candidate.importance,
-                               -r.candidate.confidence, r.candidate.value_hash,
-                               str(r.candidate.id)))
-    if params.later_first and idf and mode != "vector" and not asks_about_past(query):
-        ranked = later_first(ranked, idf, group=params.later_group)
+    # A question about the present: ties go to the later statement, and later statements of
+    # the same words come first (see "Later statements").
+    present = params.later_first and mode != "vector" and not asks_about_past(query)
+    ranked.sort(key=lambda r: (-r.score, -_said(r.candidate) if present else 0.0,
+                               -r.candidate.importance, -r.candidate.confidence,
+                               r.candidate.value_hash, str(r.candidate.id)))
+    if present and telling:
+        ranked = later_first(ranked, telling, group=params.later_group)
     return Fused(ranked, w, strength, top_cos)
 
 
@@ -299,17 +300,14 @@ def _said(c: Candidate) -> float:
     return c.said_at.timestamp() if c.said_at is not None else float("-inf")
 
 
-def informative(c: Candidate, idf: dict[str, float]) -> frozenset[str]:
-    """The query's informative words ``c`` holds (idf at least :data:`INFORMATIVE_IDF`)."""
-    return frozenset(t for t in c.terms if idf.get(t, 0.0) >= INFORMATIVE_IDF)
 
 
-def later_first(ranked: list[Ranked], idf: dict[str, float], *,
+def later_first(ranked: list[Ranked], telling: frozenset[str], *,
                 group: int = DEFAULT.later_group) -> list[Ranked]:
     """``ranked`` (in fused order) with each memory's later statements -- those holding every
-    informative query word it holds, when at most ``group`` candidates hold them all -- moved
-    up to just before it, the latest first (see "Later statements")."""
-    words = [informative(r.candidate, idf) for r in ranked]
+    telling query word it holds, when at most ``group`` candidates hold them all -- moved up
+    to just before it, the latest first (see "Later statements")."""
+    words = [r.candidate.terms & telling for r in ranked]
     said = [_said(r.candidate) for r in ranked]
     later: list[list[int]] = [[] for _ in ranked]  # in fused order
     for i, held in enumerate(words):

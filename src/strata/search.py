@@ -512,7 +512,7 @@ txt AS (
 # then counts as df 0 in idf_sum, as when nothing matches).
 _NO_TEXT = """
 corpus AS (SELECT 0::float8 AS n),
-idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS idf WHERE false),
+idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS df, NULL::float8 AS idf WHERE false),
 bm25 AS (SELECT NULL::uuid AS id, NULL::float8 AS bm25, NULL::text[] AS terms WHERE false),
 txt AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false),"""
 
@@ -547,9 +547,9 @@ SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
          AS idf_sum,
        (SELECT n FROM corpus) AS corpus_n,
        -- for strata.ranking's "Later statements": when it was said, the query's lexemes it
-       -- holds, and each lexeme's idf (the same for every row)
+       -- holds, and those some but not every readable memory holds (the same for every row)
        coalesce(m.asserted_at, m.recorded_at) AS said_at, bm25.terms AS terms,
-       (SELECT jsonb_object_agg(i.lexeme, i.idf) FROM idf i) AS idf,
+       ARRAY(SELECT i.lexeme FROM idf i, corpus c WHERE i.df < c.n) AS telling,
        {vec_exact} AS vec_exact, {own_index} AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
 LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
@@ -857,7 +857,7 @@ def run(
         event.head = found.audit_head  # read beside the statement: the entry's one round trip
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT,
-                             idf=found.idf)
+                             telling=found.telling)
         hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
                 if req.min_score is None or h.relevance >= req.min_score][:req.limit]
         results = [_result(h, rank, fused, found, req) for rank, h in hits]
@@ -934,7 +934,9 @@ class Found(BaseModel):
 
     candidates: list[ranking.Candidate]
     idf_sum: float | None
-    idf: dict[str, float] = {}  # the query's lexemes the text arm found, with their idf
+    # the query's lexemes some but not every memory the caller may read holds (ranking,
+    # "Later statements")
+    telling: frozenset[str] = frozenset()
     vec_route: str | None  # exact | tenant_index | shared_index (None: no vector arm)
     windows: list[dict[str, Any]]
     read_from: str = "writer"  # writer | replica (strata.db.routing)
@@ -974,7 +976,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
                  "tenant_index" if first["own_index"] else "shared_index")
     return Found(candidates=found,
                  idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
-                 idf={k: float(v) for k, v in (first.get("idf") or {}).items()},
+                 telling=frozenset(first.get("telling") or ()),
                  vec_route=route, windows=windows,
                  audit_head=None if head is None else (head["seq"], bytes(head["row_hash"])))
 
