@@ -197,3 +197,92 @@ def test_a_name_in_the_path_counts_when_the_content_says_the_user(client, tenant
         results = _search(client, h, f"Where did {name} move last spring?")
         assert [r["id"] for r in results] == [first, second]
         assert results[0]["explain"]["text"]["score"] > results[1]["explain"]["text"]["score"]
+
+
+# --------------------------------------------------------------------------------------
+# Later statements (strata.ranking.later_first)
+# --------------------------------------------------------------------------------------
+
+WORDS = ("standup", "dentist", "recital", "user", "nora")
+
+
+@st.composite
+def stated_sets(draw) -> tuple[list[Candidate], frozenset[str]]:
+    """Candidates holding subsets of a few query words, said at distinct or equal times, and
+    the telling words (some words every memory holds are not)."""
+    from datetime import UTC, datetime, timedelta
+
+    n = draw(st.integers(min_value=0, max_value=12))
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    cands = [Candidate(id=uuid.UUID(int=i + 1), vec_rank=None, cosine=draw(scores),
+                       txt_rank=None, bm25=draw(bm25s), value_hash=i.to_bytes(4, "big"),
+                       said_at=t0 + timedelta(days=draw(st.integers(0, 5))),
+                       terms=frozenset(draw(st.sets(st.sampled_from(WORDS), max_size=3))))
+             for i in range(n)]
+    return cands, frozenset(draw(st.sets(st.sampled_from(WORDS))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(stated_sets(), st.sampled_from(["hybrid", "keyword"]), st.integers(1, 4))
+def test_a_memory_follows_its_later_restatement_and_nothing_else_moves(drawn, mode, group):
+    """Whatever the candidates: each comes back once; a memory whose telling words a later
+    statement holds -- at most ``group`` candidates holding them -- ranks below it; and
+    two memories neither of which is bound to the other's later restatements keep the
+    fused order. Control: with no telling words, the order is the fused score's (ties to the
+    later statement)."""
+    cands, telling = drawn
+    p = FusionParams(later_group=group)
+    fused = fuse(cands, mode=mode, query="where is the standup now", idf_sum=5.0, params=p,
+                 telling=telling).ranked
+    plain = fuse(cands, mode=mode, query="where is the standup now", idf_sum=5.0, params=p,
+                 telling=frozenset()).ranked
+    assert sorted(r.candidate.id for r in fused) == sorted(c.id for c in cands)
+    assert [(-r.score, -r.candidate.said_at.timestamp()) for r in plain] == sorted(
+        (-r.score, -r.candidate.said_at.timestamp()) for r in plain)
+    pos = {r.candidate.id: i for i, r in enumerate(fused)}
+    words = {c.id: c.terms & telling for c in cands}
+    moved = set()
+    for a in cands:
+        holders = [b for b in cands if words[a.id] and words[a.id] <= words[b.id]]
+        if len(holders) > group:
+            continue
+        for b in holders:
+            if b.said_at > a.said_at:
+                assert pos[b.id] < pos[a.id]
+                moved |= {a.id, b.id}
+    rest = [r.candidate.id for r in plain if r.candidate.id not in moved]
+    assert sorted(rest, key=pos.get) == rest
+    if not moved:
+        assert [r.candidate.id for r in fused] == [r.candidate.id for r in plain]
+
+
+def test_a_later_restatement_takes_the_earlier_ones_place_and_past_questions_keep_order():
+    """Fused order A (said first), C, B (said last, holding A's word): B moves to just
+    before A, C stays where it was relative to A; a question about the past, vector mode
+    and a word every memory holds keep the fused order (the controls)."""
+    from datetime import UTC, datetime
+
+    from strata.ranking import asks_about_past
+
+    a, b, c = (uuid.UUID(int=i) for i in (1, 2, 3))
+    day = lambda d: datetime(2026, 1, d, tzinfo=UTC)  # noqa: E731
+    cands = [Candidate(a, 1, 0.9, 1, 3.0, said_at=day(1), terms=frozenset({"standup"})),
+             Candidate(c, 2, 0.7, 2, 2.0, said_at=day(2), terms=frozenset({"user"})),
+             Candidate(b, 3, 0.2, 3, 1.0, said_at=day(3), terms=frozenset({"standup", "user"}))]
+    telling = frozenset({"standup"})
+
+    def order(query: str, mode: str = "hybrid", words: frozenset | None = None) -> list:
+        return [r.candidate.id for r in fuse(cands, mode=mode, query=query, idf_sum=3.0,
+                                             telling=telling if words is None else words
+                                             ).ranked]
+
+    assert order("where is the standup") == [b, a, c]
+    assert order("where was the standup") == [a, c, b]
+    assert order("where is the standup", mode="vector") == [a, c, b]
+    assert order("where is the standup", words=frozenset({"nora"})) == [a, c, b]
+    for q in ("When did Nora move?", "What was the user's job?", "Where has Kai worked?",
+              "How long has she had the dog?", "what did we decide last week"):
+        assert asks_about_past(q), q
+    for q in ("Where does Nora live now?", "Is the user still vegan?", "What pets does Kai "
+              "have?", "who is the user's dentist"):
+        assert not asks_about_past(q), q

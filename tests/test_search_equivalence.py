@@ -105,13 +105,33 @@ caps = st.fixed_dictionaries({
 })
 
 
+# Columns the statement gained after the reference (strata.ranking, "Later statements"):
+# checked against the reference's own scores in ``assert_same``.
+ADDED = ("said_at", "terms", "telling")
+
+
 def canonical(rows: list[dict]) -> list[tuple]:
     """Every column of every row, exactly -- but ``idf_sum``, which the reference summed in
     whichever order its join produced the query's words (the plan's choice, so its last bit
     varied with the planner's estimates); the statement now sums in the query's word order.
     It must agree to 1e-12 (compared in ``assert_same``)."""
-    return sorted(tuple(sorted((k, v) for k, v in r.items() if k not in ("idf_sum", "corpus_n")))
+    return sorted(tuple(sorted((k, v) for k, v in r.items()
+                               if k not in ("idf_sum", "corpus_n", *ADDED)))
                   for r in rows)
+
+
+def assert_added_columns_agree(rows: list[dict], lexemes: list[str]) -> None:
+    """A row holds query terms exactly when it has a BM25 score, and they are query lexemes;
+    every row carries the same telling lexemes, query lexemes some row holds; ``said_at`` is
+    set."""
+    telling = {tuple(sorted(r["telling"] or [])) for r in rows}
+    assert len(telling) <= 1
+    for r in rows:
+        assert r["said_at"] is not None
+        terms = r["terms"] or []
+        assert bool(terms) == bool(r["bm25"]), r
+        assert set(terms) <= set(lexemes)
+        assert set(r["telling"] or []) <= set(lexemes)
 
 
 def assert_same(db, embedder, caller, body: dict, cap: dict, *, iterative: bool,
@@ -122,8 +142,10 @@ def assert_same(db, embedder, caller, body: dict, cap: dict, *, iterative: bool,
     params["vec_fetch"] = params["depth"]  # the reference's vector arm fetched its depth
     with db.connection() as conn:
         expected = search_reference.rows(conn, params)
-        got, _ = S._rows(conn, dict(params))
+        ran = dict(params)  # gains the prelude's terms
+        got, _ = S._rows(conn, ran)
     assert canonical(got) == canonical(expected)
+    assert_added_columns_agree(got, ran["lexemes"])
     sums = {r["idf_sum"] for r in got} | {r["idf_sum"] for r in expected}
     assert len(sums) <= 2 and (None not in sums or sums == {None})
     if len(sums) == 2:

@@ -49,9 +49,32 @@ Fusion (:func:`fuse`)
 
     A time-window boost (see :func:`strata.search.time_windows`) is then added: ``time_start``
     when the memory's valid range starts inside a window the query names, ``time_overlap`` when
-    it only overlaps one. Decay and age never enter the score. Ties break on importance,
-    confidence, the content hash and id (:data:`TIE_BREAKERS`), so the same corpus always ranks
-    the same way.
+    it only overlaps one. Decay and age never enter the score. Ties break on when each was
+    said (the later first; for a question about the present, see "Later statements"),
+    importance, confidence, the content hash and id (:data:`TIE_BREAKERS`), so the same
+    corpus always ranks the same way.
+
+Later statements (:func:`later_first`)
+    A question about what holds now ("what time is the standup", "which gym does Nora go
+    to") is answered by the latest of the statements on it: "the standup moved to 10:15"
+    after "the standup is at 9:30 on Mondays". The write path supersedes what it
+    recognises; what it does not leaves two active memories that the fused score cannot tell
+    apart by their words (both hold the question's one telling word), so an embedder's
+    preference -- for the lexical ``hash`` one, little more than the shorter text -- decided.
+    So, after fusion: a memory whose telling query words (those some but not every memory
+    the caller may read holds: not "user" under a user's path, where everything is said as
+    "The user ...") are all held by a statement said later yields its place to that
+    statement, which moves up to just before it -- when at most ``later_group`` (2)
+    candidates hold those words: a statement and its restatement. Words more memories hold
+    name a subject ("Project Heron", a person), not one fact, and its memories keep the fused
+    order. Not for a question about the past (:func:`asks_about_past`: "when did", "what
+    was", "has she visited"), where the latest statement is not the answer, and not in
+    vector mode (no words). Nothing is lowered for its age: a memory moves only behind a later
+    statement of its own words. The cost: two different facts that share the question's one
+    telling word and nothing else of it swap when the later is ranked below ("route53 dns":
+    an incident about a DNS record before the note that DNS is in Route 53); without the
+    group bound and the past-question check, LoCoMo's questions about past events lost
+    their evidence to later mentions of the same words.
 
 Relevance (:func:`relevance`)
     The fused score orders one query's candidates; it is not comparable across queries (the
@@ -69,6 +92,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 # Candidates each arm hands the fusion, and how many rows the vector arm's ranking fetches
@@ -88,9 +112,16 @@ BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
 # N stops counting here (see "Lexical score"): counting costs ~0.6 us a row (3.5 ms at 5,000
 # on eval/bench_search.py's 10k-row tenant); past it a tenant's idf values keep their order.
 BM25_STAT_CAP = 2000
-TIE_BREAKERS = ["importance", "confidence", "value_hash", "id"]
+# said_at (the later first) for a question about the present only (see "Later statements")
+TIE_BREAKERS = ["said_at", "importance", "confidence", "value_hash", "id"]
 
 _IDENTIFIER = re.compile(r"\b(?=[\w.-]*\d)[\w][\w.-]*\b")
+# A question about the past: a past auxiliary or time word ("when did", "what was", "a year
+# ago"), or a perfect ("has ... moved", "have ... seen").
+_PAST = re.compile(r"\b(?:did|was|were|had|ago|yesterday|last|used\s+to)\b", re.I)
+_PERFECT = re.compile(r"\b(?:has|have|hasn't|haven't)\b(?:\W+\w+){0,5}?\W+(?:\w+ed|been|gone|"
+                      r"done|seen|made|taken|given|had|got|gotten|known|met|begun|read|heard|"
+                      r"found|left|bought|brought|thought|taught|won|lost|written|run)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -109,6 +140,10 @@ class FusionParams:
     # Text normalisation: BM25 over the query's total idf (True: how much of the query's
     # information a memory holds, 0..1) or over the best candidate's BM25 (False).
     text_by_idf: bool = True
+    # A memory never ranks above a later statement holding every telling query word it
+    # holds, when at most ``later_group`` candidates hold them all (see "Later statements").
+    later_first: bool = True
+    later_group: int = 2
 
 
 # Chosen by eval/tune_fusion.py on LoCoMo conversations 26 and 30 only (local embedder, 384
@@ -140,6 +175,8 @@ class Candidate:
     confidence: float = 0.5
     value_hash: bytes = b""  # sha256 of the canonical content: a stable last tie-breaker
     row: dict[str, Any] = field(default_factory=dict, repr=False)
+    said_at: datetime | None = None  # when it was said (asserted_at, else recorded_at)
+    terms: frozenset[str] = frozenset()  # the query's lexemes it holds (content, context, path)
 
 
 @dataclass
@@ -150,6 +187,8 @@ class Ranked:
     text: float  # normalised text score, 0..1
     time_boost: float
     relevance: float = 0.0  # 0..1, comparable across queries (see "Relevance")
+    # The earlier statement this one was moved up before (see "Later statements"), if any.
+    before: uuid.UUID | None = None
 
 
 @dataclass
@@ -162,6 +201,12 @@ class Fused:
 
 def has_identifier(query: str) -> bool:
     return bool(_IDENTIFIER.search(query))
+
+
+def asks_about_past(query: str) -> bool:
+    """Whether the question asks what happened or held at some time ("when did", "what was",
+    "has she ever visited") rather than what holds now (see "Later statements")."""
+    return bool(_PAST.search(query) or _PERFECT.search(query))
 
 
 def text_strength(best_bm25: float | None, idf_sum: float | None) -> float | None:
@@ -213,8 +258,11 @@ def relevance(*, weight: float, cosine: float | None, text: float) -> float:
 
 
 def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float | None,
-         params: FusionParams = DEFAULT) -> Fused:
-    """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword)."""
+         params: FusionParams = DEFAULT, telling: frozenset[str] | None = None) -> Fused:
+    """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword).
+    ``telling``: the query's lexemes some but not every memory the caller may read holds
+    (see "Later statements"; without them, or in vector mode, the fused score alone
+    orders)."""
     cos = [c.cosine for c in candidates]
     bm = [c.bm25 if c.bm25 else None for c in candidates]
     vec_n = _minmax(cos)
@@ -237,6 +285,55 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
         b = boost.get(c.window_match or "", 0.0)
         ranked.append(Ranked(c, w * v + (1.0 - w) * t + b, v, t, b,
                              relevance(weight=w, cosine=c.cosine, text=ta)))
-    ranked.sort(key=lambda r: (-r.score, -r.candidate.importance, -r.candidate.confidence,
+    # A question about the present: ties go to the later statement, and later statements of
+    # the same words come first (see "Later statements").
+    present = params.later_first and mode != "vector" and not asks_about_past(query)
+    ranked.sort(key=lambda r: (-r.score, -_said(r.candidate) if present else 0.0,
+                               -r.candidate.importance, -r.candidate.confidence,
                                r.candidate.value_hash, str(r.candidate.id)))
+    if present and telling:
+        ranked = later_first(ranked, telling, group=params.later_group)
     return Fused(ranked, w, strength, top_cos)
+
+
+def _said(c: Candidate) -> float:
+    return c.said_at.timestamp() if c.said_at is not None else float("-inf")
+
+
+
+
+def later_first(ranked: list[Ranked], telling: frozenset[str], *,
+                group: int = DEFAULT.later_group) -> list[Ranked]:
+    """``ranked`` (in fused order) with each memory's later statements -- those holding every
+    telling query word it holds, when at most ``group`` candidates hold them all -- moved up
+    to just before it, the latest first (see "Later statements")."""
+    words = [r.candidate.terms & telling for r in ranked]
+    said = [_said(r.candidate) for r in ranked]
+    later: list[list[int]] = [[] for _ in ranked]  # in fused order
+    for i, held in enumerate(words):
+        if not held:
+            continue
+        holders = [j for j, other in enumerate(words) if held <= other]
+        if len(holders) <= group:
+            later[i] = [j for j in holders if said[j] > said[i]]
+    if not any(later):
+        return ranked
+    out: list[Ranked] = []
+    placed = [False] * len(ranked)
+
+    def place(i: int) -> None:
+        # Depth-first: a memory's later statements go first, theirs before them; the
+        # relation only points to strictly later statements, so it has no cycle, and its
+        # depth is at most ``group``.
+        if placed[i]:
+            return
+        placed[i] = True
+        for j in later[i]:
+            if not placed[j]:
+                ranked[j].before = ranked[i].candidate.id
+            place(j)
+        out.append(ranked[i])
+
+    for i in range(len(ranked)):
+        place(i)
+    return out

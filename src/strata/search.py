@@ -493,9 +493,10 @@ idf AS (  -- document frequency among the matches (every match below the caps)
            ln(1 + (greatest(c.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
     FROM hits h, corpus c GROUP BY h.lexeme, c.n
 ),
-bm25 AS (  -- see strata.ranking, "Lexical score"
+bm25 AS (  -- see strata.ranking, "Lexical score"; terms: the query's lexemes it holds
     SELECT h.id, sum(i.idf * h.tf * (%(k1)s + 1)
-                     / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / a.avglen))) AS bm25
+                     / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / a.avglen))) AS bm25,
+           array_agg(h.lexeme) AS terms  -- unordered: a sorted input would reorder the sum
     FROM hits h JOIN idf i USING (lexeme),
          (SELECT greatest(avg(len), 1) AS avglen
           FROM (SELECT DISTINCT id, len FROM hits) d) a
@@ -511,8 +512,8 @@ txt AS (
 # then counts as df 0 in idf_sum, as when nothing matches).
 _NO_TEXT = """
 corpus AS (SELECT 0::float8 AS n),
-idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS idf WHERE false),
-bm25 AS (SELECT NULL::uuid AS id, NULL::float8 AS bm25 WHERE false),
+idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS df, NULL::float8 AS idf WHERE false),
+bm25 AS (SELECT NULL::uuid AS id, NULL::float8 AS bm25, NULL::text[] AS terms WHERE false),
 txt AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false),"""
 
 # Whether each candidate's valid range starts in or overlaps a window the query names
@@ -545,6 +546,10 @@ SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
              LEFT JOIN idf i ON i.lexeme = l.lexeme, corpus c)
          AS idf_sum,
        (SELECT n FROM corpus) AS corpus_n,
+       -- for strata.ranking's "Later statements": when it was said, the query's lexemes it
+       -- holds, and those some but not every readable memory holds (the same for every row)
+       coalesce(m.asserted_at, m.recorded_at) AS said_at, bm25.terms AS terms,
+       ARRAY(SELECT i.lexeme FROM idf i, corpus c WHERE i.df < c.n) AS telling,
        {vec_exact} AS vec_exact, {own_index} AS own_index
 FROM pool p JOIN memories m ON m.id = p.id
 LEFT JOIN vec ON vec.id = p.id LEFT JOIN txt ON txt.id = p.id LEFT JOIN bm25 ON bm25.id = p.id
@@ -851,7 +856,8 @@ def run(
         found.read_from = read_from
         event.head = found.audit_head  # read beside the statement: the entry's one round trip
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
-                             idf_sum=found.idf_sum, params=params or ranking.DEFAULT)
+                             idf_sum=found.idf_sum, params=params or ranking.DEFAULT,
+                             telling=found.telling)
         hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
                 if req.min_score is None or h.relevance >= req.min_score][:req.limit]
         results = [_result(h, rank, fused, found, req) for rank, h in hits]
@@ -928,6 +934,9 @@ class Found(BaseModel):
 
     candidates: list[ranking.Candidate]
     idf_sum: float | None
+    # the query's lexemes some but not every memory the caller may read holds (ranking,
+    # "Later statements")
+    telling: frozenset[str] = frozenset()
     vec_route: str | None  # exact | tenant_index | shared_index (None: no vector arm)
     windows: list[dict[str, Any]]
     read_from: str = "writer"  # writer | replica (strata.db.routing)
@@ -956,7 +965,8 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         cosine=None if r["cosine"] is None else float(r["cosine"]),
         bm25=None if r["bm25"] is None else float(r["bm25"]),
         window_match=r["window_match"], importance=r["importance"],
-        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r) for r in rows]
+        confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r,
+        said_at=r["said_at"], terms=frozenset(r["terms"] or ())) for r in rows]
     first = rows[0] if rows else {}
     if first and not params["corpus_at_cap"] and first["corpus_n"] >= params["stat_cap"]:
         _remember_corpus_at_cap(db, params)
@@ -966,6 +976,7 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
                  "tenant_index" if first["own_index"] else "shared_index")
     return Found(candidates=found,
                  idf_sum=None if first.get("idf_sum") is None else float(first["idf_sum"]),
+                 telling=frozenset(first.get("telling") or ()),
                  vec_route=route, windows=windows,
                  audit_head=None if head is None else (head["seq"], bytes(head["row_hash"])))
 
@@ -1071,6 +1082,9 @@ def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
             "fusion": {"vector_weight": fused.weight,
                        "text_strength": fused.strength, "top_cosine": fused.top_cosine},
             "boosts": boosts, "score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
+            # moved up before this earlier statement of the same words (strata.ranking,
+            # "Later statements"), whatever the scores say
+            "later_than": hit.before,
             "read_from": found.read_from,
         }
     return SearchResult(

@@ -103,7 +103,9 @@ class SearchResult(BaseModel):
     edge: str | None = Field(default=None, description="The edge's type, for an expanded memory.")
     explain: dict[str, Any] | None = Field(default=None, description=(
         "The score's parts (each arm's raw and normalised score, weights, boosts, the fused "
-        "score that sets the rank), with `explain`."))
+        "score that sets the rank, and `later_than`: the earlier statement of the same "
+        "words this one was moved up before, for a question about the present), with "
+        "`explain`."))
 
 
 class WhyNot(BaseModel):
