@@ -79,8 +79,9 @@ _NEW_CLAUSE = re.compile(
 # Connectives that start a clause of its own whatever the first one says: "..., so that's
 # the date now", "..., because ...", "..., which means ...".
 _CONNECTIVE = re.compile(
-    r",\s+(?=(?:so|because|which\s+means)\s)"
-    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|that's|it's|now)\b)", re.I)
+    # "..., so that's the date now" points back at what it follows: one clause.
+    r",\s+(?=(?:so(?!\s+(?:that's|that\s+is|it's|it\s+is)\b)|because|which\s+means)\s)"
+    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now)\b)", re.I)
 
 
 def clauses(sentence: str) -> list[str]:
