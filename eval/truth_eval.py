@@ -58,6 +58,7 @@ import argparse
 import calendar
 import contextlib
 import json
+import logging
 import re
 import sys
 import time
@@ -510,6 +511,10 @@ def run_files(files: list[Path], embedder_name: str = "hash", only: str | None =
     per-scenario results) by file name."""
     from strata.providers import get_embedder
 
+    # Each request and migration is logged at INFO: hundreds of lines around the one JSON
+    # answer (and the failures, on stderr with --show-failures).
+    for name in ("httpx", "strata.db.migrate", "mcp.server.streamable_http_manager"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     out = {}
     with scratch_database(embedder=embedder_name) as (db, settings):
         embedder = get_embedder(settings)
