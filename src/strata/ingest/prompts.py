@@ -49,7 +49,10 @@ Return a JSON object {{"memories": [...], "not_kept": [...]}}; each memory has:
   context names it after "@" ("user.preferred_language@scripting" for "Python for
   scripting", "user.preferred_os@work"); a fact that can have several values at once uses
   its plural family and strata keeps each value ("user.languages", "user.allergies",
-  "user.pets", "user.skills", "user.vehicles", "user.family"). A plan is
+  "user.pets", "user.skills", "user.vehicles", "user.family"). An attribute of someone in
+  the user's life is "person.<name or relation>.<attribute>" ("person.dana.location",
+  "person.father.occupation", "person.leo.school"); of a named speaker, theirs
+  ("person.jon.employer"). A plan is
   "schedule.<what it is about>" ("schedule.lisbon_trip", "schedule.wedding",
   "schedule.gre"), named by its subject, not its date, and its value is its state: a date
   ("2026-10-04"), a place, "cancelled" or "done", so a plan moved, cancelled or done is a new

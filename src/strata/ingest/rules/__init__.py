@@ -6,7 +6,12 @@ assistant, system and tool messages are context, never facts about the user (an 
 claim about the user is only what a short answer such as "no, Lyon" corrects).
 
 Where things are
-    ``extract``       the orchestration: sentences -> clauses -> screen -> families
+    ``extract``       the orchestration: sentences -> clauses -> screen -> families, with
+                      what the conversation carries (``extract.Thread``)
+    ``answers``       a short reply read with the assistant's question it answers
+    ``corrections``   a slip fixed where it was said ("*Venice", "scratch that, it's 10
+                      mg"), and a speaker putting right what another said of them
+    ``referents``     what "it", "that", "he" and "she" stand for
     ``text``          the clause and tense toolkit (cleaning, sentences, clauses,
                       contractions, lead-ins such as "actually", "btw", "I think")
     ``screen``        why a clause is not kept (question, hypothetical, reported, past,
@@ -16,6 +21,13 @@ Where things are
     ``base``          objects of verbs, the lexicon slot an object names, numbers, ``Found``
     the families, tried in the order of ``extract.FAMILIES``:
         ``negations``    "I no longer use X", "I stopped drinking coffee", dislikes
+        ``ends``         states that ended, keyed ``ended:<object>`` ("cancelled my gym
+                         membership", "62 days without a cigarette", "we said goodbye to
+                         Pepper"): they retire only what they name
+        ``attributes``   any attribute of the user or a person in their life, keyed
+                         ``user.<attr>`` / ``person.<who>.<attr>`` from the statement's shape
+                         (where someone lives or works, role, school, age, manager, partner,
+                         relationship, phone, car, laptop), events that imply one included
         ``preferences``  "I prefer/like/use X", favourites, and their changes
         ``identity``     name, home, employer, occupation, age, diet, "my X is Y"
         ``health``       allergies and intolerances
@@ -24,9 +36,10 @@ Where things are
                          kindergarten this week")
         ``decisions``    "we decided to use X for Y", "we're switching back to X"
         ``statements``   everything else the speaker says about themselves (runs last)
-    ``plans``         dated plans keyed for rescheduling ("my flight to Tokyo is on July 10",
-                      "the airline moved my Tokyo flight to July 14"), tried before the
-                      families on a dated clause
+    ``plans``         plans keyed by what they are about, ``schedule.<topic>``, valued by
+                      their state (a date, a place, ``cancelled``, ``done``): "my flight to
+                      Tokyo is on July 10", "the airline moved my Tokyo flight to July 14",
+                      "the Tokyo trip is off"; tried before the families on a dated clause
     short corrections ("actually it's Porto, not Lisbon"; "no, Lyon" after the assistant's
     "You live in Paris, right?") replace the value of the last slotted statement
     (``extract.Thread``)
