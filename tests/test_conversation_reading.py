@@ -368,3 +368,28 @@ def test_a_speaker_puts_right_what_another_said_of_them(client, tenant, a, b, wr
     # Control: a reply that corrects nothing leaves the claim as it was said.
     stored = talk(f"thanks, {a}. keep up")
     assert not any(_word(c, right) for c in stored), stored
+
+
+@given(now_at=NAME, then_at=NAME, shape=st.sampled_from([
+    "when I was at {x} my boss would have hated this lol",
+    "back when I worked at {x}, we never shipped on fridays",
+    "when I lived in {x} I biked everywhere",
+    "when I did my degree in {x} I spoke French every day, now it's rusty"]))
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_past_state_told_later_is_kept_as_history_and_retires_nothing(
+        client, tenant, now_at, then_at, shape):
+    if now_at == then_at:
+        return
+    h = tenant.headers
+    current, past = now_at.capitalize(), then_at.capitalize()
+    path = _path()
+    _talk(client, h, path, ("user", f"I work at {current} and I live in {current} City"))
+    stored = _talk(client, h, path, ("user", shape.format(x=past)))
+    assert any(_word(c, past) for c in stored), stored  # kept, as history
+    assert sum(_word(c, current) for c in stored) >= 1, stored  # the present stays active
+    # Control: the same place said as the present does replace the employer or the home.
+    path = _path()
+    _talk(client, h, path, ("user", f"I work at {current}"))
+    stored = _talk(client, h, path, ("user", f"I work at {past} now"))
+    assert not any(_word(c, current) for c in stored), stored

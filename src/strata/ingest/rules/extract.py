@@ -453,6 +453,10 @@ def _marks_change(clause: str) -> bool:
     return lead.marker and not lead.text
 
 
+_WHEN_I_WAS = re.compile(
+    r"^(?:back\s+)?when\s+(?P<then>(?:i|we)\s+(?:was|were|did|lived|worked|taught|studied|"
+    r"had|went|played|ran|was\s+still|\w+ed)\b[^,]*?\b(?:at|in|for|on|with|as|my|our)\b"
+    r"[^,]*?)(?:,\s*|\s+(?=(?:i|we|my|our|they|he|she|it)\b))(?P<main>\S.*)$", re.I)
 _TOLD_ME = re.compile(r"^(?:my|our|the)\s+(?:[\w'-]+\s+){0,3}?(?:said|says|told\s+me|"
                       r"confirmed|thinks)\s+(?:that\s+)?(?=(?:i|i'm|i've|my)\b)", re.I)
 _ADVICE = re.compile(r"^(?:i|i'm|i\s+am)\s+(?:\w+\s+)?(?:should|could|might|must|need\s+to|"
@@ -468,6 +472,13 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
     text = lead.text
     if not text:
         return "small_talk"
+    then = _WHEN_I_WAS.match(text)
+    if then is not None:
+        # "when I was at Oracle my boss would've ...": a state of the past, kept as history
+        # (an event, no slot: it retires nothing current); the story around it is not.
+        said = expand(then["then"].strip(" ,"))
+        return Result(f"In the past, {third_person(said)[:1].lower()}{third_person(said)[1:]}",
+                      "event", confidence=0.6, valid_from=at)
     told = _TOLD_ME.match(text)
     if told is not None and not _ADVICE.match(text[told.end():]):
         # "my endocrinologist said I'm done with metformin": what they found is the user's

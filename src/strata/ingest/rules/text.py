@@ -81,7 +81,7 @@ _NEW_CLAUSE = re.compile(
 _CONNECTIVE = re.compile(
     # "..., so that's the date now" points back at what it follows: one clause.
     r",\s+(?=(?:so(?!\s+(?:that's|that\s+is|it's|it\s+is)\b)|because|which\s+means)\s)"
-    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now)\b)", re.I)
+    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now|you|you'd|you're)\b)", re.I)
 
 
 def clauses(sentence: str) -> list[str]:
