@@ -393,3 +393,23 @@ def test_a_past_state_told_later_is_kept_as_history_and_retires_nothing(
     _talk(client, h, path, ("user", f"I work at {current}"))
     stored = _talk(client, h, path, ("user", f"I work at {past} now"))
     assert not any(_word(c, current) for c in stored), stored
+
+
+@given(old=NAME, new=NAME, prep=st.sampled_from(["at", "with", "in"]),
+       reply=st.sampled_from(["nah, {n} now", "nope. {n} now, staff engineer",
+                              "no, left in march. {n} now"]))
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_no_to_a_still_question_with_a_new_value_puts_it_in_place(client, tenant, old, new,
+                                                                   prep, reply):
+    if old == new:
+        return
+    h = tenant.headers
+    o, n = old.capitalize(), new.capitalize()
+    asked = f"Quick check before I update it: are you still {prep} {o}?"
+    stored = _talk(client, h, _path(), ("assistant", asked), ("user", reply.format(n=n)))
+    assert any(_word(c, n) and not _word(c, o) for c in stored), stored
+    # Control: a bare "no" says only that the old one no longer holds.
+    stored = _talk(client, h, _path(), ("assistant", asked), ("user", "nope"))
+    assert any(_word(c, o) and "no longer" in c for c in stored), stored
+    assert not any(_word(c, n) for c in stored), stored

@@ -65,6 +65,10 @@ YES_OR_NO = re.compile(r"^(?:yes|yeah|yep|yup|ya|yea|no|nope|nah|sure|not\s+real
 _YES_NO_WORD = re.compile(r"^(?:yes|yeah|yep|yup|no|nope|nah|sure|ok|okay)\b", re.I)
 _NOW = re.compile(r"\s*\b(?:these\s+days|now|right\s+now|currently|at\s+the\s+moment|"
                   r"nowadays|lately|at\s+the\s+minute)$", re.I)
+_CAPITALISED = re.compile(r"(?<![\w'])(?-i:[A-Z][a-z][\w&'-]*)")
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday i".split())
 _STILL = re.compile(r"\bstill\b", re.I)
 _IS = re.compile(r"\b(what|where|who|how|when|which)'s\b", re.I)
 _THIRD = frozenset({"he", "she", "they", "him", "her", "them"})
@@ -126,6 +130,15 @@ class Frame:
         if _YES.match(answer) or no:
             tail = re.sub(r"^(?:no|nope|nah|yes|yeah|yep|yup|sure)\b[\s,.!]*", "", answer,
                           flags=re.I)
+            if tail and no and _STILL.search(rest):
+                # "Are you still at Google?" → "nah, Datadog now": the new value in its place.
+                old = list(_CAPITALISED.finditer(rest))
+                new = next((m for m in _CAPITALISED.finditer(tail)
+                            if m.group().casefold() not in _CALENDAR
+                            and m.group().casefold() not in rest.casefold()), None)
+                if old and new:
+                    now = _STILL.sub("", rest[:old[-1].start()]).strip()
+                    return re.sub(r"\s+", " ", f"{head} {now} {tail[new.start():]}")
             if tail:  # "nah, left in march": the rest is read on its own
                 return None
             if no:
