@@ -413,3 +413,22 @@ def test_no_to_a_still_question_with_a_new_value_puts_it_in_place(client, tenant
     stored = _talk(client, h, _path(), ("assistant", asked), ("user", "nope"))
     assert any(_word(c, o) and "no longer" in c for c in stored), stored
     assert not any(_word(c, n) for c in stored), stored
+
+
+@given(a=NAME, b=NAME, c=NAME, head=st.sampled_from(["big month: ", "so much news: ", ""]))
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_list_of_what_happened_is_one_memory_an_item(client, tenant, a, b, c, head):
+    if len({a, b, c}) < 3:
+        return
+    h = tenant.headers
+    a, b, c = a.capitalize(), b.capitalize(), c.capitalize()
+    said = (f"{head}left my job for a new role at {a}, we moved across town to {b}, "
+            f"and I adopted a rescue dog named {c}")
+    stored = _talk(client, h, _path(), ("user", said))
+    for value in (a, b, c):  # each item a memory of its own, holding no other item's value
+        assert any(_word(m, value) and sum(_word(m, v) for v in (a, b, c)) == 1
+                   for m in stored), (value, stored)
+    # Control: a list of things is one statement, kept whole.
+    stored = _talk(client, h, _path(), ("user", f"I collect stamps from {a}, {b}, and {c}"))
+    assert any(all(_word(m, v) for v in (a, b, c)) for m in stored), stored

@@ -19,10 +19,10 @@ from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, 
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
 from strata.ingest.rules.instructions import instruction, instruction_slot
 from strata.ingest.rules.person import named, speaker_slot, third_person
-from strata.ingest.rules.screen import about_speaker, screen
+from strata.ingest.rules.screen import about_speaker, screen, subject_dropped
 from strata.ingest.rules.text import (
     CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, QUESTION_START, REPORTED, Lead, clauses,
-    clean, expand,
+    clean, expand, list_items,
     remove_date, sentences, squash, strip_leads,
 )
 from strata.write import secrets
@@ -297,7 +297,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             heard.append(sentence)
             keep(found, sentence)
             continue
-        for clause in clauses(sentence):
+        for clause in (c for whole in clauses(sentence) for c in _listed(whole, at)):
             before[0] = " ".join(heard)
             heard.append(clause)
             # A slotted statement corrected is a new value of its slot ("actually it's Porto,
@@ -445,6 +445,36 @@ def _about_someone(clause: str, before: str, at: datetime, change: bool) -> Resu
     tense = date.when if (date := find_date(told, at, guess_tense(told))) else at
     return Result(content, said.kind, confidence=said.confidence, change=change,
                   valid_from=tense)
+
+
+def _listed(clause: str, at: datetime) -> list[str]:
+    """A clause that lists what happened ("left Uber for Airbnb, we moved to Oakland,
+    adopted a mutt named Tofu") as one clause an item, where each item says something on its
+    own; an item that says nothing alone ("two cats named Mango and Kiwi") stays with its
+    neighbour, as it was said. An item with its subject left out takes the first item's
+    ("he's five now, started kindergarten at X": he started)."""
+    items = list_items(clause)
+    if len(items) == 1:
+        return items
+    who = _LIST_SUBJECT.match(items[0])
+    if who is not None and who["s"].casefold() not in ("i", "we"):
+        items = [f"{who['s']} {item}" if i and subject_dropped(item) else item
+                 for i, item in enumerate(items)]
+    out: list[str] = []
+    pending: list[str] = []
+    for item in items:
+        if isinstance(_clause(item, at, False), Result):
+            out.append(", ".join([*pending, item]))
+            pending = []
+        elif out:
+            out[-1] = f"{out[-1]}, {item}"
+        else:
+            pending.append(item)
+    return out or [clause]
+
+
+_LIST_SUBJECT = re.compile(r"^(?P<s>i|we|he|she|they|(?-i:[A-Z][a-z]+))(?:'s|\s+(?:is|are|was|"
+                           r"has|have)\b)", re.I)
 
 
 def _marks_change(clause: str) -> bool:

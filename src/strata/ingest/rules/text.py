@@ -84,6 +84,40 @@ _CONNECTIVE = re.compile(
     r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now|you|you'd|you're)\b)", re.I)
 
 
+# What makes a list item a clause of its own: a finite verb, a subject, or a past form.
+_CLAUSAL = re.compile(
+    r"\b(?:is|are|was|were|am|has|have|had|i|i'm|i've|we|we're|my|our|he's|she's|they're|"
+    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit)\b|\b\w{3,}ed\b",
+    re.I)
+_LABEL = re.compile(r"^[^:()]{1,80}:\s+(?=\S)")
+_LIST_SEP = re.compile(r",\s+(?:and\s+|&\s+|then\s+)?(?:[-–—]+\s*(?:[^,—–-]{1,30}?)[-–—]+\s*)?")
+
+
+def list_items(piece: str) -> list[str]:
+    """A sentence that lists what happened or what is so, one clause an item ("left Uber for
+    Airbnb, we moved to Oakland, adopted a mutt named Tofu, and I got into bouldering"), as
+    its items; any other sentence whole. A list of things ("apples, pears and bananas") is
+    not a list of clauses: an item without a verb stays with the one before it."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(piece):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch == ",":
+            m = _LIST_SEP.match(piece, i)
+            if m is not None:
+                items.append(piece[start:i])
+                start = m.end()
+    items.append(piece[start:])
+    if len(items) < 3 or sum(bool(_CLAUSAL.search(it)) for it in items[1:]) < 2:
+        return [piece]
+    out = [_LABEL.sub("", items[0])]  # "year-end brain dump: left Uber ...": a heading
+    for item in items[1:]:
+        if _CLAUSAL.search(item):
+            out.append(item)
+        else:
+            out[-1] = f"{out[-1]}, {item}"
+    return out
+
+
 def clauses(sentence: str) -> list[str]:
     out = []
     for piece in (p for part in _BUT.split(sentence) for p in _CONNECTIVE.split(part)):
