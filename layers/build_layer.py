@@ -19,7 +19,9 @@ CPython 3.11). Unlike it:
   lemma dictionaries for 48 languages other than English, 18 of its 19 MB
   (strata.write.lexical lemmatises English only; simplemma finds its languages by listing
   that folder, so the rest still load), pydantic's v1 API (2 MB with its bytecode) and the
-  Swagger UI bundle of Powertools' API handler (1.7 MB; strata's API is FastAPI).
+  Swagger UI bundle of Powertools' API handler (1.7 MB; strata's API is FastAPI), and the
+  Powertools utilities that neither strata nor Powertools' own modules import (idempotency,
+  batch, kafka, feature flags, ...: about 1.5 MB with their bytecode).
   Distributions only a part of a dependency strata never uses imports are left out
   (``UNUSED``: pyyaml, 3 MB, which detect-secrets needs for scanning YAML files).
 - ``--beside REQUIREMENTS``: the layer is always used together with the layer built from those
@@ -62,6 +64,11 @@ PRUNE: dict[str, set[str] | None] = {
     # Powertools' own API handler serves Swagger UI from these; strata's API is FastAPI.
     "aws_lambda_powertools/event_handler/openapi/swagger_ui": {"__init__.py", "html.py",
                                                                "oauth2.py"},
+    # Powertools utilities nothing in the layer imports, Powertools' own modules included
+    # (strata uses its Logger, Metrics, Tracer and parameters).
+    **{f"aws_lambda_powertools/utilities/{name}": None for name in (
+        "auth_alpha", "batch", "circuit_breaker", "data_masking", "feature_flags",
+        "idempotency", "kafka", "streaming")},
 }
 PLATFORM = ["--platform", "manylinux2014_x86_64", "--implementation", "cp",
             "--python-version", "3.11", "--abi", "cp311", "--only-binary=:all:"]

@@ -366,6 +366,8 @@ def asked_after(sentence: str) -> tuple[str, str]:
     when the whole sentence asks. A role the speaker asks from ("as a nurse, which ...") is
     said: "I am a nurse"."""
     start = 0
+    if QUESTION_START.match(expand(strip_leads(sentence).text)):
+        return "", sentence  # "What time is it?": a question from its first word
     for m in _ASKED_AFTER.finditer(sentence):
         rest = strip_leads(sentence[m.end():]).text
         if QUESTION_START.match(expand(rest)) or rest.lower().startswith(("any ", "anyone ")):
