@@ -142,7 +142,7 @@ class Frame:
             if tail:  # "nah, left in march": the rest is read on its own
                 return None
             if no:
-                if re.search(r"\bstill\b", rest, re.I):
+                if _STILL.search(rest):
                     return f"{head} {_STILL.sub('no longer', rest)}"
                 return f"{_negated(head)} {rest}".strip()
             return f"{head} {rest}".strip()
@@ -155,9 +155,6 @@ class Frame:
         # "Do you have a preference?" → "window"; "Have you picked a quit date?" → "feb 1".
         owns = re.match(r"^(?:\w+ed\s+|\w+\s+)?(?:a|an|any)\s+(?P<noun>[\w'-]+(?:\s+[\w'-]+)?)$",
                         rest, re.I)
-        if owns and self.verb in ("have", "has", "had") or owns and rest.split()[0] in (
-                "a", "an", "any"):
-            return f"{_possessive(self.subject)} {owns['noun']} is {answer}"
         if owns:
             return f"{_possessive(self.subject)} {owns['noun']} is {answer}"
         return None
