@@ -89,7 +89,7 @@ def features(row: dict[str, Any]) -> tuple[np.ndarray, list[Any]]:
     found = row["found"]
     cands = found.candidates
     fused = ranking.fuse(cands, mode="hybrid", query=row["q"]["question"],
-                         idf_sum=found.idf_sum)
+                         idf_sum=found.idf_sum, telling=found.telling)
     by_id = {h.candidate.id: h for h in fused.ranked}
     top = max((c.cosine or 0.0 for c in cands), default=0.0)
     best = max((c.bm25 or 0.0 for c in cands), default=0.0)
@@ -158,7 +158,7 @@ def production(row: dict[str, Any]) -> list[Any]:
 
     found = row["found"]
     fused = ranking.fuse(found.candidates, mode="hybrid", query=row["q"]["question"],
-                         idf_sum=found.idf_sum)
+                         idf_sum=found.idf_sum, telling=found.telling)
     return [h.candidate.id for h in fused.ranked[:L.LIMIT]]
 
 
@@ -201,7 +201,8 @@ def _fused(row: dict[str, Any], cands=None):
 
     found = row["found"]
     return ranking.fuse(found.candidates if cands is None else cands, mode="hybrid",
-                        query=row["q"]["question"], idf_sum=found.idf_sum)
+                        query=row["q"]["question"], idf_sum=found.idf_sum,
+                        telling=found.telling)
 
 
 def _greedy(row: dict[str, Any], redundancy) -> list[Any]:

@@ -64,7 +64,7 @@ def score(collected: dict[str, list], params) -> dict[str, Any]:
         scores = []
         for q, cites, found in rows:
             fused = fuse(found.candidates, mode="hybrid", query=q["question"],
-                         idf_sum=found.idf_sum, params=params)
+                         idf_sum=found.idf_sum, params=params, telling=found.telling)
             got = [r.candidate.id for r in fused.ranked[:L.LIMIT]]
             scores.append(L.score_one(q["evidence"], got, cites))
         per_mode[mode] = L.aggregate(scores)
