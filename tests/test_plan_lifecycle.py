@@ -142,6 +142,25 @@ def test_an_end_narrows_a_list_and_keeps_the_rest(client, tenant, verb, ended, k
     assert holding(now, kept, also), now
 
 
+@pytest.mark.parametrize(("ended", "kept", "also"), SERVICES)
+def test_a_narrowed_statement_is_embedded_as_it_now_reads(client, tenant, db, embedder, ended,
+                                                          kept, also):
+    """A narrowed holder's vector is its new wording's, not the old one's (control: the two
+    wordings' vectors differ, so the check can fail)."""
+    h = tenant.headers
+    say(client, h, f"I pay for {kept}, {ended} and {also}", at=T0)
+    before = holding(active(client, h), kept, also)
+    say(client, h, f"I cancelled {ended}", at=T0 + timedelta(days=30))
+    narrowed = [m for m in active(client, h) if kept in m["content"] and also in m["content"]]
+    assert len(narrowed) == 1 and ended not in narrowed[0]["content"], narrowed
+    with db.connection() as conn:
+        stored = conn.execute("SELECT embedding FROM memories WHERE id = %s",
+                              (narrowed[0]["id"],)).fetchone()["embedding"]
+    now_reads, once_read = embedder.embed([narrowed[0]["content"], before[0]])
+    assert list(now_reads) != list(once_read)
+    assert [round(float(x), 5) for x in stored] == [round(float(x), 5) for x in now_reads]
+
+
 @pytest.mark.parametrize(("holder", "end", "word"), [
     ("I volunteer at the {x} every week", "I had to step back from the {x}", "volunteers"),
     ("I have a membership at {x}", "I cancelled my {x} membership", "membership at"),

@@ -433,7 +433,8 @@ def _persist(rt: IngestRuntime, p: StepPayload, cur, started: float):
     ]
     items = persist.write(cur, tenant_id=p.tenant_id, items=staged, model=rt.embedder.model,
                           recorded_at=datetime.now(row["created_at"].tzinfo),
-                          thresholds=gating.bands(rt.settings, rt.embedder.model))
+                          thresholds=gating.bands(rt.settings, rt.embedder.model),
+                          embed=rt.embedder.embed)
     counts: dict[str, int] = {}
     for o in items:
         counts[o.outcome] = counts.get(o.outcome, 0) + 1

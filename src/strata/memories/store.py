@@ -188,7 +188,8 @@ def _write_batch(
             named[(p.path, item.name)] = {"staged": True}  # a later twin is skipped
 
     outcomes = persist.write(cur, tenant_id=tenant, items=staged, model=embedder.model,
-                             recorded_at=now, thresholds=thresholds, judge=judge)
+                             recorded_at=now, thresholds=thresholds, judge=judge,
+                             embed=embedder.embed)
     for s, o in zip(staged, outcomes, strict=True):
         results[s.idx] = WriteResult(
             id=o.memory_id, status=_STATUS[o.outcome], reason=o.reason,

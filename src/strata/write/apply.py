@@ -103,7 +103,8 @@ SELECT 1 FROM memories WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree
 _NARROW = """
 WITH m AS (
     UPDATE memories SET content = %(content)s, canonical = %(canonical)s,
-           value_hash = %(hash)s, value = %(value)s, version = version + 1, updated_at = now()
+           value_hash = %(hash)s, value = %(value)s, version = version + 1, updated_at = now(),
+           embedding = COALESCE(%(embedding)s, embedding)
     WHERE id = %(id)s AND tenant_id = %(tenant)s
     RETURNING id
 ), gone AS (
@@ -208,8 +209,11 @@ class Staged:
 def write(
     cur: psycopg.Cursor, *, tenant_id: uuid.UUID, items: list[Staged], model: str,
     recorded_at: datetime, thresholds: tuple[float, float], judge=None,
+    embed: Callable[[list[str]], list[Any]] | None = None,
 ) -> list[ItemOutcome]:
-    """Decide and write every item; return one outcome per item, in input order."""
+    """Decide and write every item; return one outcome per item, in input order. ``embed``
+    (the embedder's, for ``model``) gives a memory whose content the write revises its
+    vector again; without it the vector keeps the old wording."""
     # Memory rules first: an item a rule keeps out takes no lock and reaches no gate.
     ruled = _ruled_out(cur, tenant_id, items)
     everything, items = items, [i for i in items if i.idx not in ruled]
@@ -220,7 +224,7 @@ def write(
     for item in items:
         item.asserted_at = item.asserted_at or said
     _fold_twins(items)
-    writer = _Writer(cur, tenant_id, model, recorded_at)
+    writer = _Writer(cur, tenant_id, model, recorded_at, embed)
     live = [i for i in items if i.merged_into is None]
     for wave in waves(live, lambda item: item.keys(tenant_id)):
         _decide(cur, tenant_id, wave, thresholds, judge)
@@ -368,8 +372,10 @@ def _closed(start: datetime, until: datetime | None) -> Range:
 
 class _Writer:
     def __init__(self, cur: psycopg.Cursor, tenant_id: uuid.UUID, model: str,
-                 recorded_at: datetime) -> None:
+                 recorded_at: datetime,
+                 embed: Callable[[list[str]], list[Any]] | None = None) -> None:
         self.cur = cur
+        self.embed = embed
         self.tenant_id = tenant_id
         self.base = {"tenant": tenant_id}
         self.model = model
@@ -489,8 +495,8 @@ class _Writer:
         Max" when Hulu is cancelled) keeps the rest: its content loses the ended item
         (``topics.narrowed``), the statement it held is tombstoned, and history keeps it.
         False when the holder is all about what ended (the caller retires it), or when an
-        active memory of the path already says the rest. The vector keeps the old wording
-        until the memory is embedded again."""
+        active memory of the path already says the rest. The holder is embedded again when
+        the writer has the embedder (a search for what ended should not find it by meaning)."""
         holder = item.neighbours.get(verdict.target_id)
         if holder is None:
             return False
@@ -517,7 +523,8 @@ class _Writer:
         self.cur.execute(_NARROW, {**self.base, "id": holder.id, "content": rest,
                                    "canonical": canonical, "hash": value_hash(canonical),
                                    "lexical": lexical.lexical_key(canonical),
-                                   "value": new_value})
+                                   "value": new_value,
+                                   "embedding": self.embed([rest])[0] if self.embed else None})
         # The statement as it was: by its text, and by its slot and value when that changed
         # (an old date said again is not news).
         changed = new_value != holder.value and holder.slot
