@@ -50,7 +50,8 @@ def exchange(draw) -> dict:
     memory of it must hold (the value, and what the question asked about)."""
     value = draw(CASE)(draw(NAME))
     shape = draw(st.sampled_from(
-        ["where", "which", "whats", "time", "choice", "have", "who", "kind", "how_old"]))
+        ["where", "which", "whats", "time", "choice", "have", "who", "kind", "how_old", "any",
+         "their", "bare"]))
     before = None
     if shape == "where":
         verb = draw(st.sampled_from(["based", "living", "located", "staying"]))
@@ -85,12 +86,31 @@ def exchange(draw) -> dict:
         question, topic = draw(st.sampled_from([
             ("What kind of work do you do?", "work"),
             ("What do you do for a living?", "living")]))
+    elif shape == "any":  # asked of the user though it never says "you"; a "yep" before it
+        noun = draw(st.sampled_from(["allergies", "dietary restrictions", "injuries",
+                                     "medications", "pets"]))
+        tail = draw(st.sampled_from(["", " I should know about", " to keep in mind"]))
+        question, topic = f"Any {noun}{tail}?", noun.split()[-1]
+        value = draw(st.sampled_from(["", "yep ", "yes, ", "yeah "])) + value
+    elif shape in ("their", "bare"):  # the subject is what the user just said they have
+        noun = draw(st.sampled_from(["puppy", "kitten", "parrot", "horse", "tortoise"]))
+        before = draw(st.sampled_from(["we got a {n}!!", "WE GOT A {N}", "I just adopted a {n}",
+                                       "our {n} keeps me up at night"])).format(
+            n=noun, N=noun.upper())
+        if shape == "their":
+            asked = draw(st.sampled_from(["their", "his", "her"]))
+            question, topic = f"What's {asked} name?", "name"
+        else:
+            asked = draw(st.sampled_from(["breed", "color", "name"]))
+            question, topic = f"What {asked}?", asked
+        value = value.capitalize()
     else:  # how_old: the subject is what the user just spoke of as theirs
         noun = draw(st.sampled_from(["son", "daughter", "dog", "cat", "nephew"]))
         before = f"any ideas for a birthday present for my {noun}?"
         question, topic = f"How old is your {noun}?", noun
         value = str(draw(st.integers(2, 17)))
-    return {"question": draw(OPENER) + question + draw(AFTER), "answer": value + draw(TONE),
+    said, value = value, re.sub(r"^(?:yep|yes|yeah),?\s+", "", value)
+    return {"question": draw(OPENER) + question + draw(AFTER), "answer": said + draw(TONE),
             "value": value, "topic": topic, "before": before, "shape": shape,
             "unchosen": other if shape == "choice" else None}
 
@@ -136,6 +156,19 @@ def test_a_fragment_answer_is_read_with_the_question(client, tenant, e):
     told = "Here are a few ideas you could try." if not e["before"] else "Good luck with it!"
     stored = _talk(client, h, _path(), *_turns(e, told))
     assert not any(_word(c, e["value"]) for c in stored), (e, stored)
+
+
+@given(noun=st.sampled_from(["allergies", "pets", "dietary restrictions", "injuries"]),
+       no=st.sampled_from(["nope", "no", "nah", "not really", "no!"]), value=NAME)
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_bare_no_to_an_any_question_stores_nothing(client, tenant, noun, no, value):
+    """"Any allergies?" → "nope" gives no value to keep (nothing like "allergies: nope"); the
+    control, a value after it, is kept."""
+    h = tenant.headers
+    assert _talk(client, h, _path(), ("assistant", f"Any {noun}?"), ("user", no)) == []
+    stored = _talk(client, h, _path(), ("assistant", f"Any {noun}?"), ("user", f"yep {value}"))
+    assert any(_word(c, value) and _word(c, noun.split()[-1]) for c in stored), stored
 
 
 @given(e=exchange())

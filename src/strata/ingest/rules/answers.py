@@ -10,9 +10,11 @@ then read like anything the user said, slots and all. What no family can read is
 question's topic and the answer ("What the user does for a living: paramedic").
 
 A question part frames an answer only when it asks about the user: it says "you" or "your",
-or names something the user just spoke of as theirs ("How old are the boys?" after "my 2
-boys"; "What breed is she?" after "my dog"). "How long ago did it happen?" asks about the
-moment, not the person, and frames nothing.
+or names something the user spoke of as theirs in the conversation ("How old are the boys?"
+after "my 2 boys"; "What's their name?" or just "What breed?" after "we got a puppy"), or it
+asks "Any N?" of no one else ("Any allergies I should know about?"). "How long ago did it
+happen?" asks about the moment, not the person, and frames nothing. A "yep" before a value is
+dropped ("yep celiac"); a bare "nope" to such a question gives nothing to keep.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from strata.ingest.rules.text import ADVERBS, clean, expand, sentences
 _WH = (r"(?P<wh>what|which|where|when|who|whom|whose|how\s+(?:old|long|often|many|much|far)|"
        r"how)")
 _AUX = r"(?P<aux>am|is|are|was|were|do|does|did|have|has|can|will|would)"
-_SUBJECT = (r"(?P<subj>you|your(?:\s+[\w'-]+){1,3}?|he|she|they|him|her|them|"
+_SUBJECT = (r"(?P<subj>you|your(?:\s+[\w'-]+){1,3}?|(?:his|her|their|its)(?:\s+[\w'-]+){1,2}?|"
+            r"he|she|they|him|her|them|"
             r"the(?:\s+[\w'-]+){1,2}?|(?-i:[A-Z][\w'-]+))")
 # "What's your budget", "Which pharmacy do you use", "Where are you based".
 _WH_QUESTION = re.compile(
@@ -53,8 +56,12 @@ _NO = re.compile(r"^(?:no|nope|nah|not\s+really|not\s+anymore|not\s+any\s+more|n
 # Words that add tone, not content, at the end of a short answer: "5 ugh", "windows lol".
 _TRAILING_TONE = re.compile(r"(?:[\s,]+(?:ugh|lol|lmao|haha+|tbh|idk|sigh|meh|i\s+guess|"
                             r"i\s+think|probably|maybe|ish))+$", re.I)
-_OWNED = re.compile(r"\bmy\s+(?:(?:\d+|two|three|four|five|little|old|new|big|baby|"
+# What the user speaks of as theirs: "my 2 boys", "our cat", "we got a puppy".
+_OWNED = re.compile(r"(?:\b(?:my|our)|\b(?:got|adopted|rescued|bought|brought\s+home)\s+(?:a|an))\s+"
+                    r"(?:(?:\d+|two|three|four|five|little|old|new|big|baby|tiny|"
                     r"youngest|oldest|eldest|younger|older)\s+)*(?P<noun>[a-z][\w-]*)", re.I)
+# "What breed?", "Which model?": a question that leaves its subject to what was just said.
+_BARE_WH = re.compile(r"^(?P<wh>what|which)\s+(?P<noun>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)$", re.I)
 _OWN_CLAUSE = re.compile(
     r"^(?!(?:at|on|in|by|around|about|every|each|next|last|this|after|before|until)\b)"
     r"[a-z]+\s+(?:starts?|begins?|ends?|opens?|closes?|runs?|is|are|was|were)\b", re.I)
@@ -70,6 +77,7 @@ _CALENDAR = frozenset(
     "january february march april may june july august september october november december "
     "monday tuesday wednesday thursday friday saturday sunday i".split())
 _STILL = re.compile(r"\bstill\b", re.I)
+_SOMEONE_ELSE = re.compile(r"\b(?:he|she|they|his|her|their|them|him)\b|(?<!^)(?-i:[A-Z])", re.I)
 _IS = re.compile(r"\b(what|where|who|how|when|which)'s\b", re.I)
 _THIRD = frozenset({"he", "she", "they", "him", "her", "them"})
 _BE = {"am": "am", "is": "am", "are": "am", "was": "was", "were": "was"}
@@ -86,10 +94,22 @@ class Frame:
     rest: str  # what follows the verb, in the first person
     topic: str  # the question as a phrase about the user, for what no family reads
 
+    def value(self, answer: str) -> str | None:
+        """What ``answer`` gives a question asking for something (a wh- or "any" question):
+        the answer without its tone and its "yep" ("yep celiac" → "celiac"), or None when
+        it gives nothing ("nope", "yes")."""
+        answer = _TRAILING_TONE.sub("", answer.strip()).strip(" ,.;:")
+        if self.wh is None:
+            return answer or None
+        if _NO.match(answer) and not re.match(r"^no\s+\w", answer, re.I):
+            return None  # "nope", "nah, ..." ("no gluten" is a value)
+        answer = re.sub(r"^(?:yes|yeah|yep|yup|ya|yea|sure)\b[\s,.!]*", "", answer, flags=re.I)
+        return answer or None
+
     def fill(self, answer: str) -> str | None:
         """The first-person sentence ``answer`` completes, or None when the answer gives
         the statement no value (a bare "yes" to a question with nothing to assert)."""
-        answer = _TRAILING_TONE.sub("", answer.strip()).strip(" ,.;:")
+        answer = self.value(answer)
         if not answer:
             return None
         head = " ".join(w for w in (self.subject, self.verb) if w)
@@ -224,6 +244,10 @@ def _subject(words: str, owned: list[str]) -> str | None:
         return "my " + words[5:]
     if low in _THIRD:
         return f"my {owned[-1]}" if owned else None
+    whose, _, what = low.partition(" ")
+    if whose in ("his", "her", "their", "its") and what:
+        # "What's their name?" after "we got a puppy" → "my puppy's name"
+        return f"my {owned[-1]}'s {words.split(maxsplit=1)[1]}" if owned else None
     if low.startswith("the "):
         noun = low.split()[-1]
         stem = noun.rstrip("s")
@@ -235,7 +259,8 @@ def _subject(words: str, owned: list[str]) -> str | None:
 def frames(assistant: str, before: str = "") -> list[Frame]:
     """The questions about the user in an assistant message, each as a ``Frame``, in order.
     ``before`` is what the user said just before (for "she", "the boys")."""
-    owned = [m["noun"] for m in _OWNED.finditer(before)]
+    owned = [n.lower() if n.isupper() else n for n in
+             (m["noun"] for m in _OWNED.finditer(before))]  # "WE GOT A PUPPY"
     out: list[Frame] = []
     for sentence in sentences(clean(assistant)):
         if not sentence.rstrip().endswith("?"):
@@ -290,9 +315,20 @@ def _frame(part: str, owned: list[str]) -> Frame | None:
         else:
             phrase = " ".join(w for w in (wh, noun, said) if w)
         return Frame(wh, noun, subject, verb, rest, third_person(phrase))
+    bare = _BARE_WH.match(part)
+    if bare is not None and owned:
+        # "What breed?" right after the user spoke of their dog: the dog's breed.
+        subject = f"my {owned[-1]}"
+        return Frame(bare["wh"], bare["noun"], subject, "is", "",
+                     third_person(f"{bare['wh']} {bare['noun']} {subject} is"))
     m = _ANY.match(part)
-    if m is not None and re.search(r"\byou\b|\byour\b", m["rest"], re.I):
+    if m is not None and (re.search(r"\byou\b|\byour\b", m["rest"], re.I)
+                          or not _SOMEONE_ELSE.search(m["rest"])):
+        # "Any allergies?", "Any dietary restrictions I should know about?": asked of the
+        # user unless it names someone else.
         phrase = re.sub(r"\byou\b", "I", _first_person_keep_you(m["rest"]), flags=re.I)
+        if not re.search(r"\b(?:I|my)\b", phrase):
+            phrase = f"my {phrase}"  # "Any allergies?" → "my allergies: ..."
         return Frame("any", None, "I", "", "", third_person(phrase))
     return None
 
@@ -304,7 +340,7 @@ def _first_person_keep_you(text: str) -> str:
 
 def answer_content(frame: Frame, answer: str) -> str:
     """What no statement family reads, kept as the question's topic and its answer."""
-    answer = _TRAILING_TONE.sub("", answer.strip()).strip(" ,.;:")
+    answer = frame.value(answer) or ""
     topic = frame.topic.strip()
     topic = topic[:1].upper() + topic[1:]
     return f"{topic}: {answer}"

@@ -75,7 +75,7 @@ class RuleExtractor:
                 # and the question a fragment ("boulder") answers.
                 thread.antecedent = _claim(message.content, message.at or now) or (
                     thread.antecedent)
-                thread.frames = answers.frames(message.content, thread.said)
+                thread.frames = answers.frames(message.content, thread.told)
                 continue
             if message.role != "user":
                 continue
@@ -83,6 +83,7 @@ class RuleExtractor:
             thread.kept.extend(said.memories)
             out.not_kept.extend(said.not_kept)
             thread.said, thread.frames = message.content, []
+            thread.told = f"{thread.told} {message.content}".strip()
         out.memories = thread.kept
         return out
 
@@ -98,6 +99,7 @@ class Thread:
     # "the boys" of such a question.
     frames: list[answers.Frame] = field(default_factory=list)
     said: str = ""
+    told: str = ""  # everything the user said in the conversation, for "What breed?"
     # The candidates of the conversation's earlier messages, which a correction ("*Venice",
     # "scratch that, it's 10 mg") fixes in place.
     kept: list[Candidate] = field(default_factory=list)
@@ -396,6 +398,8 @@ def _answers(reason: str, clause: str) -> bool:
         return bool(answers.YES_OR_NO.match(clause.strip()))
     if len(text.split()) > answers.MAX_WORDS or _A_CLAUSE.match(text) or "[" in text:
         return False  # a clause of its own ("it took time and effort"), not a value
+    if answers.YES_OR_NO.match(clause.strip()):
+        return screen(expand(text)) is None  # "yep celiac": a yes and the value it brings
     return reason == "no_statement" and screen(expand(text), clause) is None
 
 
@@ -416,6 +420,9 @@ def _answered(frames: list[answers.Frame], fragments: list[str], at: datetime
         if frame.wh is None and sentence is None and not answers.YES_OR_NO.match(fragment):
             # "Are you shopping for a replacement?" → "rice did nothing": not an answer.
             out.append((fragment, found))
+            continue
+        if frame.wh is not None and frame.value(fragment) is None:
+            out.append((fragment, found))  # "Any allergies?" → "nope": nothing to keep
             continue
         if not isinstance(found, Result):
             # What no family reads stays as said: the sentence the answer completes, or

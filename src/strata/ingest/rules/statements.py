@@ -30,6 +30,9 @@ think thought know knew want wanted like love one way time now then there here w
 how when where why if up out over again always ever sure pretty quite kind sort bit
 """.split())
 MIN_CONTENT_WORDS = 2
+# "We got a puppy", "I got a promotion": something gained names itself in one word.
+_GAINED = re.compile(r"\b(?:got|adopted|bought|rescued|won|welcomed|landed)\s+(?:a|an|our|my)\s+"
+                     r"(?:new\s+)?(?P<noun>[a-z]{3,})\W*$", re.I)
 CONFIDENCE = 0.6
 
 
@@ -56,7 +59,10 @@ def statement(body: str) -> Found | None:
     """A plain statement about the speaker, or None when it is too short to stand alone."""
     text = restore_subject(body)
     words = re.findall(r"[a-z']+", text.lower())
-    if len(words) < MIN_WORDS or sum(w not in _LIGHT for w in words) < MIN_CONTENT_WORDS:
+    content = sum(w not in _LIGHT for w in words)
+    gained = _GAINED.search(text)
+    enough = 1 if gained and gained["noun"].lower() not in _LIGHT else MIN_CONTENT_WORDS
+    if len(words) < MIN_WORDS or content < enough:
         return None
     kind = "event" if guess_tense(text) == "past" else "fact"
     return Found(third_person(text), kind, confidence=CONFIDENCE)
