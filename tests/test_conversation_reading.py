@@ -465,3 +465,30 @@ def test_a_list_of_what_happened_is_one_memory_an_item(client, tenant, a, b, c, 
     # Control: a list of things is one statement, kept whole.
     stored = _talk(client, h, _path(), ("user", f"I collect stamps from {a}, {b}, and {c}"))
     assert any(all(_word(m, v) for v in (a, b, c)) for m in stored), stored
+
+
+@given(what=st.sampled_from(["{n}", "my son {n}", "our daughter {N}", "the kids' {n} class"]),
+       how=st.sampled_from(["", "back ", "across town "]), name=NAME, place=NAME,
+       where=st.sampled_from(["{P} Academy", "{P} Montessori", "{P} Primary"]))
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_moving_someone_somewhere_is_not_where_the_user_lives(client, tenant, what, how, name,
+                                                                place, where):
+    """"we moved Amara to Hillside Academy": something moved, not the user; "she" after it is
+    not the place. Control: "we moved <how> to <place>" is where the user lives now."""
+    h = tenant.headers
+    where = where.format(P=place.capitalize())
+    moved = what.format(n=name, N=name.capitalize())
+    path = _path()
+    _talk(client, h, path, ("user", f"we moved {moved} to {where} after the holidays. "
+                                    "she cried the first day"))
+    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
+    items = r.json()["items"]
+    assert not [m for m in items if m["slot"] == "user.location"], items
+    assert not [m for m in items if re.match(rf"{re.escape(where)} cried", m["content"])], items
+
+    path = _path()
+    _talk(client, h, path, ("user", f"we moved {how}to {place.capitalize()} last month"))
+    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
+    assert any(m["slot"] == "user.location" and _word(m["content"], place)
+               for m in r.json()["items"]), r.json()

@@ -371,6 +371,16 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
     return out
 
 
+# How someone moved, between "moved" and "to": "moved back to", "moved across the bay to",
+# "moved the whole family out to". Anything else is what was moved ("we moved Amara to a new
+# school", "moved my dentist appointment to May"), not where someone lives now.
+_MOVED_HOW = (r"(?:(?:back|out|over|down|up|across|away|all|the|way|here|there|finally|just|"
+              r"recently|permanently|eventually|again|our|my|whole|family|kids|us|everyone|"
+              r"cross-country|country|bay|city|town|street|road|block|river|pond|border|world|"
+              r"state|coast|north|south|east|west|upstate|"
+              r"overseas|abroad|home)\s+){0,4}?")
+
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # where someone lives
     (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?in\s+",
@@ -383,7 +393,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, _BE, r"(?:a|an)\s+", _PLACE, r"\s+(?:resident|local)\b", _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:has\s+|have\s+)?", _ADV,
-        r"(?:moved|relocated)\s+(?:(?!on\b|in\s+with\b|over\s+from\b)\w+\s+){0,4}?to\s+",
+        r"(?:moved|relocated)\s+", _MOVED_HOW, r"to\s+",
         _PLACE, _REST), attribute("location", _text(), change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"(?:closed\s+on|bought|purchased|moved\s+into|",
         r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+(?:a|an|the|our|my|his|her|their)\s+",

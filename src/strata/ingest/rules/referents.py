@@ -48,9 +48,18 @@ def _last_thing(text: str) -> str | None:
     return max(found)[1] if found else None
 
 
+# Before a name, words that make it a place or an organisation ("at Mercy", "moved her to
+# Hillside Academy"), which "he" or "she" does not stand for.
+_PLACE_BEFORE = re.compile(r"\b(?:at|in|into|near|from|on|of|to)\s+$", re.I)
+
+
 def _last_person(text: str) -> str | None:
     found: list[tuple[int, str]] = []
     for m in _NAME.finditer(text):
+        place = _PLACE_BEFORE.search(text, 0, m.start())
+        if place is not None and (place.group().split()[0].casefold() != "to"
+                                  or " " in m.group()):
+            continue  # "to Dana" may be a person; "to Hillside Academy" is a place
         if m.group().split()[0] not in _NOT_NAMES:
             found.append((m.start(), m.group()))
     for m in _THINGS.finditer(text):
