@@ -32,9 +32,10 @@ from strata.write.values import normalize_value
 # Dana"); a name alone; or the speaker.
 _KIN_MOD = r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|middle|new)\s+)?"
 _NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
+_KIN_NAMES = r"mom|mum|dad|grandma|grandpa|granny|nana|gramps"  # a relation said as a name
 _WHO = (
     rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
-    rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>mom|mum|dad|grandma|grandpa|granny|nana|gramps)"
+    rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>{_KIN_NAMES})"
     rf"|(?P<me>i|we|me\s+and\s+(?:my|our)\s+\w+(?:\s+\w+){{0,2}}?"
     rf"|(?:my|our)\s+\w+(?:\s+\w+){{0,2}}?\s+and\s+i|{_NAME_WORD}\s+and\s+i))"
 )
@@ -170,6 +171,31 @@ def _at_now(m: re.Match[str], clause: str) -> Found | str | None:
     return attribute(name, _text(words=4), change=True, plain=False)(m, clause)
 
 
+# What a field's training or credential makes someone: "finished nursing school", "passed
+# the bar". A role's own name ("his PA program", "got her RN") needs no entry.
+_FIELD_ROLE = {
+    "nursing": "nurse", "law": "lawyer", "bar": "lawyer", "med": "doctor", "medical": "doctor",
+    "dental": "dentist", "pharmacy": "pharmacist", "culinary": "chef", "teaching": "teacher",
+    "police": "police officer", "vet": "veterinarian", "veterinary": "veterinarian",
+    "cosmetology": "hairstylist", "flight": "pilot", "pilot's": "pilot", "nclex": "nurse",
+    "real estate": "realtor", "cdl": "truck driver", "paramedic": "paramedic",
+}
+_NOT_WORK = frozenset({"phd", "student", "intern", "postdoc"})  # a degree, not a job
+
+
+def _trained(m: re.Match[str], field: str | None = None) -> tuple[str, str] | None:
+    """The role a finished training or an earned credential makes someone."""
+    field = squash(field or m["v"])
+    role = _FIELD_ROLE.get(field.lower()) or (field if is_role(field) else None)
+    if role is None or role.lower() in _NOT_WORK:
+        return None
+    return normalize_value(role), role
+
+
+def _credential(m: re.Match[str]) -> tuple[str, str] | None:
+    return _trained(m, m["v"] or m["v2"] or m["v3"])
+
+
 def _fixed(value: str) -> Value:
     return lambda m: (value, value)
 
@@ -232,6 +258,20 @@ def _living_in(m: re.Match[str], s: Subject) -> list[Found]:
         return []
     return [Found(state_of(s, "location", more["v"]), "fact", attribute_key(s.who, "location"),
                   value, 0.75)]
+
+
+def _age_and_home(m: re.Match[str], clause: str) -> Found | None:
+    """"my grandpa's 88, still living alone out in Tucson, and ...": his age, and where he
+    lives as its own fact, said once -- the age keeps the rest of the clause but not the
+    home, so a later move leaves no copy of the old one behind."""
+    rest = m["rest"] or ""
+    home = _LIVING_IN.search(rest)
+    if home is not None:
+        start = rest.rfind(",", 0, home.start())
+        end = rest.find(",", home.end())
+        rest = rest[:max(start, 0)] + (rest[end:] if end >= 0 else "")
+    told = clause[:m.start("rest")] + rest
+    return attribute("age", _age, plain=False, also=_living_in)(m, told)
 
 
 def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
@@ -400,9 +440,13 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # "my friend Hiro (lives in Yokohama) is meeting us"
     (rx(_LEAD, r"\s*\((?:who\s+|he\s+|she\s+|they\s+)?(?:lives|is|'s)\s+(?:based\s+)?in\s+",
         _PLACE, r"\)(?P<rest>.*)$"), attribute("location", _text(), plain=False)),
-    # "our place in Denver gets no sun": where the user lives, said in passing
-    (rx(r"^(?P<me>my|our)\s+(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+)?",
-        r"(?:place|apartment|flat|house|condo|home|townhouse)\s+",
+    # "our place in Denver gets no sun", "grandpa's room at Rosa's place in Phoenix is all set
+    # up": where someone lives, said in passing -- their home, or their room in another's
+    (rx(r"^(?:(?P<who>(?:my|our)\s+", _KIN_MOD, rf"(?P<rel>{_KIN})(?:\s+(?P<named>",
+        _NAME_WORD, r"))?|(?P<bare>", _NAME_WORD, r")|(?P<kinword>", _KIN_NAMES, r"))'s|",
+        r"(?P<me>my|our))\s+(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+)?",
+        r"(?:place|apartment|flat|house|condo|home|townhouse|room|bedroom)\s+",
+        r"(?:(?:at|in)\s+(?:\w+\s+){0,2}?[\w-]+'s\s+(?:\w+\s+)?", _HOME, r"\s+)?",
         r"in\s+", _PLACE, r"(?P<rest>\s+(?:is|has|gets|needs|was|does|feels|looks)\b.*)$"),
      attribute("location", _text(), plain=False, confidence=0.75)),
 
@@ -455,6 +499,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:a\s+)?(?:new\s+)?(?:role|position|job)\s+as|(?:working\s+)?as)\s+",
         r"(?:(?:a|an|the)\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
+    # a role reached through its training or credential: "Tom graduated from his PA
+    # program", "she finished nursing school", "passed the bar", "got her RN"
+    (rx(_LEAD, r"\s+", _ADV, r"(?:graduated|finished|completed)\s+(?:from\s+)?",
+        r"(?:(?:his|her|their|my|our|the)\s+)?(?P<v>[\w'-]+(?:\s+[\w'-]+)?)\s+",
+        r"(?:program|programme|school|academy|training|residency|bootcamp|apprenticeship)\b",
+        _REST), attribute("occupation", _trained, change=True, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:passed|got|earned|received)\s+(?:(?:his|her|their|my|our)\s+",
+        r"(?:(?P<v>(?-i:[A-Z]{2,4}))\b|(?P<v2>[\w'-]+(?:\s+[\w'-]+)?)\s+(?:license|licence|",
+        r"certification|boards|exam))|the\s+(?P<v3>bar)\b)", _REST),
+     attribute("occupation", _credential, change=True, plain=False)),
     (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
      attribute("occupation", _fixed("teacher"))),
     (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),
@@ -501,7 +555,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # how old someone is
     (rx(_LEAD, _BE, r"(?P<n>", NUMBER, r")(?:\s+years?\s+old|\s*y/?o|\s+yrs?\s+old)?",
         r"(?:\s+(?:now|today|already))?(?P<rest>(?:\s*(?:,|\(|and\b|&|but\b|so\b|now\b|!).*)?)$"),
-     attribute("age", _age, plain=False, also=_living_in)),
+     _age_and_home),
     (rx(_LEAD, r"\s+", _ADV, r"turned\s+(?P<n>", NUMBER, r")\b", _REST),
      attribute("age", _age, change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:blew\s+out|had|got)\s+(?P<n>", NUMBER, r")\s+",
@@ -694,7 +748,8 @@ joined first badge desk team onboarding job position role offer gig hired where 
 been promoted bumped upgraded made became become teach teaches retired retirement go goes
 attend attends attending enrolled school college university class classroom grade transferred
 switched changed major majoring title turned candles birthday years year yrs yr yo y/o engaged
-married divorced separated hitched wedding manager boss supervisor lead wife husband partner
+married divorced separated hitched wedding graduated finished completed passed earned
+received manager boss supervisor lead wife husband partner
 girlfriend boyfriend fiance fiancee fiancé fiancée spouse report reporting took landed accepted
 got now still workplace employer
 """.split()))

@@ -48,15 +48,40 @@ def _last_thing(text: str) -> str | None:
     return max(found)[1] if found else None
 
 
-def _last_person(text: str) -> str | None:
+# A relation word said as a name: "Dad's retirement party", "grandpa's room".
+_KIN_NAME = re.compile(r"\b(?<!\bmy\s)(?<!\bour\s)(?<!\bthe\s)(?<!\bhis\s)(?<!\bher\s)"
+                       r"(?:dad|mom|mum|grandpa|grandma|granny|nana|gramps|papa|mama)\b", re.I)
+# A capitalised word where a place goes: "in Phoenix", "near Boise" (but "at Rosa's place").
+_PLACE_BEFORE = re.compile(r"\b(?:in|at|near|into|outside|around|across|throughout)\s+$", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _people(sentence: str) -> list[tuple[int, str]]:
+    """Who ``sentence`` names, where: a capitalised name not in a place's position, a
+    relation said as a name, or one the user calls theirs ("my sister")."""
     found: list[tuple[int, str]] = []
-    for m in _NAME.finditer(text):
-        if m.group().split()[0] not in _NOT_NAMES:
+    for m in _NAME.finditer(sentence):
+        place = _PLACE_BEFORE.search(sentence[:m.start()]) and not sentence.startswith(
+            "'s", m.end())
+        if m.group().split()[0] not in _NOT_NAMES and not place:
             found.append((m.start(), m.group()))
-    for m in _THINGS.finditer(text):
+    for m in _KIN_NAME.finditer(sentence):
+        found.append((m.start(), m.group()))
+    for m in _THINGS.finditer(sentence):
         if m["noun"].casefold() in RELATIONS:
             found.append((m.start(), f"the user's {m['noun']}"))
-    return max(found)[1] if found else None
+    return sorted(found)
+
+
+def _last_person(text: str) -> str | None:
+    """The person "he" or "she" stands for: of the last sentence that names anyone, the one
+    named first, as the subject is named first and a pronoun most often continues it
+    ("grandpa's room at Rosa's place is set up. he's grumbling": grandpa)."""
+    for sentence in reversed(_SENTENCE_END.split(text)):
+        found = _people(sentence)
+        if found:
+            return found[0][1]
+    return None
 
 
 def opens_with_pronoun(text: str) -> bool:
@@ -64,7 +89,7 @@ def opens_with_pronoun(text: str) -> bool:
     return _OPENING.match(text) is not None
 
 
-_SUBJECT = re.compile(r"^(?P<pronoun>he|she)(?P<be>'s)?\s+(?=[a-z])", re.I)
+_SUBJECT = re.compile(r"^(?P<pronoun>he|she)(?P<be>'s)?\s+(?=[a-z0-9])", re.I)
 
 
 def person_subject(clause: str, before: str) -> str | None:
