@@ -1,8 +1,9 @@
 """An attribute of anyone: where someone lives, works, studies, what they do, how old they
-are, whether they are engaged or married, their manager, and the phone, car or laptop they
-have -- of the user or of a person in their life, named ("my sister Dana", "Dana") or by
-relation ("my dad", "Dad"), said plainly or told through an event that implies it ("we
-closed on a house in Austin", "Noor blew out seven candles", "got bumped up to sous chef").
+are, whether they are engaged or married, expecting a baby or had it, their manager, and the
+phone, car or laptop they have -- of the user or of a person in their life, named ("my
+sister Dana", "Dana") or by relation ("my dad", "Dad"), said plainly or told through an
+event that implies it ("we closed on a house in Austin", "Noor blew out seven candles", "got
+bumped up to sous chef", "finished nursing school", "her little one arrived").
 
 The key comes from the statement's shape, not from a list of people:
 ``user.<attribute>`` or ``person.<who>.<attribute>`` (``strata.write.slots.attribute_key``),
@@ -33,6 +34,8 @@ from strata.write.values import normalize_value
 _KIN_MOD = r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|middle|new)\s+)?"
 _NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
 _KIN_NAMES = r"mom|mum|dad|grandma|grandpa|granny|nana|gramps"  # a relation said as a name
+_SOMEONE = (rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
+            rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>{_KIN_NAMES}))")  # anyone but the user
 _WHO = (
     rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
     rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>{_KIN_NAMES})"
@@ -164,15 +167,24 @@ def _school(m: re.Match[str]) -> tuple[str, str] | None:
     return _text()(m)
 
 
-def _at_now(m: re.Match[str], clause: str) -> Found | str | None:
-    """"Zoe is at NYU now": a school for a school's name or a child, else an employer."""
-    school = _SCHOOL.search(m["v"]) or _CHILD.match((m.groupdict().get("rel") or "").lower())
-    name = "school" if school else "employer"
-    return attribute(name, _text(words=4), change=True, plain=False)(m, clause)
+def _school_or_work(also: Also | None = None) -> Handler:
+    """"Zoe is at NYU now", "Leo's first week at Hillcrest Middle": a school for a school's
+    name or a child, else an employer -- and always an employer when a role is said ("first
+    week as vice principal at Westbrook")."""
+
+    def handle(m: re.Match[str], clause: str) -> Found | str | None:
+        g = m.groupdict()
+        school = not g.get("role") and (
+            _SCHOOL.search(m["v"]) or _CHILD.match((g.get("rel") or "").lower()))
+        name = "school" if school else "employer"
+        return attribute(name, _text(words=4), change=True, plain=False,
+                         also=None if school else also)(m, clause)
+
+    return handle
 
 
 # What a field's training or credential makes someone: "finished nursing school", "passed
-# the bar". A role's own name ("his PA program", "got her RN") needs no entry.
+# the bar". A role's own name ("his NP program", "got her RN") needs no entry.
 _FIELD_ROLE = {
     "nursing": "nurse", "law": "lawyer", "bar": "lawyer", "med": "doctor", "medical": "doctor",
     "dental": "dentist", "pharmacy": "pharmacist", "culinary": "chef", "teaching": "teacher",
@@ -272,6 +284,21 @@ def _age_and_home(m: re.Match[str], clause: str) -> Found | None:
         rest = rest[:max(start, 0)] + (rest[end:] if end >= 0 else "")
     told = clause[:m.start("rest")] + rest
     return attribute("age", _age, plain=False, also=_living_in)(m, told)
+
+
+_WITH_PARTNER = rf"(?:\s*(?:&|and)\s+(?:(?:his|her|their)\s+\w+|{_NAME_WORD}))?"
+_BABY_NAMED = re.compile(rf"(?:\bnamed|\bcalled|,)\s+(?P<v>{_NAME_WORD})\b")
+
+
+def _baby_named(m: re.Match[str], s: Subject) -> list[Found]:
+    """"welcomed a baby girl, Ruby", "had their baby, a girl named Ivy": the baby's name,
+    its own fact."""
+    named = _BABY_NAMED.search(m.groupdict().get("rest") or "")
+    value = normalize_value(named["v"]) if named and named["v"].lower() not in _NOT_NAMES else None
+    if not value:
+        return []
+    return [Found(state_of(s, "baby", named["v"]), "fact",
+                  attribute_key(s.who, "baby"), value, 0.8)]
 
 
 def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
@@ -413,9 +440,11 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
 
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # where someone lives
-    (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?in\s+",
+    (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?",
+        r"(?:with\s+(?:\w+\s+){1,3}?)?in\s+",
         _PLACE, _REST), attribute("location", _text())),
-    (rx(_LEAD, _BE, r"(?:living|based|located|settled)\s+(?:out\s+|over\s+)?in\s+", _PLACE,
+    (rx(_LEAD, _BE, r"(?:living|based|located|settled)\s+(?:out\s+|over\s+)?",
+        r"(?:with\s+(?:\w+\s+){1,3}?)?in\s+", _PLACE,
         _REST), attribute("location", _text())),
     (rx(_LEAD, _BE, r"(?:in|out\s+in)\s+", _PLACE, r"(?P<rest>(?:\s*,.*|\s+(?:now|these\s+days|",
         r"since\s+.+))?)$"), attribute("location", _text(), plain=False, confidence=0.75,
@@ -430,8 +459,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME,
         r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
-    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"moved\s+in\s+with\s+(?:\w+\s+){1,4}?in\s+", _PLACE,
-        _REST), attribute("location", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"moved\s+(?:back\s+)?in\s+with\s+(?:\w+\s+){1,4}?in\s+",
+        _PLACE, _REST), attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"signed\s+(?:a|the)\s+lease\s+in\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, _BE, r"(?:renting|subletting|subleting|leasing)\s+(?:a|an)\s+(?:\w+\s+){0,2}?",
@@ -440,7 +469,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # "my friend Hiro (lives in Yokohama) is meeting us"
     (rx(_LEAD, r"\s*\((?:who\s+|he\s+|she\s+|they\s+)?(?:lives|is|'s)\s+(?:based\s+)?in\s+",
         _PLACE, r"\)(?P<rest>.*)$"), attribute("location", _text(), plain=False)),
-    # "our place in Denver gets no sun", "grandpa's room at Rosa's place in Phoenix is all set
+    # "our place in Denver gets no sun", "grandma's room at Lou's place in Reno is all set
     # up": where someone lives, said in passing -- their home, or their room in another's
     (rx(r"^(?:(?P<who>(?:my|our)\s+", _KIN_MOD, rf"(?P<rel>{_KIN})(?:\s+(?P<named>",
         _NAME_WORD, r"))?|(?P<bare>", _NAME_WORD, r")|(?P<kinword>", _KIN_NAMES, r"))'s|",
@@ -469,14 +498,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:was|got|has\s+been|have\s+been)\s+hired\s+(?:at|by)\s+", _ORG,
         _REST), attribute("employer", _text(words=4), change=True, plain=False)),
     (rx(_LEAD, _BE, r"at\s+", _ORG, r"(?P<rest>\s+(?:now|these\s+days)\b.*)$"),
-     _at_now),
+     _school_or_work()),
     # "Figma is where I work (now)"
     (rx(r"^", _ORG, r"\s+is\s+where\s+", _WHO, r"\s+(?:works?|(?:am|is|are)\s+working)\b",
         r"(?P<rest>.*)$"), attribute("employer", _text(words=4))),
-    # "Hannah survived her first week as vice principal at Westbrook"
-    (rx(_LEAD, r"\s+(?:\w+\s+){0,2}?(?:her|his|my|their|our)\s+first\s+(?:week|day|month|shift)",
+    # "Hannah survived her first week as vice principal at Westbrook", "Leo's first day at
+    # Hillcrest Middle"
+    (rx(_LEAD, r"(?:\s+(?:\w+\s+){0,2}?(?:her|his|my|their|our)\s+|'s\s+)first\s+",
+        r"(?:week|day|month|shift|semester|term)",
         r"(?:\s+as\s+(?:a\s+|an\s+|the\s+)?(?P<role>[\w -]+?))?\s+at\s+", _ORG, _REST),
-     attribute("employer", _text(words=4), change=True, plain=False, also=_role_too)),
+     _school_or_work(also=_role_too)),
     (rx(r"^(?P<me>my|our)\s+(?:new\s+)?(?:badge|badge\s+photo|work\s+badge|desk|team|onboarding)",
         r"\s+at\s+", _ORG, _REST), attribute("employer", _text(words=4), plain=False,
                                              confidence=0.75)),
@@ -563,6 +594,10 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:had|celebrated|turned)\s+(?:his|her|their|my|our)\s+",
         r"(?P<n>\d{1,3})(?:st|nd|rd|th)\s+birthday\b", _REST),
      attribute("age", _age, change=True, plain=False)),
+    # "it was Leo's 11th birthday yesterday", "Leo's 11th birthday party is saturday"
+    (rx(r"^(?:.*?\s)?", _SOMEONE, r"'s\s+(?P<n>\d{1,3})",
+        r"(?:st|nd|rd|th)\s+birthday\b", _REST),
+     attribute("age", _age, change=True, plain=False)),
     (rx(r"^(?:my|our)\s+(?P<n>", NUMBER, r")[\s-]*(?:years?|yrs?|y/?o)(?:[\s-]+old)?\s+",
         rf"(?P<who>{_KIN_MOD}(?P<rel>{_KIN})?\s*(?P<named>{_NAME_WORD})?)(?P<rest>\s.*)$"),
      attribute("age", _age, plain=False)),
@@ -570,6 +605,21 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r")\s*(?:y/?o|years?\s+old|yrs?)?\b[^)]*\)(?P<rest>.*)$"),
      attribute("age", _age, plain=False)),
 
+    # expecting a baby, and its birth, which ends that: "Kim is pregnant with her first",
+    # "Kim had the baby", "Kim's little one showed up two weeks early"
+    (rx(_LEAD, _BE, r"(?:\w+\s+)?(?:pregnant|expecting(?=\s+(?:a|her|his|their|our|my)\s+",
+        r"(?:baby|first|second|third|child|kid|twins|little)\b))", _REST),
+     attribute("pregnancy", _fixed("pregnant"))),
+    (rx(_LEAD, _WITH_PARTNER, r"\s+", _ADV, r"(?:(?:had|delivered|welcomed)\s+",
+        r"(?:(?:the|a|her|his|their|our|my)\s+(?:(?:new|little|baby|healthy|beautiful|tiny)\s+)*",
+        r"(?:baby|babies|twins|boy|girl|son|daughter|little\s+one)|twins|triplets)|",
+        r"gave\s+birth)\b", _REST),
+     attribute("pregnancy", _fixed("had the baby"), change=True, also=_baby_named)),
+    (rx(_LEAD, r"'s\s+(?:new\s+)?(?:baby(?:\s+(?:boy|girl))?|little\s+(?:guy|girl|boy|one|man|",
+        r"lady|dude)|newborn|twins)\s+(?:\w+\s+)?(?:showed\s+up|arrived|came|is\s+here|are\s+",
+        r"here|was\s+born|were\s+born|made\s+(?:his|her|their)\s+(?:arrival|debut))\b", _REST),
+     attribute("pregnancy", _fixed("had the baby"), change=True, plain=False,
+               also=_baby_named)),
     # engaged, married, divorced
     (rx(_LEAD, rf"(?:\s*(?:&|and)\s+{_NAME_WORD})?",
         r"\s+(?:\w+\s+)?(?:got|is|are|am|'s|just\s+got|finally\s+got|has\s+gotten|",
@@ -748,7 +798,8 @@ joined first badge desk team onboarding job position role offer gig hired where 
 been promoted bumped upgraded made became become teach teaches retired retirement go goes
 attend attends attending enrolled school college university class classroom grade transferred
 switched changed major majoring title turned candles birthday years year yrs yr yo y/o engaged
-married divorced separated hitched wedding graduated finished completed passed earned
+married divorced separated hitched wedding pregnant expecting baby birth had delivered
+welcomed graduated finished completed passed earned
 received manager boss supervisor lead wife husband partner
 girlfriend boyfriend fiance fiancee fiancé fiancée spouse report reporting took landed accepted
 got now still workplace employer
