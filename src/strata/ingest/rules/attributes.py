@@ -1,8 +1,9 @@
 """An attribute of anyone: where someone lives, works, studies, what they do, how old they
-are, whether they are engaged or married, their manager, and the phone, car or laptop they
-have -- of the user or of a person in their life, named ("my sister Dana", "Dana") or by
-relation ("my dad", "Dad"), said plainly or told through an event that implies it ("we
-closed on a house in Austin", "Noor blew out seven candles", "got bumped up to sous chef").
+are, whether they are engaged or married, expecting a baby or had it, their manager, and the
+phone, car or laptop they have -- of the user or of a person in their life, named ("my
+sister Dana", "Dana") or by relation ("my dad", "Dad"), said plainly or told through an
+event that implies it ("we closed on a house in Austin", "Noor blew out seven candles", "got
+bumped up to sous chef", "finished nursing school", "her little one arrived").
 
 The key comes from the statement's shape, not from a list of people:
 ``user.<attribute>`` or ``person.<who>.<attribute>`` (``strata.write.slots.attribute_key``),
@@ -32,9 +33,12 @@ from strata.write.values import normalize_value
 # Dana"); a name alone; or the speaker.
 _KIN_MOD = r"(?:(?:older|younger|little|big|baby|twin|oldest|youngest|eldest|middle|new)\s+)?"
 _NAME_WORD = r"(?-i:[A-Z][a-z][\w'-]*)"
+_KIN_NAMES = r"mom|mum|dad|grandma|grandpa|granny|nana|gramps"  # a relation said as a name
+_SOMEONE = (rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
+            rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>{_KIN_NAMES}))")  # anyone but the user
 _WHO = (
     rf"(?P<who>(?:my|our)\s+{_KIN_MOD}(?P<rel>{_KIN})(?:\s+(?P<named>{_NAME_WORD}))?"
-    rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>mom|mum|dad|grandma|grandpa|granny|nana|gramps)"
+    rf"|(?P<bare>{_NAME_WORD})|(?P<kinword>{_KIN_NAMES})"
     rf"|(?P<me>i|we|me\s+and\s+(?:my|our)\s+\w+(?:\s+\w+){{0,2}}?"
     rf"|(?:my|our)\s+\w+(?:\s+\w+){{0,2}}?\s+and\s+i|{_NAME_WORD}\s+and\s+i))"
 )
@@ -163,11 +167,45 @@ def _school(m: re.Match[str]) -> tuple[str, str] | None:
     return _text()(m)
 
 
-def _at_now(m: re.Match[str], clause: str) -> Found | str | None:
-    """"Zoe is at NYU now": a school for a school's name or a child, else an employer."""
-    school = _SCHOOL.search(m["v"]) or _CHILD.match((m.groupdict().get("rel") or "").lower())
-    name = "school" if school else "employer"
-    return attribute(name, _text(words=4), change=True, plain=False)(m, clause)
+def _school_or_work(also: Also | None = None) -> Handler:
+    """"Zoe is at NYU now", "Leo's first week at Hillcrest Middle": a school for a school's
+    name or a child, else an employer -- and always an employer when a role is said ("first
+    week as vice principal at Westbrook")."""
+
+    def handle(m: re.Match[str], clause: str) -> Found | str | None:
+        g = m.groupdict()
+        school = not g.get("role") and (
+            _SCHOOL.search(m["v"]) or _CHILD.match((g.get("rel") or "").lower()))
+        name = "school" if school else "employer"
+        return attribute(name, _text(words=4), change=True, plain=False,
+                         also=None if school else also)(m, clause)
+
+    return handle
+
+
+# What a field's training or credential makes someone: "finished nursing school", "passed
+# the bar". A role's own name ("his NP program", "got her RN") needs no entry.
+_FIELD_ROLE = {
+    "nursing": "nurse", "law": "lawyer", "bar": "lawyer", "med": "doctor", "medical": "doctor",
+    "dental": "dentist", "pharmacy": "pharmacist", "culinary": "chef", "teaching": "teacher",
+    "police": "police officer", "vet": "veterinarian", "veterinary": "veterinarian",
+    "cosmetology": "hairstylist", "flight": "pilot", "pilot's": "pilot", "nclex": "nurse",
+    "real estate": "realtor", "cdl": "truck driver", "paramedic": "paramedic",
+}
+_NOT_WORK = frozenset({"phd", "student", "intern", "postdoc"})  # a degree, not a job
+
+
+def _trained(m: re.Match[str], field: str | None = None) -> tuple[str, str] | None:
+    """The role a finished training or an earned credential makes someone."""
+    field = squash(field or m["v"])
+    role = _FIELD_ROLE.get(field.lower()) or (field if is_role(field) else None)
+    if role is None or role.lower() in _NOT_WORK:
+        return None
+    return normalize_value(role), role
+
+
+def _credential(m: re.Match[str]) -> tuple[str, str] | None:
+    return _trained(m, m["v"] or m["v2"] or m["v3"])
 
 
 def _fixed(value: str) -> Value:
@@ -232,6 +270,35 @@ def _living_in(m: re.Match[str], s: Subject) -> list[Found]:
         return []
     return [Found(state_of(s, "location", more["v"]), "fact", attribute_key(s.who, "location"),
                   value, 0.75)]
+
+
+def _age_and_home(m: re.Match[str], clause: str) -> Found | None:
+    """"my grandpa's 88, still living alone out in Tucson, and ...": his age, and where he
+    lives as its own fact, said once -- the age keeps the rest of the clause but not the
+    home, so a later move leaves no copy of the old one behind."""
+    rest = m["rest"] or ""
+    home = _LIVING_IN.search(rest)
+    if home is not None:
+        start = rest.rfind(",", 0, home.start())
+        end = rest.find(",", home.end())
+        rest = rest[:max(start, 0)] + (rest[end:] if end >= 0 else "")
+    told = clause[:m.start("rest")] + rest
+    return attribute("age", _age, plain=False, also=_living_in)(m, told)
+
+
+_WITH_PARTNER = rf"(?:\s*(?:&|and)\s+(?:(?:his|her|their)\s+\w+|{_NAME_WORD}))?"
+_BABY_NAMED = re.compile(rf"(?:\bnamed|\bcalled|,)\s+(?P<v>{_NAME_WORD})\b")
+
+
+def _baby_named(m: re.Match[str], s: Subject) -> list[Found]:
+    """"welcomed a baby girl, Ruby", "had their baby, a girl named Ivy": the baby's name,
+    its own fact."""
+    named = _BABY_NAMED.search(m.groupdict().get("rest") or "")
+    value = normalize_value(named["v"]) if named and named["v"].lower() not in _NOT_NAMES else None
+    if not value:
+        return []
+    return [Found(state_of(s, "baby", named["v"]), "fact",
+                  attribute_key(s.who, "baby"), value, 0.8)]
 
 
 def _employer_after(m: re.Match[str], s: Subject) -> list[Found]:
@@ -383,9 +450,11 @@ _MOVED_HOW = (r"(?:(?:back|out|over|down|up|across|away|all|the|way|here|there|f
 
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # where someone lives
-    (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?in\s+",
+    (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?",
+        r"(?:with\s+(?:\w+\s+){1,3}?)?in\s+",
         _PLACE, _REST), attribute("location", _text())),
-    (rx(_LEAD, _BE, r"(?:living|based|located|settled)\s+(?:out\s+|over\s+)?in\s+", _PLACE,
+    (rx(_LEAD, _BE, r"(?:living|based|located|settled)\s+(?:out\s+|over\s+)?",
+        r"(?:with\s+(?:\w+\s+){1,3}?)?in\s+", _PLACE,
         _REST), attribute("location", _text())),
     (rx(_LEAD, _BE, r"(?:in|out\s+in)\s+", _PLACE, r"(?P<rest>(?:\s*,.*|\s+(?:now|these\s+days|",
         r"since\s+.+))?)$"), attribute("location", _text(), plain=False, confidence=0.75,
@@ -400,8 +469,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME,
         r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
-    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"moved\s+in\s+with\s+(?:\w+\s+){1,4}?in\s+", _PLACE,
-        _REST), attribute("location", _text(), change=True, plain=False)),
+    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"moved\s+(?:back\s+)?in\s+with\s+(?:\w+\s+){1,4}?in\s+",
+        _PLACE, _REST), attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"signed\s+(?:a|the)\s+lease\s+in\s+", _PLACE, _REST),
      attribute("location", _text(), change=True, plain=False)),
     (rx(_LEAD, _BE, r"(?:renting|subletting|subleting|leasing)\s+(?:a|an)\s+(?:\w+\s+){0,2}?",
@@ -410,9 +479,13 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # "my friend Hiro (lives in Yokohama) is meeting us"
     (rx(_LEAD, r"\s*\((?:who\s+|he\s+|she\s+|they\s+)?(?:lives|is|'s)\s+(?:based\s+)?in\s+",
         _PLACE, r"\)(?P<rest>.*)$"), attribute("location", _text(), plain=False)),
-    # "our place in Denver gets no sun": where the user lives, said in passing
-    (rx(r"^(?P<me>my|our)\s+(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+)?",
-        r"(?:place|apartment|flat|house|condo|home|townhouse)\s+",
+    # "our place in Denver gets no sun", "grandma's room at Lou's place in Reno is all set
+    # up": where someone lives, said in passing -- their home, or their room in another's
+    (rx(r"^(?:(?P<who>(?:my|our)\s+", _KIN_MOD, rf"(?P<rel>{_KIN})(?:\s+(?P<named>",
+        _NAME_WORD, r"))?|(?P<bare>", _NAME_WORD, r")|(?P<kinword>", _KIN_NAMES, r"))'s|",
+        r"(?P<me>my|our))\s+(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+)?",
+        r"(?:place|apartment|flat|house|condo|home|townhouse|room|bedroom)\s+",
+        r"(?:(?:at|in)\s+(?:\w+\s+){0,2}?[\w-]+'s\s+(?:\w+\s+)?", _HOME, r"\s+)?",
         r"in\s+", _PLACE, r"(?P<rest>\s+(?:is|has|gets|needs|was|does|feels|looks)\b.*)$"),
      attribute("location", _text(), plain=False, confidence=0.75)),
 
@@ -435,14 +508,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+", _ADV, r"(?:was|got|has\s+been|have\s+been)\s+hired\s+(?:at|by)\s+", _ORG,
         _REST), attribute("employer", _text(words=4), change=True, plain=False)),
     (rx(_LEAD, _BE, r"at\s+", _ORG, r"(?P<rest>\s+(?:now|these\s+days)\b.*)$"),
-     _at_now),
+     _school_or_work()),
     # "Figma is where I work (now)"
     (rx(r"^", _ORG, r"\s+is\s+where\s+", _WHO, r"\s+(?:works?|(?:am|is|are)\s+working)\b",
         r"(?P<rest>.*)$"), attribute("employer", _text(words=4))),
-    # "Hannah survived her first week as vice principal at Westbrook"
-    (rx(_LEAD, r"\s+(?:\w+\s+){0,2}?(?:her|his|my|their|our)\s+first\s+(?:week|day|month|shift)",
+    # "Hannah survived her first week as vice principal at Westbrook", "Leo's first day at
+    # Hillcrest Middle"
+    (rx(_LEAD, r"(?:\s+(?:\w+\s+){0,2}?(?:her|his|my|their|our)\s+|'s\s+)first\s+",
+        r"(?:week|day|month|shift|semester|term)",
         r"(?:\s+as\s+(?:a\s+|an\s+|the\s+)?(?P<role>[\w -]+?))?\s+at\s+", _ORG, _REST),
-     attribute("employer", _text(words=4), change=True, plain=False, also=_role_too)),
+     _school_or_work(also=_role_too)),
     (rx(r"^(?P<me>my|our)\s+(?:new\s+)?(?:badge|badge\s+photo|work\s+badge|desk|team|onboarding)",
         r"\s+at\s+", _ORG, _REST), attribute("employer", _text(words=4), plain=False,
                                              confidence=0.75)),
@@ -465,6 +540,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:a\s+)?(?:new\s+)?(?:role|position|job)\s+as|(?:working\s+)?as)\s+",
         r"(?:(?:a|an|the)\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
+    # a role reached through its training or credential: "Tom graduated from his PA
+    # program", "she finished nursing school", "passed the bar", "got her RN"
+    (rx(_LEAD, r"\s+", _ADV, r"(?:graduated|finished|completed)\s+(?:from\s+)?",
+        r"(?:(?:his|her|their|my|our|the)\s+)?(?P<v>[\w'-]+(?:\s+[\w'-]+)?)\s+",
+        r"(?:program|programme|school|academy|training|residency|bootcamp|apprenticeship)\b",
+        _REST), attribute("occupation", _trained, change=True, plain=False)),
+    (rx(_LEAD, r"\s+", _ADV, r"(?:passed|got|earned|received)\s+(?:(?:his|her|their|my|our)\s+",
+        r"(?:(?P<v>(?-i:[A-Z]{2,4}))\b|(?P<v2>[\w'-]+(?:\s+[\w'-]+)?)\s+(?:license|licence|",
+        r"certification|boards|exam))|the\s+(?P<v3>bar)\b)", _REST),
+     attribute("occupation", _credential, change=True, plain=False)),
     (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
      attribute("occupation", _fixed("teacher"))),
     (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),
@@ -511,13 +596,17 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # how old someone is
     (rx(_LEAD, _BE, r"(?P<n>", NUMBER, r")(?:\s+years?\s+old|\s*y/?o|\s+yrs?\s+old)?",
         r"(?:\s+(?:now|today|already))?(?P<rest>(?:\s*(?:,|\(|and\b|&|but\b|so\b|now\b|!).*)?)$"),
-     attribute("age", _age, plain=False, also=_living_in)),
+     _age_and_home),
     (rx(_LEAD, r"\s+", _ADV, r"turned\s+(?P<n>", NUMBER, r")\b", _REST),
      attribute("age", _age, change=True)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:blew\s+out|had|got)\s+(?P<n>", NUMBER, r")\s+",
         r"(?:birthday\s+)?candles\b", _REST), attribute("age", _age, change=True, plain=False)),
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:had|celebrated|turned)\s+(?:his|her|their|my|our)\s+",
         r"(?P<n>\d{1,3})(?:st|nd|rd|th)\s+birthday\b", _REST),
+     attribute("age", _age, change=True, plain=False)),
+    # "it was Leo's 11th birthday yesterday", "Leo's 11th birthday party is saturday"
+    (rx(r"^(?:.*?\s)?", _SOMEONE, r"'s\s+(?P<n>\d{1,3})",
+        r"(?:st|nd|rd|th)\s+birthday\b", _REST),
      attribute("age", _age, change=True, plain=False)),
     (rx(r"^(?:my|our)\s+(?P<n>", NUMBER, r")[\s-]*(?:years?|yrs?|y/?o)(?:[\s-]+old)?\s+",
         rf"(?P<who>{_KIN_MOD}(?P<rel>{_KIN})?\s*(?P<named>{_NAME_WORD})?)(?P<rest>\s.*)$"),
@@ -526,6 +615,21 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r")\s*(?:y/?o|years?\s+old|yrs?)?\b[^)]*\)(?P<rest>.*)$"),
      attribute("age", _age, plain=False)),
 
+    # expecting a baby, and its birth, which ends that: "Kim is pregnant with her first",
+    # "Kim had the baby", "Kim's little one showed up two weeks early"
+    (rx(_LEAD, _BE, r"(?:\w+\s+)?(?:pregnant|expecting(?=\s+(?:a|her|his|their|our|my)\s+",
+        r"(?:baby|first|second|third|child|kid|twins|little)\b))", _REST),
+     attribute("pregnancy", _fixed("pregnant"))),
+    (rx(_LEAD, _WITH_PARTNER, r"\s+", _ADV, r"(?:(?:had|delivered|welcomed)\s+",
+        r"(?:(?:the|a|her|his|their|our|my)\s+(?:(?:new|little|baby|healthy|beautiful|tiny)\s+)*",
+        r"(?:baby|babies|twins|boy|girl|son|daughter|little\s+one)|twins|triplets)|",
+        r"gave\s+birth)\b", _REST),
+     attribute("pregnancy", _fixed("had the baby"), change=True, also=_baby_named)),
+    (rx(_LEAD, r"'s\s+(?:new\s+)?(?:baby(?:\s+(?:boy|girl))?|little\s+(?:guy|girl|boy|one|man|",
+        r"lady|dude)|newborn|twins)\s+(?:\w+\s+)?(?:showed\s+up|arrived|came|is\s+here|are\s+",
+        r"here|was\s+born|were\s+born|made\s+(?:his|her|their)\s+(?:arrival|debut))\b", _REST),
+     attribute("pregnancy", _fixed("had the baby"), change=True, plain=False,
+               also=_baby_named)),
     # engaged, married, divorced
     (rx(_LEAD, rf"(?:\s*(?:&|and)\s+{_NAME_WORD})?",
         r"\s+(?:\w+\s+)?(?:got|is|are|am|'s|just\s+got|finally\s+got|has\s+gotten|",
@@ -704,7 +808,9 @@ joined first badge desk team onboarding job position role offer gig hired where 
 been promoted bumped upgraded made became become teach teaches retired retirement go goes
 attend attends attending enrolled school college university class classroom grade transferred
 switched changed major majoring title turned candles birthday years year yrs yr yo y/o engaged
-married divorced separated hitched wedding manager boss supervisor lead wife husband partner
+married divorced separated hitched wedding pregnant expecting baby birth had delivered
+welcomed graduated finished completed passed earned
+received manager boss supervisor lead wife husband partner
 girlfriend boyfriend fiance fiancee fiancé fiancée spouse report reporting took landed accepted
 got now still workplace employer
 """.split()))

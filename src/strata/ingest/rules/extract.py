@@ -436,9 +436,11 @@ def _answered(frames: list[answers.Frame], fragments: list[str], at: datetime
 
 def _about_someone(clause: str, before: str, at: datetime, change: bool) -> Result | None:
     """A clause about "he" or "she" read with the person the user just named in their
-    place: "my sister is visiting. she moved to Denver in May" says the sister moved."""
+    place: "my sister is visiting. she moved to Denver in May" says the sister moved; a
+    newborn's name and weight, as that person's baby."""
     lead = strip_leads(clause)
-    told = referents.person_subject(expand(lead.text), before)
+    told = (referents.person_subject(expand(lead.text), before)
+            or referents.newborn(clause.strip(), before))
     if told is None:
         return None
     found = _clause(told, at, change)

@@ -35,7 +35,7 @@ _ROLES = frozenset(
     "gardener baker butcher cop detective sergeant lieutenant captain sheriff "
     "deputy ranger guard attendant steward stewardess dispatcher trucker courier "
     "postman mailman carpenter machinist welder operator associate partner "
-    "representative rep doc rn np emt cna lpn md prof attorney cpa swe sde tech bookkeeper "
+    "representative rep doc rn np pa emt cna lpn md prof attorney cpa swe sde tech bookkeeper "
     "receptionist doula pastor rabbi priest chaplain aide housekeeper cleaner".split()
 )
 _ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)

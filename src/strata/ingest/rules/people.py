@@ -24,7 +24,7 @@ def _their(m: re.Match[str], clause: str) -> Found | None:
     if who.split()[0].lower() in _NOT_NAMES:
         return None
     raw, _ = clean_object(m["y"])
-    raw = re.sub(r"^(?:now|currently|officially|still)\s+", "", raw, flags=re.I)
+    raw = re.sub(r"^(?:now|currently|officially|still|named|called)\s+", "", raw, flags=re.I)
     if is_stop_object(raw) or len(raw.split()) > 8:
         return None
     value = normalize_value(raw)

@@ -7,6 +7,8 @@ user said just before (earlier in the message, or their previous message): for "
 "my phone"); for "he"/"she", the last person named (a capitalised name, or a relation: "my
 sister"). With no referent in sight, ``resolve`` says so (None) and the extractor keeps the
 statement as said: in a long conversation the referent is often in the other speaker's turn.
+A newborn announced by name and weight right after a birth ("Kim's little one showed up!
+Theo, 7lb 2oz") takes the parent the same way (``newborn``).
 """
 
 from __future__ import annotations
@@ -48,24 +50,55 @@ def _last_thing(text: str) -> str | None:
     return max(found)[1] if found else None
 
 
-# Before a name, words that make it a place or an organisation ("at Mercy", "moved her to
-# Hillside Academy"), which "he" or "she" does not stand for.
-_PLACE_BEFORE = re.compile(r"\b(?:at|in|into|near|from|on|of|to)\s+$", re.I)
+# A relation word said as a name: "Dad's birthday party", "grandma's room".
+_KIN_NAME = re.compile(r"\b(?<!\bmy\s)(?<!\bour\s)(?<!\bthe\s)(?<!\bhis\s)(?<!\bher\s)"
+                       r"(?:dad|mom|mum|grandpa|grandma|granny|nana|gramps|papa|mama)\b", re.I)
+# A capitalised word where a place goes: "in Reno", "near Boise" (but "at Lou's place"); after
+# "to", a two-word name is a place or an organisation ("moved her to Hillside Academy").
+_PLACE_BEFORE = re.compile(r"\b(?:in|at|near|into|from|outside|around|across|throughout)\s+$",
+                           re.I)
+_TO_BEFORE = re.compile(r"\bto\s+$", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+# Someone named as an owner or a subject, wherever in a sentence (a sentence's first word
+# included): "Kim's little one", "OMG Kim's", "Kim had the baby".
+_OWNER = re.compile(r"(?-i:\b[A-Z][a-z]+)(?='s\b|\s+(?:is|was|has|had|gave|got)\b)")
+_NOT_OWNERS = _NOT_NAMES | frozenset(
+    "He She There Here What Who Where How When Why Let Sure Honestly Also Just So Well Anyway "
+    "Yeah Everything Nothing Something Everyone Someone Today Tomorrow Yesterday".split())
+
+
+def _people(sentence: str) -> list[tuple[int, str]]:
+    """Who ``sentence`` names, where: a capitalised name not in a place's position, a
+    relation said as a name, or one the user calls theirs ("my sister")."""
+    found: list[tuple[int, str]] = []
+    for m in _NAME.finditer(sentence):
+        place = (_PLACE_BEFORE.search(sentence[:m.start()])
+                 or " " in m.group() and _TO_BEFORE.search(sentence[:m.start()])) and not (
+            sentence.startswith("'s", m.end()))
+        if m.group().split()[0] not in _NOT_NAMES and not place:
+            found.append((m.start(), m.group()))
+    for m in _OWNER.finditer(sentence):
+        if m.group() not in _NOT_OWNERS and all(start != m.start() for start, _ in found):
+            found.append((m.start(), m.group()))
+    for m in _KIN_NAME.finditer(sentence):
+        found.append((m.start(), m.group()))
+    for m in _THINGS.finditer(sentence):
+        if m["noun"].casefold() in RELATIONS:
+            found.append((m.start(), f"the user's {m['noun']}"))
+    return sorted(found)
 
 
 def _last_person(text: str) -> str | None:
-    found: list[tuple[int, str]] = []
-    for m in _NAME.finditer(text):
-        place = _PLACE_BEFORE.search(text, 0, m.start())
-        if place is not None and (place.group().split()[0].casefold() != "to"
-                                  or " " in m.group()):
-            continue  # "to Dana" may be a person; "to Hillside Academy" is a place
-        if m.group().split()[0] not in _NOT_NAMES:
-            found.append((m.start(), m.group()))
-    for m in _THINGS.finditer(text):
-        if m["noun"].casefold() in RELATIONS:
-            found.append((m.start(), f"the user's {m['noun']}"))
-    return max(found)[1] if found else None
+    """The person "he" or "she" stands for: of the last sentence that names anyone, the one
+    named first, as the subject is named first and a pronoun most often continues it
+    ("grandma's room at Lou's place is ready. she's thrilled": grandma)."""
+    for sentence in reversed(_SENTENCE_END.split(text)):
+        found = _people(sentence)
+        if found:
+            return found[0][1]
+    return None
 
 
 def opens_with_pronoun(text: str) -> bool:
@@ -73,7 +106,7 @@ def opens_with_pronoun(text: str) -> bool:
     return _OPENING.match(text) is not None
 
 
-_SUBJECT = re.compile(r"^(?P<pronoun>he|she)(?P<be>'s)?\s+(?=[a-z])", re.I)
+_SUBJECT = re.compile(r"^(?P<pronoun>he|she)(?P<be>'s)?\s+(?=[a-z0-9])", re.I)
 
 
 def person_subject(clause: str, before: str) -> str | None:
@@ -91,6 +124,27 @@ def person_subject(clause: str, before: str) -> str | None:
     if m["be"]:
         rest = ("has " if re.match(r"been\b", rest) else "is ") + rest
     return f"{who} {rest}"
+
+
+# A newborn announced as births are, by name and weight: "Theo, 7lb 2oz", "Lily (3.1 kg)".
+_NEWBORN = re.compile(r"^(?P<name>(?-i:[A-Z][a-z]+))\s*[,:(-]\s*\d+(?:\.\d+)?\s*"
+                      r"(?:lbs?|pounds?|kg|kilos?)\b", re.I)
+_BIRTH = re.compile(r"\b(?:baby|babies|born|birth|newborn|delivered|labou?r|arrived|showed\s+up|"
+                    r"little\s+(?:guy|girl|boy|one|man|lady))\b", re.I)
+
+
+def newborn(clause: str, before: str) -> str | None:
+    """A baby's name told the way a birth is announced, right after the birth, as the baby of
+    the person the user just named ("Kim's little one showed up! Theo, 7lb 2oz" → "Kim's
+    baby is named Theo"); None for any other clause, or with no birth or nobody named
+    before."""
+    m = _NEWBORN.match(clause)
+    last = _SENTENCE_END.split(before)[-1]
+    who = _last_person(before) if m is not None and _BIRTH.search(last) else None
+    if who is None or m["name"] == who:
+        return None
+    who = "my " + who.removeprefix("the user's ") if who.startswith("the user's ") else who
+    return f"{who}'s baby is named {m['name']}"
 
 
 def resolve(content: str, before: str) -> str | None:

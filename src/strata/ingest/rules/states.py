@@ -50,6 +50,8 @@ _STATE_WORDS = {
     "school": re.compile(r"\b(?:go(?:es)?\s+to|attends?|studies|school)\b", re.I),
     "age": re.compile(r"\b(?:years?\s+old|turned|is\s+\w+\s*$)\b", re.I),
     "relationship_status": re.compile(r"\b(?:engaged|married|divorced|separated)\b", re.I),
+    "pregnancy": re.compile(r"\b(?:pregnant|expecting|gave\s+birth|had\s+(?:a|the)\s+baby)\b",
+                            re.I),
 }
 
 
@@ -69,6 +71,8 @@ def state_of(s: Subject, attribute: str, value: str) -> str:
         "major": f"{whose} major is {value}",
         "age": f"{who} {be} {value} years old",
         "relationship_status": f"{who} {be} {value}",
+        "pregnancy": f"{who} {be} pregnant" if value == "pregnant" else f"{who} had the baby",
+        "baby": f"{whose} baby is named {value}",
         "manager": f"{whose} manager is {value}",
         "partner": f"{whose} partner is {value}",
         "phone": f"{whose} phone is {_article(value)} {value}",
