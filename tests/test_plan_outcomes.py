@@ -194,3 +194,98 @@ def test_an_emoji_between_two_sentences_ends_the_first(client, tenant, state, wo
     say(client, h, f"the old car is gone {emoji} did the trade-in and drove home in a Rav4",
         at=T0 + timedelta(days=1))
     assert holding(active(client, h), "trade-in", "Rav4"), active(client, h)
+
+
+BOOKINGS = [("we just booked our {x}", "honeymoon"), ("I booked a {x} to Lima", "flight"),
+            ("we finally reserved our {x}", "anniversary")]
+REBOOKS = ["good news is we rebooked for {p}, same dates", "we rebooked for {p}",
+           "bad news, the resort went bust. I rebooked it in {p}"]
+
+
+@pytest.mark.parametrize(("booked", "x"), BOOKINGS)
+@pytest.mark.parametrize("rebook", REBOOKS)
+@pytest.mark.parametrize("place", ["Portugal", "Costa Rica"])
+def test_a_plan_booked_again_elsewhere_replaces_the_booking_and_names_it(
+        client, tenant, booked, x, rebook, place):
+    """Given one plan booked with no date yet ("we just booked our honeymoon")
+    When, later, the user says it was rebooked for another place without naming it
+    Then the booking is retired and the new place is held naming the plan."""
+    h = tenant.headers
+    say(client, h, booked.format(x=x), at=T0)
+    say(client, h, rebook.format(p=place), at=T0 + timedelta(days=40))
+    now = active(client, h)
+    assert holding(now, place, x), now
+    assert not [c for c in holding(now, x) if place not in c], now
+
+
+def test_a_rebooking_naming_no_plan_replaces_none_of_two(client, tenant):
+    """Given two booked plans
+    When the user says "we rebooked for Portugal" naming neither
+    Then both bookings stay (which one is not said) and the rebooking is kept."""
+    h = tenant.headers
+    say(client, h, "we just booked our honeymoon", "I booked a flight to Lima", at=T0)
+    say(client, h, "we rebooked for Portugal", at=T0 + timedelta(days=40))
+    now = active(client, h)
+    assert holding(now, "honeymoon") and holding(now, "Lima"), now
+    assert holding(now, "Portugal"), now
+
+
+@pytest.mark.parametrize(("said", "kind", "name"), [("cat", "cat", "Juniper"),
+                                                    ("rescue dog", "dog", "Waffles"),
+                                                    ("guinea pig", "guinea pig", "Nugget")])
+@pytest.mark.parametrize("rest", ["needs her meds twice a day", "hates the vacuum",
+                                  "sleeps on my laptop"])
+@pytest.mark.parametrize("speaker", [None, "Rosa"])
+def test_a_pet_named_in_passing_is_a_pet_of_the_speaker(client, tenant, said, kind, name,
+                                                         rest, speaker):
+    """Given a message that names a pet in passing ("my cat Juniper hates the vacuum"), by the
+    one user or by a named speaker of a group
+    When it is ingested
+    Then what was said is kept, and so is that the speaker has that pet (with the pet's
+    kind and name); the control, a person named the same way ("my coworker Dana ..."), is
+    no pet."""
+    h = tenant.headers
+    message = {"role": "user", "content": f"my {said} {name} {rest}. my coworker Dana {rest}",
+               "at": T0.isoformat(), **({"name": speaker} if speaker else {})}
+    r = client.post("/v1/ingest", headers=h, json={"path": PATH, "messages": [message],
+                                                   "wait": True})
+    assert r.status_code == 200, r.text
+    now = active(client, h)
+    owner = speaker or "The user"
+    assert holding(now, f"{owner} has a pet {kind} named {name}"), now
+    assert holding(now, name, rest.split()[0]), now
+    assert not holding(now, "pet", "Dana"), now
+
+
+PURCHASES = ["got 2-day passes for the {x}!!!", "I bought tickets to the {x}",
+             "we snagged GA for {x}"]
+SALES = ["change of plans, so I sold my pass", "I sold our tickets", "I gave away my tickets"]
+
+
+@pytest.mark.parametrize("bought", PURCHASES)
+@pytest.mark.parametrize("sold", SALES)
+def test_tickets_are_a_plan_and_selling_them_retires_it(client, tenant, bought, sold):
+    """Given tickets for an event (a plan to go), and a dentist appointment
+    When the user says they sold or gave away their tickets, naming no event
+    Then nothing active says the user is going to the event any more, and the appointment
+    stays."""
+    h = tenant.headers
+    say(client, h, bought.format(x="Harbor Fest"), "my dentist appointment is on April 3",
+        at=T0)
+    assert holding(active(client, h), "Harbor Fest"), active(client, h)
+    say(client, h, sold, at=T0 + timedelta(days=20))
+    now = active(client, h)
+    assert not holding(now, "Harbor Fest"), now
+    assert holding(now, "dentist", "2026-04-03"), now
+
+
+def test_selling_tickets_retires_none_of_two_events(client, tenant):
+    """Given tickets for two events
+    When the user says they sold their tickets, naming neither
+    Then both are still held (which one is not said)."""
+    h = tenant.headers
+    say(client, h, "I bought tickets to the Harbor Fest", "we got passes for the Lorde show",
+        at=T0)
+    say(client, h, "I sold my tickets", at=T0 + timedelta(days=20))
+    now = active(client, h)
+    assert holding(now, "Harbor Fest") and holding(now, "Lorde"), now

@@ -532,8 +532,10 @@ class _Writer:
         """A word on a plan that does not name it ("it's over!! 328", "moved to Monday",
         "submitted with an hour to spare") says which plan it is about once the plan is
         found: alone it would answer nothing about the GRE or the proposal. The vector keeps
-        the said wording; the text search reads the named one."""
-        if not (topics.is_plan(item.slot) and topics.vague_plan(item.slot)):
+        the said wording; the text search reads the named one. A plan called off is not
+        named again: it answers nothing about the plan any more."""
+        if not (topics.is_plan(item.slot) and topics.vague_plan(item.slot)) or (
+                item.value == "cancelled"):
             return
         holders = [item.neighbours[v.target_id] for v in supersedes if v.target_id in item.neighbours]
         names = {n for h in holders if not topics.vague_plan(h.slot)

@@ -137,7 +137,8 @@ def plan_name(content: str, slot: str) -> str | None:
     if not any(r.group().casefold() in subjects for r in run):
         return None
     name = content[run[0].start():run[-1].end()]
-    return name[:1].lower() + name[1:] if name[1:2].islower() else name
+    opens = run[0].start() == 0 and name[1:2].islower()  # "Driving test is ...": its capital
+    return name[:1].lower() + name[1:] if opens else name
 
 
 def naming_plan(content: str, name: str) -> str:

@@ -11,6 +11,10 @@ date, where it is, ``cancelled`` or ``done``. The write path matches plan keys b
 are about (``strata.write.topics``: "the Tokyo trip" meets "my flight to Tokyo"; "the move"
 meets the one move there is), so every later word on a plan supersedes the last. The new
 date of a rescheduling is in the future whatever the tense of "moved".
+
+A word that does not name its plan ("it's over!! 328", "I'm licensed", "moved to Monday",
+"we rebooked for Portugal") is keyed by its kind only, or by ``schedule.plan`` when it says
+no kind: the write path finds the one open plan it is about and puts that plan's name in it.
 """
 
 from __future__ import annotations
@@ -66,11 +70,29 @@ _HOLIDAY_AT = rx(r"^(?P<what>", _HOLIDAY, r")(?:'s|\s+is|\s+will\s+be)\s+(?:now\
                  r"(?P<where>(?:at|in)\s+.+?)(?:\s+(?:after\s+all|instead|now|this\s+year))*$")
 # "we booked 5 nights in Lisbon for our anniversary", "... booked a cabin instead for the
 # anniversary": a plan keyed by the occasion it is for.
+_OCCASION = (r"(?:anniversary|honeymoon|birthday|wedding|graduation|reunion|bachelorette|"
+             r"bachelor\s+party|babymoon|retirement)")
 _BOOKED_FOR = rx(r"^(?:i|we)\b.*?\b(?:booked|reserved|rented|planned)\s+(?P<thing>.+?)",
                  r"(?:\s+instead)?\s+for\s+(?:my|our|the|his|her|their)\s+",
-                 r"(?P<what>(?:[\w'-]+\s+){0,2}?(?:anniversary|honeymoon|birthday|wedding|",
-                 r"graduation|reunion|bachelorette|bachelor\s+party|babymoon|retirement))",
+                 r"(?P<what>(?:[\w'-]+\s+){0,2}?", _OCCASION, r")",
                  r"(?:\s+(?:trip|getaway|weekend|vacation))?$")
+# "we just booked our honeymoon", "I booked a flight to Lima": a plan with no date yet.
+_BOOKED = rx(r"^(?:i|we)\s+(?:have\s+|had\s+)?(?:just\s+|finally\s+)*(?:booked|reserved)\s+",
+             r"(?:a|an|my|our|the)\s+(?P<what>(?:[\w'-]+\s+){0,2}?(?:", _ENTRY, r"|", _OCCASION,
+             r")(?:\s+(?:to|in|for)\s+(?-i:[A-Z])[\w-]+)?)$")
+# "got 4-day passes for the Harbor Fest", "I bought tickets to the Lorde show": a ticket is a
+# plan to go, keyed by what it is for; "I sold my pass" gives it up.
+_TICKET = (r"(?:(?:[\w-]+\s+){0,2}?(?:tickets?|passe?s?|wristbands?|seats|ga|vip|",
+           r"general\s+admission))")
+_TICKETS_FOR = rx(r"^(?:i|we)\s+(?:have\s+|just\s+|finally\s+)*(?:got|bought|booked|scored|",
+                  r"grabbed|snagged|have)\s+(?:a\s+|an\s+|two\s+|2\s+)?", *_TICKET,
+                  r"\s+(?:for|to)\s+(?:the\s+)?(?P<what>(?:[\w'-]+\s+){0,3}?[\w'-]+)$")
+_TICKETS_SOLD = rx(r"^(?:i|we)\s+(?:have\s+|just\s+|had\s+to\s+)*(?:sold|gave\s+away|returned|",
+                   r"refunded)\s+(?:my|our|the)\s+", *_TICKET, r"$")
+# "we rebooked for Portugal", "I rebooked it in Porto": the plan being talked about, booked
+# again somewhere else.
+_REBOOKED = rx(r"^(?:i|we)\s+(?:just\s+|finally\s+)*(?:rebooked|re-booked)\s+(?:it\s+|everything\s+)?",
+               r"(?:for|to|in|at)\s+(?P<place>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?)\b.*$")
 # "the Tokyo trip got cancelled", "the wedding is off", "we called off the party"
 _CANCELLED = rx(r"^(?:(?:bad\s+news|so|well|welp|sadly|ugh)[,\s]+)?(?:(?:my|our|the)\s+)?",
                 r"(?P<what>(?:[\w'-]+\s+){0,3}?(?:", _ENTRY, r"|", _HOLIDAY, r")(?:\s+[\w-]+){0,2}?)",
@@ -193,6 +215,18 @@ def lifecycle(text: str, at: datetime) -> Result | None:
     if m is not None:
         return _plan(third_person(body), schedule_key(m["what"]), slots.value_form(m["thing"]),
                      at, bool(re.search(r"\binstead\b", body, re.I)))
+    m = _TICKETS_FOR.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(f"{m['what']} ticket"), "booked", at, False)
+    if _TICKETS_SOLD.match(body):
+        return _plan(third_person(body), topics.plan_key(["ticket"]), "cancelled", at)
+    m = _BOOKED.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), "booked", at, False)
+    m = _REBOOKED.match(body)
+    if m is not None:
+        return _plan(third_person(body), topics.plan_key(["plan"]), slots.value_form(m["place"]),
+                     at)
     return None
 
 
