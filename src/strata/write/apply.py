@@ -535,6 +535,25 @@ class _Writer:
                          memory_id=holder.id, replaced_by=replaced_by)
         return True
 
+    def name_plan(self, item: Staged, supersedes: list[Verdict]) -> None:
+        """A word on a plan that does not name it ("it's over!! 328", "moved to Monday",
+        "submitted with an hour to spare") says which plan it is about once the plan is
+        found: alone it would answer nothing about the GRE or the proposal. The vector keeps
+        the said wording; the text search reads the named one. A plan called off is not
+        named again: it answers nothing about the plan any more."""
+        if not (topics.is_plan(item.slot) and topics.vague_plan(item.slot)) or (
+                item.value == "cancelled"):
+            return
+        holders = [item.neighbours[v.target_id] for v in supersedes if v.target_id in item.neighbours]
+        names = {n for h in holders if not topics.vague_plan(h.slot)
+                 and (n := topics.plan_name(h.content, h.slot))}
+        if len(names) != 1:
+            return
+        item.content = topics.naming_plan(item.content, names.pop())
+        item.canonical = canonicalize(item.content)
+        item.value_hash = value_hash(item.canonical)
+        item.lexical_hash = lexical.lexical_key(item.canonical)
+
     def resolve(self, item: Staged) -> None:
         """A new memory, related to its neighbours by the verdicts (if any)."""
         verdicts = item.verdicts or []
@@ -581,6 +600,7 @@ class _Writer:
                               decided_by=v.decided_by)]
         if item.slot and item.value is None:
             item.slot = self.negation_key(item, retired)
+        self.name_plan(item, supersedes)
         memory = self.insert(item, "active", memory_id=provisional)
         for v in narrowed:
             self.edge(memory, v.target_id, "REFINES", v.confidence,

@@ -110,6 +110,49 @@ def vague_plan(slot: str) -> bool:
     return not subjects
 
 
+# Words that join the words of a plan's name: "flight to Tokyo", "final round with Acme".
+_JOINERS = frozenset("to with for at in of".split())
+
+
+def plan_name(content: str, slot: str) -> str | None:
+    """How a plan's statement names the plan: the first run of its key's words in
+    ``content`` that holds a subject word ("NSF proposal" in "NSF proposal due on
+    2026-10-03", "flight to Tokyo"); None for a key of entry words only, or a content that
+    does not say it."""
+    kinds, subjects, owners = _plan_words(slot)
+    if not subjects:
+        return None
+    key = kinds | subjects | owners
+    run: list[re.Match[str]] = []
+    for m in re.finditer(r"[\w'-]+", content):
+        word = m.group().casefold()
+        if word in key or (run and word in _JOINERS):
+            run.append(m)
+            continue
+        if any(r.group().casefold() in subjects for r in run):
+            break
+        run = []
+    while run and run[-1].group().casefold() in _JOINERS:
+        run.pop()
+    if not any(r.group().casefold() in subjects for r in run):
+        return None
+    name = content[run[0].start():run[-1].end()]
+    opens = run[0].start() == 0 and name[1:2].islower()  # "Driving test is ...": its capital
+    return name[:1].lower() + name[1:] if opens else name
+
+
+def naming_plan(content: str, name: str) -> str:
+    """A word on a plan that did not name it, with the plan's name put in: "it" becomes
+    the plan ("It's over, 328" → "The GRE is over, 328"); a statement with another subject
+    says which plan after it ("The user submitted with an hour to spare (the NSF
+    proposal)")."""
+    m = re.match(r"^(?:it|that)(?:'s|\s+is)?\b", content, re.I)
+    if m is None:
+        return f"{content} (the {name})"
+    verb = " is" if m.group().casefold() in ("it's", "that's", "it is", "that is") else ""
+    return f"The {name}{verb}{content[m.end():]}"
+
+
 def end_words(slot: str) -> list[str]:
     """The words of what an end key names (``ended:equinox`` → ``["equinox"]``)."""
     part = slots.parse(slot)[2] or ""
@@ -145,7 +188,8 @@ def ends_state(kind: str, content: str, slot: str | None, negated: bool) -> bool
     return not dated and not is_end(slot) and not is_plan(slot) and not negated
 
 
-_RENDERED = re.compile(r"\b(?:on \d{4}-\d{2}-\d{2}|in the week of \d{4}-\d{2}-\d{2}|"
+_WEEKDAY = r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"
+_RENDERED = re.compile(r"\b(?:on (?:" + _WEEKDAY + r" )?\d{4}-\d{2}-\d{2}|in the week of \d{4}-\d{2}-\d{2}|"
                        r"in (?:January|February|March|April|May|June|July|August|September|"
                        r"October|November|December) \d{4})\b")
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -160,6 +204,9 @@ def redated(content: str, old: str | None, new: str | None, said: str) -> str | 
         return None
     m = _RENDERED.search(said)
     wanted = m.group() if m and (new in m.group() or new[:4] in m.group()) else f"on {new}"
+    day = re.search(rf"\b{_WEEKDAY} {re.escape(new)}", said)
+    if day is not None:  # "moved to Monday": the day it was said by, kept
+        wanted = f"on {day.group()}"
     year, month, _ = (int(x) for x in old.split("-"))
     for form in (f"on {old}", f"in the week of {old}",
                  f"in {calendar.month_name[month]} {year}"):

@@ -82,7 +82,26 @@ def _learning(m: re.Match[str], clause: str) -> Found | str | None:
     return Found(third_person(clause), "fact", slots.key(family, value=value), value, 0.8)
 
 
+_PET = (r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|horse|pony|turtle|tortoise|"
+        r"snake|guinea\s+pig|gecko|lizard|ferret|chinchilla|rat|mouse|goldfish)")
+
+
+def _named_pet(m: re.Match[str], clause: str) -> Found:
+    """"my cat Olive needs her litter done": what is said of the pet, and that the speaker
+    has it -- the appositive names a pet of theirs, which a question about their pets asks."""
+    kind = re.sub(r"\s+", " ", m["kind"].lower())
+    name = normalize_value(m["name"])
+    has = Found(f"The user has a pet {kind} named {m['name']}", "fact",
+                slots.key("user.pets", value=name), name, 0.8)
+    return Found(third_person(clause), "fact", confidence=0.7, also=[has])
+
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # "my dog Pickles needs two walks a day" (not "my dog Pickles is ...": a copula is the
+    # pet's attribute, read elsewhere)
+    (rx(r"^my\s+(?:(?:old|new|little|senior|rescue|baby)\s+)?(?P<kind>", _PET, r")\s+",
+        r"(?P<name>(?-i:[A-Z])[\w-]+)\s+(?!(?:is|was|and|or|who|named|called)\b)\w+.*$"),
+     _named_pet),
     (rx(I, A, r"(?:have\s+got|have|got)\s+", _A_FEW, r"\s+(?P<v>", _PETS_AND_FAMILY,
         r")(?:[,\s]+(?:(?:named|called)\s+)?.+)?$"), fact(None, 0.8)),
     (rx(I, r"am\s+", A, r"(?:pretty\s+|really\s+|quite\s+|very\s+|super\s+|fairly\s+)?",

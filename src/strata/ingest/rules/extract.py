@@ -527,6 +527,14 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
         text = text[told.end():]
     change = carry_change or lead.change
     reason = screen(expand(text), clause)
+    if reason == "small_talk":
+        # "it's over!! 328", "it's remote now, moved to Monday": a word on a plan reads as a
+        # remark until the plan is found.
+        expanded = expand(text)
+        said = plans.scheduled(expanded, find_date(expanded, at, guess_tense(expanded)), at)
+        if said is not None:
+            said.change |= change
+            return said
     if reason is not None:
         return reason
 

@@ -11,6 +11,10 @@ date, where it is, ``cancelled`` or ``done``. The write path matches plan keys b
 are about (``strata.write.topics``: "the Tokyo trip" meets "my flight to Tokyo"; "the move"
 meets the one move there is), so every later word on a plan supersedes the last. The new
 date of a rescheduling is in the future whatever the tense of "moved".
+
+A word that does not name its plan ("it's over!! 328", "I'm licensed", "moved to Monday",
+"we rebooked for Portugal") is keyed by its kind only, or by ``schedule.plan`` when it says
+no kind: the write path finds the one open plan it is about and puts that plan's name in it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from strata.ingest.dates import DateMatch, find_date, find_dates, render
+from strata.ingest.dates import DateMatch, find_date, find_dates, guess_tense, render
 from strata.ingest.rules.base import Result, rx
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import remove_date, squash
@@ -32,7 +36,7 @@ _GENERIC = frozenset(
 # next week" stays a slotless event: a second meeting is not a rescheduling of the first).
 _ENTRY = (r"(?:flight|trip|appointment|appt|reservation|booking|interview|surgery|exam|test|"
           r"class|lesson|concert|party|wedding|visit|vacation|holiday|checkup|check-up|session|"
-          r"deadline|launch|move|dinner|call|meeting|game|match|race|marathon|show|date|"
+          r"deadline|launch|move|dinner|call|meeting|game|match|race|marathon|show|date|round|"
           r"dentist|doctor|haircut|vet)")
 _PLAN = rx(r"^(?:i|we)\s+(?:have\s+|had\s+)?(?:just\s+)?(?:got|have|booked|scheduled|made|",
            r"set\s+up|planned|arranged|reserved)\s+(?:a|an|my|our|the)\s+",
@@ -66,11 +70,29 @@ _HOLIDAY_AT = rx(r"^(?P<what>", _HOLIDAY, r")(?:'s|\s+is|\s+will\s+be)\s+(?:now\
                  r"(?P<where>(?:at|in)\s+.+?)(?:\s+(?:after\s+all|instead|now|this\s+year))*$")
 # "we booked 5 nights in Lisbon for our anniversary", "... booked a cabin instead for the
 # anniversary": a plan keyed by the occasion it is for.
+_OCCASION = (r"(?:anniversary|honeymoon|birthday|wedding|graduation|reunion|bachelorette|"
+             r"bachelor\s+party|babymoon|retirement)")
 _BOOKED_FOR = rx(r"^(?:i|we)\b.*?\b(?:booked|reserved|rented|planned)\s+(?P<thing>.+?)",
                  r"(?:\s+instead)?\s+for\s+(?:my|our|the|his|her|their)\s+",
-                 r"(?P<what>(?:[\w'-]+\s+){0,2}?(?:anniversary|honeymoon|birthday|wedding|",
-                 r"graduation|reunion|bachelorette|bachelor\s+party|babymoon|retirement))",
+                 r"(?P<what>(?:[\w'-]+\s+){0,2}?", _OCCASION, r")",
                  r"(?:\s+(?:trip|getaway|weekend|vacation))?$")
+# "we just booked our honeymoon", "I booked a flight to Lima": a plan with no date yet.
+_BOOKED = rx(r"^(?:i|we)\s+(?:have\s+|had\s+)?(?:just\s+|finally\s+)*(?:booked|reserved)\s+",
+             r"(?:a|an|my|our|the)\s+(?P<what>(?:[\w'-]+\s+){0,2}?(?:", _ENTRY, r"|", _OCCASION,
+             r")(?:\s+(?:to|in|for)\s+(?-i:[A-Z])[\w-]+)?)$")
+# "got 4-day passes for the Harbor Fest", "I bought tickets to the Lorde show": a ticket is a
+# plan to go, keyed by what it is for; "I sold my pass" gives it up.
+_TICKET = (r"(?:(?:[\w-]+\s+){0,2}?(?:tickets?|passe?s?|wristbands?|seats|ga|vip|",
+           r"general\s+admission))")
+_TICKETS_FOR = rx(r"^(?:i|we)\s+(?:have\s+|just\s+|finally\s+)*(?:got|bought|booked|scored|",
+                  r"grabbed|snagged|have)\s+(?:a\s+|an\s+|two\s+|2\s+)?", *_TICKET,
+                  r"\s+(?:for|to)\s+(?:the\s+)?(?P<what>(?:[\w'-]+\s+){0,3}?[\w'-]+)$")
+_TICKETS_SOLD = rx(r"^(?:i|we)\s+(?:have\s+|just\s+|had\s+to\s+)*(?:sold|gave\s+away|returned|",
+                   r"refunded)\s+(?:my|our|the)\s+", *_TICKET, r"$")
+# "we rebooked for Portugal", "I rebooked it in Porto": the plan being talked about, booked
+# again somewhere else.
+_REBOOKED = rx(r"^(?:i|we)\s+(?:just\s+|finally\s+)*(?:rebooked|re-booked)\s+(?:it\s+|everything\s+)?",
+               r"(?:for|to|in|at)\s+(?P<place>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?)\b.*$")
 # "the Tokyo trip got cancelled", "the wedding is off", "we called off the party"
 _CANCELLED = rx(r"^(?:(?:bad\s+news|so|well|welp|sadly|ugh)[,\s]+)?(?:(?:my|our|the)\s+)?",
                 r"(?P<what>(?:[\w'-]+\s+){0,3}?(?:", _ENTRY, r"|", _HOLIDAY, r")(?:\s+[\w-]+){0,2}?)",
@@ -97,6 +119,10 @@ _DONE_UNNAMED = [
       "grant", "submission", "due"]),
     (rx(r"^(?:i|we)\s+(?:am|are)\s+(?:officially\s+|finally\s+|now\s+)*(?:licensed|certified)$|",
         r"^(?:i|we)\s+(?:just\s+|finally\s+)*passed$"), ["exam", "test"]),
+    # "it's over!! 328", "that's done": "it" is the plan being talked about, whatever its
+    # kind (a letter held out, "overrr", is the same word).
+    (rx(r"^(?:it|that)(?:'s|\s+is)\s+(?:finally\s+|officially\s+|all\s+)*(?:over+|done+|finished)",
+        r"(?![\w-])(?!\s+(?:with|between)\b).*$"), ["plan"]),
 ]
 _ANNUAL_WORDS = frozenset("birthday anniversary name_day bday".split())
 _NOT_A_PLAN = frozenset("today tomorrow tonight it this that there here which what who "
@@ -107,10 +133,25 @@ _MOVED = rx(r"^(?:(?:i|we|they|he|she|the\s+\w+|\w+)\s+)?(?:have\s+|had\s+to\s+|
             r"(?P<what>(?:my|our|the|his|her|their)\s+.+?)\s+(?:back\s+)?(?:to|until|till)$")
 
 
-# "the wedding got pushed to October 4", "my interview was moved to Monday"
-_MOVED_PASSIVE = rx(r"^(?P<what>(?:my|our|the|his|her|their)\s+.+?)\s+(?:was|got|has\s+been|is|were|",
+# "the wedding got pushed to October 4", "my interview was moved to Monday", and with the
+# article dropped as people type it, "launch got pushed to July 22"
+_MOVED_PASSIVE = rx(r"^(?P<what>(?:my|our|the|his|her|their)\s+.+?|(?:[\w-]+\s+){0,2}?", _ENTRY,
+                    r")\s+(?:was|got|has\s+been|is|were|",
                     r"have\s+been|is\s+being)\s+(?:moved|rescheduled|pushed|postponed|bumped|delayed|",
                     r"changed|shifted|brought\s+forward)\s+(?:back\s+)?(?:to|until|till|for)$")
+# "quick update: the launch ...": a heading before what is said of the plan.
+_HEADING = re.compile(r"^(?:[\w-]+\s+){0,2}[\w-]+:\s+(?=\S)")
+# "moved to Monday", "it got pushed to the 14th": a new date for the plan being talked about,
+# which the clause does not name (the date follows it; see ``_moved_unnamed``).
+_MOVED_UNNAMED = rx(r"(?:^|,\s*|\b(?:it|that|they)\s+(?:was\s+|got\s+|has\s+been\s+|is\s+|",
+                    r"were\s+|have\s+been\s+)?)(?:just\s+|now\s+)?(?:moved|rescheduled|pushed|",
+                    r"postponed|bumped|delayed|shifted)\s+(?:back\s+)?(?:to|until|till)\s+$")
+# Why a plan moved, said after it: "... because half the panel is away", "due to the audit".
+_REASON_TAIL = re.compile(r"\s+(?:because|cause|cuz|bc|due\s+to|thanks\s+to)\b.*$", re.I)
+# "final round with Acme thursday at their office!!": a plan said as a noun phrase and its
+# day, the way a calendar entry is written.
+_ENTRY_PHRASE = rx(r"^(?:(?:my|our|the|a|an)\s+)?(?P<what>(?:[\w-]+\s+){0,2}?", _ENTRY,
+                   r"(?:\s+(?:with|at|for|to)\s+(?-i:[A-Z])[\w-]+)?)(?:\s+(?:at|in)\s+.+)?$")
 # "we're not going to Tokyo anymore", "I'm not flying to Denver after all"
 _NOT_GOING = rx(r"^(?:i|we)\s+(?:am|are)\s+(?:not|no\s+longer)\s+(?:going|flying|heading|traveling|",
                 r"travelling|driving|moving)\s+to\s+(?P<what>(?-i:[A-Z])[\w-]+(?:\s+(?-i:[A-Z])[\w-]+)?)",
@@ -147,7 +188,8 @@ def lifecycle(text: str, at: datetime) -> Result | None:
     body = squash(text)
     for pattern, kinds in _DONE_UNNAMED:
         if pattern.match(body):
-            said = body if re.match(r"^(?:i|we)\b", body, re.I) else f"I {body[:1].lower()}{body[1:]}"
+            said = (body if re.match(r"^(?:i|we|it|that)\b", body, re.I)
+                    else f"I {body[:1].lower()}{body[1:]}")
             return _plan(third_person(said), topics.plan_key(kinds), "done", at)
     m = _CANCELLED.match(body) or _CANCEL.match(body)
     if m is not None:
@@ -173,12 +215,28 @@ def lifecycle(text: str, at: datetime) -> Result | None:
     if m is not None:
         return _plan(third_person(body), schedule_key(m["what"]), slots.value_form(m["thing"]),
                      at, bool(re.search(r"\binstead\b", body, re.I)))
+    m = _TICKETS_FOR.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(f"{m['what']} ticket"), "booked", at, False)
+    if _TICKETS_SOLD.match(body):
+        return _plan(third_person(body), topics.plan_key(["ticket"]), "cancelled", at)
+    m = _BOOKED.match(body)
+    if m is not None:
+        return _plan(third_person(body), schedule_key(m["what"]), "booked", at, False)
+    m = _REBOOKED.match(body)
+    if m is not None:
+        return _plan(third_person(body), topics.plan_key(["plan"]), slots.value_form(m["place"]),
+                     at)
     return None
 
 
 def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
     """A plan, a plan moved to a new date, or another word on a plan (``lifecycle``), in
     ``text`` (contractions expanded)."""
+    heading = _HEADING.match(text)
+    if heading is not None:
+        text = text[heading.end():]
+        date = find_date(text, at, guess_tense(text)) if date is not None else None
     if date is None:
         return lifecycle(text, at)
     body = squash(remove_date(text, date))
@@ -191,6 +249,10 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
             new = days[-1]
             return Result(third_person(squash(text)), "event", topics.plan_key(["date"]),
                           new.when.date().isoformat(), 0.75, True, valid_from=new.when)
+    unnamed = _moved_unnamed(text, date, at)
+    if unnamed is not None:
+        return unnamed
+    bare = _REASON_TAIL.sub("", bare)
     moved = _MOVED.match(bare) or _MOVED_PASSIVE.match(bare)
     if moved is not None:
         later = find_date(text, at, "future") or date
@@ -198,7 +260,7 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
         if key is None:
             return None
         moved_to = re.sub(r"\s+(?:back\s+)?(?:to|until|till|for)$", "", bare)
-        return Result(f"{third_person(moved_to)} to {render(later).removeprefix('on ')}", "event", key,
+        return Result(f"{third_person(moved_to)} to {_new_day(later)}", "event", key,
                       later.when.date().isoformat(), 0.8, True, valid_from=later.when)
     plan = _PLAN.match(bare) or _MY_PLAN.match(bare)
     what = plan["what"] if plan is not None else None
@@ -211,6 +273,9 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
     if plan is None:
         plan = _TRAVEL.match(bare)
         what = f"trip {plan['place']}" if plan is not None else None
+    if plan is None and date.when > at and squash(text).startswith(bare.split()[0]):
+        plan = _ENTRY_PHRASE.match(bare)
+        what = plan["what"] if plan is not None else None
     if plan is None and date.when > at:
         # The first part of the clause only: "GRE is aug 9 and my quant is shaky".
         first = re.split(r"\s+and\s+|,", bare, maxsplit=1)[0]
@@ -240,3 +305,30 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
     change = bool(re.search(r"\b(?:now|instead)\b", bare, re.I))
     return Result(f"{third_person(body)} {render(date)}", "event", key,
                   date.when.date().isoformat(), 0.8, change, valid_from=date.when)
+
+
+def _moved_unnamed(text: str, date: DateMatch, at: datetime) -> Result | None:
+    """"it's remote now, moved to Monday": the new date of the plan being talked about, under
+    the key of any plan (the write path finds the one open plan it is, and puts the date in
+    that plan's statement). The clause is kept up to its date."""
+    start = text.find(date.text)
+    if start < 0 or _MOVED_UNNAMED.search(text[:start]) is None:
+        return None
+    if _MOVED.match(text[:start].strip()) or _MOVED_PASSIVE.match(text[:start].strip()):
+        return None  # it names its plan
+    later = find_date(text, at, "future") or date
+    said = third_person(squash(text[:start]))
+    return Result(f"{said} {_new_day(later)}", "event", topics.plan_key(["date"]),
+                  later.when.date().isoformat(), 0.75, True, valid_from=later.when)
+
+
+def _new_day(date: DateMatch) -> str:
+    """A plan's new date as the statement says it: the day of the week kept when that is
+    how it was said ("moved to Monday" → "Monday 2026-06-08"), as people ask by it."""
+    iso = render(date).removeprefix("on ")
+    if squash(date.text).casefold().removeprefix("on ").removeprefix("next ") in _WEEKDAYS:
+        return f"{date.when:%A} {iso}"
+    return iso
+
+
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())

@@ -39,11 +39,21 @@ _SENTENCE_END = re.compile(r"(?<!\.)(?!\.{2,}\s+[a-z])[.!?]+(?=\s|$)|\n+|;\s+")
 # Stripe".
 _PICTOGRAPHS = re.compile(
     "[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\U0001F1E6-\U0001F1FF]+")
+# Between two stretches of text they mark a break: a full stop before a new subject ("I'M
+# LICENSED 🚗 the examiner said ..." is two sentences), a comma before words that go on
+# without one ("the civic is gone 😅 did the trade-in Thursday": one story).
+_PICTOGRAPH_BREAK = re.compile(r"(?<=[\w)])\s*" + _PICTOGRAPHS.pattern + r"(?=\s+(?P<next>\w+))")
+_NEW_SUBJECT = frozenset("i i'm i've we we're my our the he she they it this that you".split())
+
+
+def _pictograph_break(m: re.Match[str]) -> str:
+    return ". " if m["next"].casefold() in _NEW_SUBJECT else ", "
 
 
 def clean(text: str) -> str:
     text = _CODE.sub("\n", unicodedata.normalize("NFKC", text))
-    text = _PICTOGRAPHS.sub(" ", text.translate(_QUOTES))
+    text = _PICTOGRAPH_BREAK.sub(_pictograph_break, text.translate(_QUOTES))
+    text = _PICTOGRAPHS.sub(" ", text)
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
 
 
@@ -186,7 +196,8 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"(?:\s+(?:before|earlier))?|like\s+i\s+said|to\s+be\s+honest|tbh|these\s+days|"
         r"nowadays|currently|lately|at\s+the\s+moment|right\s+now|"
         r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
-        r"good\s+news|fun\s+fact|in\s+fact|big\s+news|guess\s+what|news|so\s+yeah|yup|"
+        r"(?:the\s+)?(?:good|bad|big|sad|great)\s+news(?:\s+is(?:\s+that)?)?|fun\s+fact|"
+        r"in\s+fact|guess\s+what|news|so\s+yeah|yup|"
         r"wow|woah|whoa|aw+|omg|ugh|argh|meh|sigh|phew|yikes|oof|ha(?:ha)+|lol|cool|great|awesome|nice|amazing|sweet|yay|o+h+|"
         r"ah+|hm+|um+|true|right|exactly|totally|definitely|absolutely|"
         r"(?:good|great|nice)\s+to\s+(?:hear|see)\s+from\s+you|"
