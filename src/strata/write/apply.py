@@ -538,13 +538,14 @@ class _Writer:
     def name_plan(self, item: Staged, supersedes: list[Verdict]) -> None:
         """A word on a plan that does not name it ("it's over!! 328", "moved to Monday",
         "submitted with an hour to spare") says which plan it is about once the plan is
-        found: alone it would answer nothing about the GRE or the proposal. The vector keeps
-        the said wording; the text search reads the named one. A plan called off is not
-        named again: it answers nothing about the plan any more."""
+        found: alone it would answer nothing about the GRE or the proposal. It is embedded
+        as it now reads when the writer has the embedder. A plan called off is not named
+        again: it answers nothing about the plan any more."""
         if not (topics.is_plan(item.slot) and topics.vague_plan(item.slot)) or (
                 item.value == "cancelled"):
             return
-        holders = [item.neighbours[v.target_id] for v in supersedes if v.target_id in item.neighbours]
+        holders = [item.neighbours[v.target_id] for v in supersedes
+                   if v.target_id in item.neighbours]
         names = {n for h in holders if not topics.vague_plan(h.slot)
                  and (n := topics.plan_name(h.content, h.slot))}
         if len(names) != 1:
@@ -553,6 +554,8 @@ class _Writer:
         item.canonical = canonicalize(item.content)
         item.value_hash = value_hash(item.canonical)
         item.lexical_hash = lexical.lexical_key(item.canonical)
+        if self.embed is not None:
+            item.embedding = self.embed([item.content])[0]
 
     def resolve(self, item: Staged) -> None:
         """A new memory, related to its neighbours by the verdicts (if any)."""

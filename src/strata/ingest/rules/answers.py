@@ -57,7 +57,8 @@ _NO = re.compile(r"^(?:no|nope|nah|not\s+really|not\s+anymore|not\s+any\s+more|n
 _TRAILING_TONE = re.compile(r"(?:[\s,]+(?:ugh|lol|lmao|haha+|tbh|idk|sigh|meh|i\s+guess|"
                             r"i\s+think|probably|maybe|ish))+$", re.I)
 # What the user speaks of as theirs: "my 2 boys", "our cat", "we got a puppy".
-_OWNED = re.compile(r"(?:\b(?:my|our)|\b(?:got|adopted|rescued|bought|brought\s+home)\s+(?:a|an))\s+"
+_OWNED = re.compile(r"(?:\b(?:my|our)|"
+                    r"\b(?:got|adopted|rescued|bought|brought\s+home)\s+(?:a|an))\s+"
                     r"(?:(?:\d+|two|three|four|five|little|old|new|big|baby|tiny|"
                     r"youngest|oldest|eldest|younger|older)\s+)*(?P<noun>[a-z][\w-]*)", re.I)
 # "What breed?", "Which model?": a question that leaves its subject to what was just said.
