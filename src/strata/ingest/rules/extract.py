@@ -5,7 +5,7 @@ the candidate. Every clause ends as a candidate or as a ``NotKept`` with its rea
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -65,10 +65,13 @@ class RuleExtractor:
 
     name = "rule"
 
-    def extract(self, messages: list[Message], now: datetime) -> Extraction:
+    def extract(self, messages: list[Message], now: datetime,
+                stored: Sequence[Candidate] = ()) -> Extraction:
+        """``stored``: what earlier sessions keep of the scope (slotted memories, oldest
+        first), which a correction of something not said here may put right."""
         now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         out = Extraction()
-        thread = Thread()
+        thread = Thread(stored=list(stored))
         for index, message in enumerate(messages):
             if message.role == "assistant":
                 # Never a fact about the user, but what a short answer ("no, Lyon") corrects,
@@ -101,6 +104,9 @@ class Thread:
     # The candidates of the conversation's earlier messages, which a correction ("*Venice",
     # "scratch that, it's 10 mg") fixes in place.
     kept: list[Candidate] = field(default_factory=list)
+    # What earlier sessions stored, which a correction finding nothing here puts right
+    # ("I gave you the wrong date before -- it's May 21st").
+    stored: list[Candidate] = field(default_factory=list)
 
 
 _TAG_QUESTION = re.compile(r"[,\s]*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you|"
@@ -133,17 +139,6 @@ _ELLIPSIS = re.compile(
     r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
 
 
-def _span_of(value: str, content: str) -> tuple[int, int] | None:
-    """Where ``content`` names ``value``, aliases folded ("VS Code" for ``vscode``)."""
-    words = list(re.finditer(r"[\w+#.'-]+", content))
-    for size in (3, 2, 1):
-        for i in range(len(words) - size + 1):
-            start, end = words[i].start(), words[i + size - 1].end()
-            if normalize_value(content[start:end]) == value:
-                return start, end
-    return None
-
-
 def _corrected(clause: str, antecedent: Result | None) -> Result | None:
     """A short correction of the last slotted statement: "actually it's Porto, not Lisbon"
     or, after "You live in Paris, right?", "no, Lyon"."""
@@ -164,7 +159,7 @@ def _corrected(clause: str, antecedent: Result | None) -> Result | None:
         return None
     if m["y"] is not None and normalize_value(m["y"]) != antecedent.value:
         return None
-    old = _span_of(antecedent.value, antecedent.content)
+    old = corrections.span_of(antecedent.value, antecedent.content)
     if old is None or normalize_value(m["x"]) == antecedent.value:
         return None
     content = antecedent.content[:old[0]] + m["x"] + antecedent.content[old[1]:]
@@ -248,10 +243,13 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
         """Whether ``clause`` corrected a candidate of this conversation (fixed in place)."""
         lead = strip_leads(clause)
         earlier = len(thread.kept)
-        fixed = corrections.fix(corrections.opening(clause), marked or lead.marker or lead.change,
-                                thread.kept + out.memories)
+        marked = marked or lead.marker or lead.change
+        fixed = corrections.fix(corrections.opening(clause), marked, thread.kept + out.memories)
         if fixed is None:
-            return False
+            put_right = corrections.restated(corrections.opening(lead.text), marked, text,
+                                             thread.stored)
+            out.memories.extend(c.model_copy(update={"evidence": [index]}) for c in put_right)
+            return bool(put_right)
         where, at_index = ((thread.kept, fixed.index) if fixed.index < earlier
                            else (out.memories, fixed.index - earlier))
         where[at_index] = where[at_index].model_copy(update={

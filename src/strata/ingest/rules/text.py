@@ -162,13 +162,22 @@ def expand(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 _SEP = r"[\s,:;.!\-–—]*"
+# A speaker owning an error, which announces the correction after it: "I had it wrong this
+# whole time", "I gave you the wrong date before", "I got that backwards", "I was wrong".
+_OWNED_ERROR = (
+    r"(?:i(?:'ve|\s+have)?\s+(?:had|got|gotten|have)\s+(?:it|that|this|them|those)\s+"
+    r"(?:all\s+)?(?:wrong|backwards|mixed\s+up)|"
+    r"i\s+(?:gave|told)\s+you\s+the\s+wrong\s+[a-z]+|i\s+was\s+wrong(?:\s+about\s+[^,:;]+)?)"
+    r"(?:\s+(?:this|the)\s+whole\s+time|\s+before|\s+earlier|\s+last\s+time)?"
+)
 _LEADS: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(
         r"^(?:actually|correction|update|no\s+wait|wait|oops|scratch\s+that|"
         r"(?:sorry,?\s+)?i\s+meant(?:\s+to\s+say)?|let\s+me\s+correct\s+(?:that|myself)|"
         r"to\s+correct\s+myself|change\s+of\s+plans?|"
         r"(?:i(?:'ve|\s+have)?\s+)?changed\s+my\s+mind(?:\s+about\s+[^,:;]+)?|"
-        r"(?:i(?:'ve|\s+have)?\s+)?made\s+a\s+mistake(?:\s+earlier)?)\b" + _SEP, re.I), "marker"),
+        r"(?:i(?:'ve|\s+have)?\s+)?made\s+a\s+mistake(?:\s+earlier)?|" + _OWNED_ERROR + r")\b" + _SEP,
+        re.I), "marker"),
     (re.compile(r"^(?:no|nope|nah)\s*[,!.;:\-–—]+\s*", re.I), "change"),
     (re.compile(r"^(?:and\s+)?now,?\s+(?!that\b)(?=\w)", re.I), "change"),
     (re.compile(
