@@ -87,10 +87,22 @@ _CONNECTIVE = re.compile(
 # What makes a list item a clause of its own: a finite verb, a subject, or a past form.
 _CLAUSAL = re.compile(
     r"\b(?:is|are|was|were|am|has|have|had|i|i'm|i've|we|we're|my|our|he's|she's|they're|"
-    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit)\b|\b\w{3,}ed\b",
-    re.I)
+    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit|"
+    + "|".join(sorted(PAST_IRREGULAR)) + r")\b|\b\w{3,}ed\b", re.I)
 _LABEL = re.compile(r"^[^:()]{1,80}:\s+(?=\S)")
 _LIST_SEP = re.compile(r",\s+(?:and\s+|&\s+|then\s+)?(?:[-–—]+\s*(?:[^,—–-]{1,30}?)[-–—]+\s*)?")
+
+
+# "quick about me: I'm Jess", "work update: we moved to Notion": a heading before what the
+# speaker says of themselves.
+_LABEL_BEFORE_SELF = re.compile(r"^[^:()]{1,80}:\s+(?=(?:i|i'm|i've|we|we're|my|our)\b)", re.I)
+
+
+def _unlabelled(piece: str) -> str:
+    label = _LABEL_BEFORE_SELF.match(piece)
+    if label is None or not strip_leads(label.group()).text:
+        return piece  # "Correction: I live in ...": a lead-in, which says what follows is one
+    return piece[label.end():]
 
 
 def list_items(piece: str) -> list[str]:
@@ -108,7 +120,7 @@ def list_items(piece: str) -> list[str]:
                 start = m.end()
     items.append(piece[start:])
     if len(items) < 3 or sum(bool(_CLAUSAL.search(it)) for it in items[1:]) < 2:
-        return [piece]
+        return [_unlabelled(piece)]
     out = [_LABEL.sub("", items[0])]  # "year-end brain dump: left Uber ...": a heading
     for item in items[1:]:
         if _CLAUSAL.search(item):
@@ -118,13 +130,19 @@ def list_items(piece: str) -> list[str]:
     return out
 
 
+# "she kept the apartment and I'm subletting ...": a clause of someone else's before the
+# speaker's own ("she and I" is one subject, not a clause).
+_OTHER_SUBJECT = re.compile(r"^(?:he|she|they)\s+\w+\s+\w+", re.I)
+
+
 def clauses(sentence: str) -> list[str]:
     out = []
     for piece in (p for part in _BUT.split(sentence) for p in _CONNECTIVE.split(part)):
         start = 0
         for m in _NEW_CLAUSE.finditer(piece):
             left = piece[start:m.start()]
-            if FIRST_PERSON.search(left) and not _SUBORDINATE.match(left.strip()):
+            if (FIRST_PERSON.search(left) or _OTHER_SUBJECT.match(left.strip())) and (
+                    not _SUBORDINATE.match(left.strip())):
                 out.append(left)
                 start = m.end()
         out.append(piece[start:])
