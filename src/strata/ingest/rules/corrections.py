@@ -1,4 +1,8 @@
-"""Corrections of something said earlier in the same conversation.
+"""Corrections: of something said earlier in the conversation, or stored from an earlier one.
+
+A short correction of the last slotted statement ("actually it's Porto, not Lisbon"; "no,
+Lyon" after the assistant's "You live in Paris, right?") is a new value of its slot
+(``of_last_statement``): the write path supersedes.
 
 People fix a slip in passing: "*Venice" after "landing in Vienna", "scratch that, it's 10 mg"
 after "20mg", "Shawn with a w" after "Sean", "3 cats" after "3 kids", "X not Y". The value the
@@ -13,8 +17,10 @@ after "my birthday is May 12". Its target is a stored memory with a slot, found 
 the correction names as wrong, by a word of the same shape (a date, a number with its
 unit), or by the frame the message names (the "allergy" of "my allergy panel came back"
 names the ``user.allergies`` family). The memory restated with the right value takes the
-stored one's place. A correction that finds nothing at all (it corrects the assistant) goes
-on through the statement families as it is.
+stored one's place. A bare count putting right a count the user gave in words nothing kept
+("3 cats" after a request for "a flat with 3 kids") is what they have (``recounted``). A
+correction that finds nothing at all (it corrects the assistant) goes on through the
+statement families as it is.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from strata.ingest.dates import MONTHS
-from strata.ingest.rules.base import is_stop_object
+from strata.ingest.rules.base import Result, is_stop_object
+from strata.ingest.rules.text import strip_leads
 from strata.write import slots
 from strata.write.models import Candidate
-from strata.write.values import normalize_value
+from strata.write.values import CATEGORY, lexicon_terms, normalize_value
 
 # The forms a correction takes, on a clause with its lead-ins stripped.
 _ASTERISK = re.compile(r"^\*\s*(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2})\b")
@@ -116,7 +123,7 @@ def _target_span(content: str, new: str, old: str | None) -> tuple[int, int] | N
         for m in reversed(list(_NUMBER.finditer(content))):
             theirs = (m["unit"] or "").casefold()
             if m["n"] == number["n"] and theirs != unit and unit and theirs:
-                return m.span("unit")  # "3 kids" → "3 cats": the noun was the slip
+                return m.span()  # "3 kids" → "3 cats": the noun was the slip
             if m["n"] != number["n"] and theirs == unit:
                 return m.span() if unit else m.span("n")
         return None
@@ -219,6 +226,20 @@ def restated(text: str, marked: bool, message: str, stored: list[Candidate]) -> 
     return []
 
 
+def recounted(text: str, said: str) -> str | None:
+    """What the user has, when a bare count ("3 cats") puts right a count they gave of
+    something they have in words nothing kept ("a schedule for a flat with 3 kids", asked
+    for, not stated): "I have 3 cats". None otherwise."""
+    count = _COUNT.fullmatch(text.strip(" .!"))
+    if count is None:
+        return None
+    n, noun = count.group().split(None, 1)
+    had = re.search(rf"\b(?:with|have|has|got|own)\s+{n}\s+(?P<noun>[a-z]+)\b", said, re.I)
+    if had is None or had["noun"].casefold() == noun.casefold():
+        return None
+    return f"I have {count.group()}"
+
+
 _PREPOSITION = re.compile(r"^(?:on|in|at|to|for|with|about|from|of|by|over|into)\b", re.I)
 
 
@@ -268,6 +289,41 @@ def _stem(word: str) -> str:
     """A word without its plural or adjective ending: "allergies", "allergy" and
     "allergist" all start with "allerg"."""
     return re.sub(r"(?:ies|y|s)$", "", word.casefold())
+
+
+# The last slotted statement put right by a short correction (``extract.Thread``).
+_ELLIPSIS = re.compile(
+    r"^(?:(?:it|that)\s+is|it's|that's|i\s+meant|i\s+mean|make\s+(?:that|it))?\s*"
+    r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:[\s,]+(?:and\s+)?not\s+(?P<y>[\w'.&-]+"
+    r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
+
+
+def of_last_statement(clause: str, antecedent: Result | None) -> Result | None:
+    """A short correction of the last slotted statement: "actually it's Porto, not Lisbon"
+    or, after "You live in Paris, right?", "no, Lyon"."""
+    if antecedent is None or not antecedent.slot or not antecedent.value:
+        return None
+    lead = strip_leads(clause)
+    m = _ELLIPSIS.match(lead.text)
+    if m is None or not (lead.change or m["y"]) or is_stop_object(m["x"]):
+        return None
+    # A value, not a remark: a name ("Lyon"), a number, or a known term ("Postgres") — and of
+    # the kind the slot holds: "actually, Emacs" corrects an editor, never a city.
+    terms = {CATEGORY[t.canonical] for t in lexicon_terms(m["x"])}
+    family = slots.parse(antecedent.slot)[0]
+    wanted = family.split(".preferred_", 1)[1] if ".preferred_" in family else None
+    if wanted is not None and wanted not in terms:
+        return None
+    if wanted is None and (terms or not (m["x"][:1].isupper() or m["x"][:1].isdigit())):
+        return None
+    if m["y"] is not None and normalize_value(m["y"]) != antecedent.value:
+        return None
+    old = span_of(antecedent.value, antecedent.content)
+    if old is None or normalize_value(m["x"]) == antecedent.value:
+        return None
+    content = antecedent.content[:old[0]] + m["x"] + antecedent.content[old[1]:]
+    return Result(content, antecedent.kind, antecedent.slot, normalize_value(m["x"]),
+                  antecedent.confidence, True, valid_from=antecedent.valid_from)
 
 
 # "Nashville, Nora." / "tree nuts, Kenji": a value, then the name of the one who got it wrong.

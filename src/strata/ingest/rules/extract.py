@@ -15,7 +15,7 @@ from strata.ingest.rules import (
     answers, attributes, belongings, corrections, decisions, ends, health, identity,
     negations, people, plans, preferences, referents, statements,
 )
-from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
+from strata.ingest.rules.base import A, I, Handler, Result, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
 from strata.ingest.rules.instructions import instruction, instruction_slot
 from strata.ingest.rules.person import named, speaker_slot, third_person
@@ -27,8 +27,7 @@ from strata.ingest.rules.text import (
 )
 from strata.write import secrets
 from strata.write.canonical import canonicalize
-from strata.write import slots
-from strata.write.values import _EDGE, CATEGORY, lexicon_terms, normalize_value
+from strata.write.values import _EDGE, normalize_value
 
 # The statement families, in the order they are tried. To add a kind of statement, write a
 # module with a PATTERNS list of (pattern, handler) and put it here, before any family whose
@@ -133,40 +132,6 @@ def _claim(text: str, at: datetime) -> Result | None:
     return found
 
 
-_ELLIPSIS = re.compile(
-    r"^(?:(?:it|that)\s+is|it's|that's|i\s+meant|i\s+mean|make\s+(?:that|it))?\s*"
-    r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:[\s,]+(?:and\s+)?not\s+(?P<y>[\w'.&-]+"
-    r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
-
-
-def _corrected(clause: str, antecedent: Result | None) -> Result | None:
-    """A short correction of the last slotted statement: "actually it's Porto, not Lisbon"
-    or, after "You live in Paris, right?", "no, Lyon"."""
-    if antecedent is None or not antecedent.slot or not antecedent.value:
-        return None
-    lead = strip_leads(clause)
-    m = _ELLIPSIS.match(lead.text)
-    if m is None or not (lead.change or m["y"]) or is_stop_object(m["x"]):
-        return None
-    # A value, not a remark: a name ("Lyon"), a number, or a known term ("Postgres") — and of
-    # the kind the slot holds: "actually, Emacs" corrects an editor, never a city.
-    terms = {CATEGORY[t.canonical] for t in lexicon_terms(m["x"])}
-    family = slots.parse(antecedent.slot)[0]
-    wanted = family.split(".preferred_", 1)[1] if ".preferred_" in family else None
-    if wanted is not None and wanted not in terms:
-        return None
-    if wanted is None and (terms or not (m["x"][:1].isupper() or m["x"][:1].isdigit())):
-        return None
-    if m["y"] is not None and normalize_value(m["y"]) != antecedent.value:
-        return None
-    old = corrections.span_of(antecedent.value, antecedent.content)
-    if old is None or normalize_value(m["x"]) == antecedent.value:
-        return None
-    content = antecedent.content[:old[0]] + m["x"] + antecedent.content[old[1]:]
-    return Result(content, antecedent.kind, antecedent.slot, normalize_value(m["x"]),
-                  antecedent.confidence, True, valid_from=antecedent.valid_from)
-
-
 def extract_message(text: str, at: datetime, index: int = 0,
                     name: str | None = None) -> list[Candidate]:
     """Candidates from one user message written at ``at``."""
@@ -240,7 +205,9 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 yield sentence
 
     def corrected(clause: str, marked: bool) -> bool:
-        """Whether ``clause`` corrected a candidate of this conversation (fixed in place)."""
+        """Whether ``clause`` corrected a candidate of this conversation (fixed in place), a
+        memory an earlier session stored (restated to take its place), or a count the user
+        gave in words nothing kept ("3 cats" after "... with 3 kids")."""
         lead = strip_leads(clause)
         earlier = len(thread.kept)
         marked = marked or lead.marker or lead.change
@@ -249,7 +216,13 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             put_right = corrections.restated(corrections.opening(lead.text), marked, text,
                                              thread.stored)
             out.memories.extend(c.model_copy(update={"evidence": [index]}) for c in put_right)
-            return bool(put_right)
+            if put_right:
+                return True
+            owned = corrections.recounted(corrections.opening(lead.text), before[0])
+            found = None if owned is None else _clause(owned, at, True)
+            if isinstance(found, Result):
+                keep(found, clause)
+            return isinstance(found, Result)
         where, at_index = ((thread.kept, fixed.index) if fixed.index < earlier
                            else (out.memories, fixed.index - earlier))
         where[at_index] = where[at_index].model_copy(update={
@@ -301,7 +274,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             # A slotted statement corrected is a new value of its slot ("actually it's Porto,
             # not Lisbon"): the write path supersedes. Anything else said wrong in this
             # conversation is fixed where it was said, before it is stored.
-            found = _corrected(clause, thread.antecedent)
+            found = corrections.of_last_statement(clause, thread.antecedent)
             if found is None:
                 if corrected(clause, marked or carry_change):
                     continue
