@@ -140,7 +140,7 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
             notes.append(f"model extraction failed ({cause}); the rule extractor ran instead")
             name = f"{rt.rule_extractor.name} (fallback from {model.name})"
     if extraction is None:
-        extraction = rt.rule_extractor.extract(messages, now)
+        extraction = rt.rule_extractor.extract(messages, now, _stored(rt, p, row["path"]))
     extraction = _without_secrets(extraction)
     extraction = _apart_from_forgotten(rt, p, row["path"], extraction)
     not_kept = accounted(extraction, messages)
@@ -166,6 +166,29 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
                              extractor=name, timing_ms=(time.perf_counter() - started) * 1000,
                              not_kept=[n.model_dump(mode="json") for n in not_kept])
     return _payload(p, "running")
+
+
+# The scope's latest slotted memories, oldest first: what a correction of an earlier
+# session ("it's May 21st, not the 12th") may put right. Bounded: a correction reaches for
+# what was said lately, and the extract step stays one cheap read.
+_STORED = """
+SELECT content, kind::text AS kind, slot, value FROM (
+    SELECT content, kind, slot, value, recorded_at FROM memories
+    WHERE tenant_id = %(tenant)s AND path = %(path)s::ltree AND status = 'active'
+      AND slot IS NOT NULL AND value IS NOT NULL
+    ORDER BY recorded_at DESC LIMIT %(limit)s) latest
+ORDER BY recorded_at
+"""
+STORED_LIMIT = 50
+
+
+def _stored(rt: IngestRuntime, p: StepPayload, path: str) -> list[Candidate]:
+    """What the rule extractor is shown of the scope's stored memories (``_STORED``)."""
+    with rt.db.transaction(cause="ingest.extract") as cur:
+        rows = cur.execute(_STORED, {"tenant": p.tenant_id, "path": path,
+                                     "limit": STORED_LIMIT}).fetchall()
+    return [Candidate(content=r["content"], kind=r["kind"], slot=r["slot"], value=r["value"])
+            for r in rows]
 
 
 def _rule(rt: IngestRuntime, p: StepPayload, path: str):

@@ -10,7 +10,10 @@ Where things are
                       what the conversation carries (``extract.Thread``)
     ``answers``       a short reply read with the assistant's question it answers
     ``corrections``   a slip fixed where it was said ("*Venice", "scratch that, it's 10
-                      mg"), and a speaker putting right what another said of them
+                      mg"); a short correction of the last slotted statement ("actually
+                      it's Porto, not Lisbon"); a memory an earlier session stored, put
+                      right ("I gave you the wrong date before -- it's May 21st"); and a
+                      speaker putting right what another said of them
     ``referents``     what "it", "that", "he" and "she" stand for
     ``text``          the clause and tense toolkit (cleaning, sentences, clauses,
                       contractions, lead-ins such as "actually", "btw", "I think")
@@ -40,9 +43,6 @@ Where things are
                       their state (a date, a place, ``cancelled``, ``done``): "my flight to
                       Tokyo is on July 10", "the airline moved my Tokyo flight to July 14",
                       "the Tokyo trip is off"; tried before the families on a dated clause
-    short corrections ("actually it's Porto, not Lisbon"; "no, Lyon" after the assistant's
-    "You live in Paris, right?") replace the value of the last slotted statement
-    (``extract.Thread``)
     ``instructions``  standing instructions to the agent ("always answer in French")
 
 To add a kind of statement: a module with ``PATTERNS: list[(pattern, handler)]`` — a handler

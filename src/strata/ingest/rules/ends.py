@@ -16,6 +16,7 @@ import re
 from strata.ingest.rules.base import (
     VAGUE, A, HAVE, I, Found, Handler, clean_object, head, is_stop_object, rx,
 )
+from strata.ingest.rules.identity import NEW_ORG
 from strata.ingest.rules.person import third_person
 from strata.ingest.rules.text import squash
 from strata.write import topics
@@ -92,6 +93,14 @@ def _streak(m: re.Match[str], clause: str) -> Found | None:
     return Found(content, "fact", topics.end_key(obj[0]), None, 0.8, change=True)
 
 
+def _left_for(m: re.Match[str], clause: str) -> Found | str | None:
+    """"left Uber for a PM role at Airbnb": the new employer, in the speaker's words."""
+    if not re.match(r"^(?:i|we)\b", clause, re.I):
+        clause = f"I {clause[:1].lower()}{clause[1:]}"  # the speaker left out
+        m = m.re.match(clause) or m
+    return NEW_ORG(m, clause)
+
+
 def _divorced(clause: str) -> Found:
     content = third_person(re.sub(r"^the\s+divorce\b", "my divorce", clause, flags=re.I))
     return Found(content, "fact", topics.end_key("married"), None, 0.85, change=True)
@@ -108,6 +117,12 @@ _ENDING = (r"(?:cancell?ed|cancel|axed|ditched|quit|stopped|ended|gave\s+up|give
 _WHO = r"^(?:(?:i|we)\s+)?"
 
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # "left Uber in august for a PM role at Airbnb", "quit Acme to join Globex": not an end
+    # but a new employer, which takes the old one's place
+    (rx(_WHO, HAVE, A, r"(?:left|quit)\s+(?-i:[A-Z])[\w&'.-]*(?:\s+(?-i:[A-Z])[\w&'.-]*)?",
+        r"(?:\s+(?:in|last|this|back\s+in)\s+\w+)?\s+(?:for\s+(?:(?:a|an|the)\s+(?:[\w-]+\s+){0,3}?",
+        r"(?:role|job|position|gig|offer|spot)\s+(?:at|with)\s+)?|to\s+(?:join|work\s+at|go\s+to)\s+)",
+        r"(?P<v>(?-i:[A-Z]).+)$"), lambda m, clause: _left_for(m, clause)),
     (rx(_WHO, HAVE, r"(?:had\s+to\s+|finally\s+|officially\s+|just\s+)*", A, _ENDING,
         r"\s+(?P<obj>.+)$"), _end()),
     (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"(?:done|finished|through|off)\s+(?:with\s+)?(?P<obj>.+?)",
@@ -131,10 +146,17 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^(?P<obj>(?-i:[A-Z][\w'-]+))\s+and\s+i\s+(?:are|were|have)?\s*(?:officially\s+|finally\s+)?",
         r"(?:done|over|through|finished|broke\s+up|split(?:\s+up)?|separated|divorced|",
         r"called\s+it\s+quits|broken\s+up)\b.*$"), _end(0.8)),
-    # "they switched me off metoprolol onto diltiazem", "my doctor took me off statins"
-    (rx(r"^(?:they|he|she|(?:my|the)\s+[\w-]+)\s+(?:have\s+|has\s+)?(?:switched|took|taken|",
-        r"moved|got|put)\s+(?:me|us)\s+off\s+(?:of\s+)?(?P<obj>[\w-]+(?:\s+[\w-]+)?)",
-        r"(?=\s+(?:onto|to|for|and|because|since|after)\b|\s*,|$).*$"), _end(0.8)),
+    # "they switched me off metoprolol onto diltiazem", "my doctor took me off statins", "her
+    # first move was getting us off the wiki and onto a new tool": someone moved the user off
+    (rx(r"^(?:[\w'-]+\s+){0,6}?(?:have\s+|has\s+)?(?:switched|switching|took|taken|taking|",
+        r"moved|moving|got|gotten|getting|put|putting)\s+(?:me|us)\s+off\s+(?:of\s+)?",
+        r"(?P<obj>[\w-]+(?:\s+(?!and\b)[\w-]+)?)",
+        r"(?=\s+(?:and\s+)?(?:onto|to|for|because|since|after)\b|\s+and\b|\s*,|$).*$"), _end(0.8)),
+    # "we moved off Jira and onto Linear", "I switched off the pill to an IUD": off one, onto
+    # another
+    (rx(r"^(?:i|we)\s+(?:have\s+)?(?:finally\s+|just\s+)?(?:switched|moved|migrated|came|got|",
+        r"transitioned)\s+off\s+(?:of\s+)?(?P<obj>[\w-]+(?:\s+(?!and\b)[\w-]+)?)",
+        r"\s+(?:and\s+)?(?:onto|to|over\s+to)\b.*$"), _end(0.8)),
     # "the divorce was finalized", "I'm officially divorced": the marriage ended
     (rx(r"^(?:(?:my|our|the)\s+divorce\s+(?:was|got|is|has\s+been)\s+(?:officially\s+|finally\s+)?",
         r"(?:finali[sz]ed|final|official|through|done)|i\s+am\s+(?:officially\s+|now\s+|finally\s+)*",

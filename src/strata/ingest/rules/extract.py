@@ -5,7 +5,7 @@ the candidate. Every clause ends as a candidate or as a ``NotKept`` with its rea
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -15,7 +15,7 @@ from strata.ingest.rules import (
     answers, attributes, belongings, corrections, decisions, ends, health, identity,
     negations, people, plans, preferences, referents, statements,
 )
-from strata.ingest.rules.base import A, I, Handler, Result, is_stop_object, rx, snake
+from strata.ingest.rules.base import A, I, Handler, Result, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
 from strata.ingest.rules.instructions import instruction, instruction_slot
 from strata.ingest.rules.person import named, speaker_slot, third_person
@@ -27,8 +27,7 @@ from strata.ingest.rules.text import (
 )
 from strata.write import secrets
 from strata.write.canonical import canonicalize
-from strata.write import slots
-from strata.write.values import _EDGE, CATEGORY, lexicon_terms, normalize_value
+from strata.write.values import _EDGE, normalize_value
 
 # The statement families, in the order they are tried. To add a kind of statement, write a
 # module with a PATTERNS list of (pattern, handler) and put it here, before any family whose
@@ -65,10 +64,13 @@ class RuleExtractor:
 
     name = "rule"
 
-    def extract(self, messages: list[Message], now: datetime) -> Extraction:
+    def extract(self, messages: list[Message], now: datetime,
+                stored: Sequence[Candidate] = ()) -> Extraction:
+        """``stored``: what earlier sessions keep of the scope (slotted memories, oldest
+        first), which a correction of something not said here may put right."""
         now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         out = Extraction()
-        thread = Thread()
+        thread = Thread(stored=list(stored))
         for index, message in enumerate(messages):
             if message.role == "assistant":
                 # Never a fact about the user, but what a short answer ("no, Lyon") corrects,
@@ -103,6 +105,9 @@ class Thread:
     # The candidates of the conversation's earlier messages, which a correction ("*Venice",
     # "scratch that, it's 10 mg") fixes in place.
     kept: list[Candidate] = field(default_factory=list)
+    # What earlier sessions stored, which a correction finding nothing here puts right
+    # ("I gave you the wrong date before -- it's May 21st").
+    stored: list[Candidate] = field(default_factory=list)
 
 
 _TAG_QUESTION = re.compile(r"[,\s]*(?:right|correct|yes|no|isn't\s+it|aren't\s+you|don't\s+you|"
@@ -127,51 +132,6 @@ def _claim(text: str, at: datetime) -> Result | None:
         if isinstance(result, Result) and result.slot and result.value:
             found = result
     return found
-
-
-_ELLIPSIS = re.compile(
-    r"^(?:(?:it|that)\s+is|it's|that's|i\s+meant|i\s+mean|make\s+(?:that|it))?\s*"
-    r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)(?:[\s,]+(?:and\s+)?not\s+(?P<y>[\w'.&-]+"
-    r"(?:\s+[\w'.&-]+){0,2}))?$", re.I)
-
-
-def _span_of(value: str, content: str) -> tuple[int, int] | None:
-    """Where ``content`` names ``value``, aliases folded ("VS Code" for ``vscode``)."""
-    words = list(re.finditer(r"[\w+#.'-]+", content))
-    for size in (3, 2, 1):
-        for i in range(len(words) - size + 1):
-            start, end = words[i].start(), words[i + size - 1].end()
-            if normalize_value(content[start:end]) == value:
-                return start, end
-    return None
-
-
-def _corrected(clause: str, antecedent: Result | None) -> Result | None:
-    """A short correction of the last slotted statement: "actually it's Porto, not Lisbon"
-    or, after "You live in Paris, right?", "no, Lyon"."""
-    if antecedent is None or not antecedent.slot or not antecedent.value:
-        return None
-    lead = strip_leads(clause)
-    m = _ELLIPSIS.match(lead.text)
-    if m is None or not (lead.change or m["y"]) or is_stop_object(m["x"]):
-        return None
-    # A value, not a remark: a name ("Lyon"), a number, or a known term ("Postgres") — and of
-    # the kind the slot holds: "actually, Emacs" corrects an editor, never a city.
-    terms = {CATEGORY[t.canonical] for t in lexicon_terms(m["x"])}
-    family = slots.parse(antecedent.slot)[0]
-    wanted = family.split(".preferred_", 1)[1] if ".preferred_" in family else None
-    if wanted is not None and wanted not in terms:
-        return None
-    if wanted is None and (terms or not (m["x"][:1].isupper() or m["x"][:1].isdigit())):
-        return None
-    if m["y"] is not None and normalize_value(m["y"]) != antecedent.value:
-        return None
-    old = _span_of(antecedent.value, antecedent.content)
-    if old is None or normalize_value(m["x"]) == antecedent.value:
-        return None
-    content = antecedent.content[:old[0]] + m["x"] + antecedent.content[old[1]:]
-    return Result(content, antecedent.kind, antecedent.slot, normalize_value(m["x"]),
-                  antecedent.confidence, True, valid_from=antecedent.valid_from)
 
 
 def extract_message(text: str, at: datetime, index: int = 0,
@@ -247,13 +207,24 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 yield sentence
 
     def corrected(clause: str, marked: bool) -> bool:
-        """Whether ``clause`` corrected a candidate of this conversation (fixed in place)."""
+        """Whether ``clause`` corrected a candidate of this conversation (fixed in place), a
+        memory an earlier session stored (restated to take its place), or a count the user
+        gave in words nothing kept ("3 cats" after "... with 3 kids")."""
         lead = strip_leads(clause)
         earlier = len(thread.kept)
-        fixed = corrections.fix(corrections.opening(clause), marked or lead.marker or lead.change,
-                                thread.kept + out.memories)
+        marked = marked or lead.marker or lead.change
+        fixed = corrections.fix(corrections.opening(clause), marked, thread.kept + out.memories)
         if fixed is None:
-            return False
+            put_right = corrections.restated(corrections.opening(lead.text), marked, text,
+                                             thread.stored)
+            out.memories.extend(c.model_copy(update={"evidence": [index]}) for c in put_right)
+            if put_right:
+                return True
+            owned = corrections.recounted(corrections.opening(lead.text), before[0])
+            found = None if owned is None else _clause(owned, at, True)
+            if isinstance(found, Result):
+                keep(found, clause)
+            return isinstance(found, Result)
         where, at_index = ((thread.kept, fixed.index) if fixed.index < earlier
                            else (out.memories, fixed.index - earlier))
         where[at_index] = where[at_index].model_copy(update={
@@ -305,7 +276,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             # A slotted statement corrected is a new value of its slot ("actually it's Porto,
             # not Lisbon"): the write path supersedes. Anything else said wrong in this
             # conversation is fixed where it was said, before it is stored.
-            found = _corrected(clause, thread.antecedent)
+            found = corrections.of_last_statement(clause, thread.antecedent)
             if found is None:
                 if corrected(clause, marked or carry_change):
                     continue

@@ -134,6 +134,16 @@ def _introduction(m: re.Match[str], clause: str) -> Found | None:
     return Found(f"The user's name is {name}", "fact", "user.name", normalize_value(name), 0.8)
 
 
+def _introduction_with_age(m: re.Match[str], clause: str) -> Found | None:
+    """"I'm Jess, 29": a name and an age, the way people introduce themselves."""
+    found = _introduction(m, clause)
+    age = parse_number(m["n"])
+    if found is None or not 1 <= age <= 120:
+        return None
+    found.also.append(Found(f"The user is {age} years old", "fact", "user.age", str(age), 0.8))
+    return found
+
+
 _ANOTHER_CLAUSE = re.compile(r"^\s*(?:[,;:]|\s(?:and|but|so)\s)", re.I)
 
 
@@ -307,6 +317,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
      fact("user.diet", 0.85, change=True)),
     (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+))$"), _introduction),
+    (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+)),\s+(?P<n>\d{1,3})(?:\s+years?\s+old|\s*y/?o)?$"),
+     _introduction_with_age),
     (rx(I, r"am\s+", A, r"(?:a\s+|an\s+)?(?P<v>[a-z]+)$"), _belonging),
     (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)",
         r"(?:\s+(?:now|these\s+days|again))?$"),

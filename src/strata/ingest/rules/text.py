@@ -97,10 +97,22 @@ _CONNECTIVE = re.compile(
 # What makes a list item a clause of its own: a finite verb, a subject, or a past form.
 _CLAUSAL = re.compile(
     r"\b(?:is|are|was|were|am|has|have|had|i|i'm|i've|we|we're|my|our|he's|she's|they're|"
-    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit)\b|\b\w{3,}ed\b",
-    re.I)
+    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit|"
+    + "|".join(sorted(PAST_IRREGULAR)) + r")\b|\b\w{3,}ed\b", re.I)
 _LABEL = re.compile(r"^[^:()]{1,80}:\s+(?=\S)")
 _LIST_SEP = re.compile(r",\s+(?:and\s+|&\s+|then\s+)?(?:[-–—]+\s*(?:[^,—–-]{1,30}?)[-–—]+\s*)?")
+
+
+# "quick about me: I'm Jess", "work update: we moved to Notion": a heading before what the
+# speaker says of themselves.
+_LABEL_BEFORE_SELF = re.compile(r"^[^:()]{1,80}:\s+(?=(?:i|i'm|i've|we|we're|my|our)\b)", re.I)
+
+
+def _unlabelled(piece: str) -> str:
+    label = _LABEL_BEFORE_SELF.match(piece)
+    if label is None or not strip_leads(label.group()).text:
+        return piece  # "Correction: I live in ...": a lead-in, which says what follows is one
+    return piece[label.end():]
 
 
 def list_items(piece: str) -> list[str]:
@@ -118,7 +130,7 @@ def list_items(piece: str) -> list[str]:
                 start = m.end()
     items.append(piece[start:])
     if len(items) < 3 or sum(bool(_CLAUSAL.search(it)) for it in items[1:]) < 2:
-        return [piece]
+        return [_unlabelled(piece)]
     out = [_LABEL.sub("", items[0])]  # "year-end brain dump: left Uber ...": a heading
     for item in items[1:]:
         if _CLAUSAL.search(item):
@@ -128,13 +140,19 @@ def list_items(piece: str) -> list[str]:
     return out
 
 
+# "she kept the apartment and I'm subletting ...": a clause of someone else's before the
+# speaker's own ("she and I" is one subject, not a clause).
+_OTHER_SUBJECT = re.compile(r"^(?:he|she|they)\s+\w+\s+\w+", re.I)
+
+
 def clauses(sentence: str) -> list[str]:
     out = []
     for piece in (p for part in _BUT.split(sentence) for p in _CONNECTIVE.split(part)):
         start = 0
         for m in _NEW_CLAUSE.finditer(piece):
             left = piece[start:m.start()]
-            if FIRST_PERSON.search(left) and not _SUBORDINATE.match(left.strip()):
+            if (FIRST_PERSON.search(left) or _OTHER_SUBJECT.match(left.strip())) and (
+                    not _SUBORDINATE.match(left.strip())):
                 out.append(left)
                 start = m.end()
         out.append(piece[start:])
@@ -172,13 +190,22 @@ def expand(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 _SEP = r"[\s,:;.!\-–—]*"
+# A speaker owning an error, which announces the correction after it: "I had it wrong this
+# whole time", "I gave you the wrong date before", "I got that backwards", "I was wrong".
+_OWNED_ERROR = (
+    r"(?:i(?:'ve|\s+have)?\s+(?:had|got|gotten|have)\s+(?:it|that|this|them|those)\s+"
+    r"(?:all\s+)?(?:wrong|backwards|mixed\s+up)|"
+    r"i\s+(?:gave|told)\s+you\s+the\s+wrong\s+[a-z]+|i\s+was\s+wrong(?:\s+about\s+[^,:;]+)?)"
+    r"(?:\s+(?:this|the)\s+whole\s+time|\s+before|\s+earlier|\s+last\s+time)?"
+)
 _LEADS: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(
         r"^(?:actually|correction|update|no\s+wait|wait|oops|scratch\s+that|"
         r"(?:sorry,?\s+)?i\s+meant(?:\s+to\s+say)?|let\s+me\s+correct\s+(?:that|myself)|"
         r"to\s+correct\s+myself|change\s+of\s+plans?|"
         r"(?:i(?:'ve|\s+have)?\s+)?changed\s+my\s+mind(?:\s+about\s+[^,:;]+)?|"
-        r"(?:i(?:'ve|\s+have)?\s+)?made\s+a\s+mistake(?:\s+earlier)?)\b" + _SEP, re.I), "marker"),
+        r"(?:i(?:'ve|\s+have)?\s+)?made\s+a\s+mistake(?:\s+earlier)?|" + _OWNED_ERROR + r")\b" + _SEP,
+        re.I), "marker"),
     (re.compile(r"^(?:no|nope|nah)\s*[,!.;:\-–—]+\s*", re.I), "change"),
     (re.compile(r"^(?:and\s+)?now,?\s+(?!that\b)(?=\w)", re.I), "change"),
     (re.compile(
