@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date
+from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date, guess_tense
 from strata.write.values import _EDGE
 from strata.write.values import _squash as squash
 
@@ -41,9 +41,15 @@ _PICTOGRAPHS = re.compile(
     "[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\U0001F1E6-\U0001F1FF]+")
 
 
+# In chat an emoji before a question ends what was said before it: "12 hr shift done 😵 quick
+# dinner ideas?" is a statement, then a question, though no full stop separates them.
+_PICTOGRAPH_BREAK = re.compile(r"(?<=\w)\s*" + _PICTOGRAPHS.pattern + r"\s+(?=\w[^.!?\n]*\?)")
+
+
 def clean(text: str) -> str:
     text = _CODE.sub("\n", unicodedata.normalize("NFKC", text))
-    text = _PICTOGRAPHS.sub(" ", text.translate(_QUOTES))
+    text = _PICTOGRAPH_BREAK.sub("\n", text.translate(_QUOTES))
+    text = _PICTOGRAPHS.sub(" ", text)
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
 
 
@@ -187,6 +193,9 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"nowadays|currently|lately|at\s+the\s+moment|right\s+now|"
         r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
         r"good\s+news|fun\s+fact|in\s+fact|big\s+news|guess\s+what|news|so\s+yeah|yup|"
+        # a change of topic: "unrelated: ...", "totally different topic: ..."
+        r"(?:totally\s+|completely\s+)?(?:unrelated|(?:different|new|unrelated)\s+topic)|"
+        r"side\s+note|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|quick\s+update|"
         r"wow|woah|whoa|aw+|omg|ugh|argh|meh|sigh|phew|yikes|oof|ha(?:ha)+|lol|cool|great|awesome|nice|amazing|sweet|yay|o+h+|"
         r"ah+|hm+|um+|true|right|exactly|totally|definitely|absolutely|"
         r"(?:good|great|nice)\s+to\s+(?:hear|see)\s+from\s+you|"
@@ -289,6 +298,32 @@ NOT_NOW = re.compile(
     r"before\s+that|i\s+(?:said|told|mentioned|thought|claimed|wrote)|"
     r"(?:you|he|she|they|someone|somebody|people)\s+(?:said|say|told|think|thought))\b", re.I,
 )
+# A time of one's life that is over: "in high school", "as a kid", "growing up", "my first car".
+_LIFE_STAGE = re.compile(
+    r"\b(?:(?:in|during|through|throughout|after|before)\s+(?:high\s+school|middle\s+school|"
+    r"elementary\s+school|grade\s+school|college|uni|university|grad\s+school|my\s+(?:teens|"
+    r"twenties|thirties|20s|30s|youth|childhood))|as\s+an?\s+(?:kid|child|teen|teenager|"
+    r"undergrad)|growing\s+up|back\s+(?:then|in\s+the\s+day)|childhood|"
+    r"my\s+(?:first|old|former|previous)\s+[\w-]+\s+(?:was|were|had))\b", re.I)
+# The simple past with a span ("I lived there for three years") or an end ("until college")
+# tells a finished period; the perfect ("I have been vegetarian for 12 years") one that goes on.
+_FINISHED_SPAN = re.compile(
+    r"\b(?:for\s+(?:\w+\s+){0,2}(?:years?|months?|decades?)|until\s+(?!now\b|today\b)\w+)\b",
+    re.I)
+_PERFECT = re.compile(r"\b(?:have|has|'ve)\s+(?:\w+\s+)?(?:been|\w+ed)\b|\b(?:still|now)\b",
+                      re.I)
+
+
+def told_as_over(text: str) -> bool:
+    """Whether a clause tells a state of the speaker's past that no longer holds: "I ran the
+    400 in high school", "my childhood dog was Rex", "I lived in Berlin for three years",
+    "I ate meat every day until college". Such a statement is history: it answers "what did"
+    and never "what does"."""
+    if guess_tense(text) != "past" or _PERFECT.search(text):
+        return False
+    return bool(_LIFE_STAGE.search(text) or _FINISHED_SPAN.search(text))
+
+
 CONDITIONAL = re.compile(r"\b(?:if|unless|in\s+case)\b", re.I)
 REPORTED = re.compile(r"\b(?:said|told\s+you|mentioned|claimed|wrote)\b", re.I)
 
