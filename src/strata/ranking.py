@@ -76,6 +76,14 @@ Later statements (:func:`later_first`)
     group bound and the past-question check, LoCoMo's questions about past events lost
     their evidence to later mentions of the same words.
 
+Ended states
+    A memory whose validity has already ended -- a state told as over ("I ran the 400 in
+    high school", "my childhood dog was Rex", "I lived in Berlin for three years") -- does
+    not answer a question about what holds now unless nothing that still holds does: its
+    fused score loses ``ended_penalty`` for such a question (not for one about the past,
+    nor in vector mode); and a later statement that has ended is not moved up before an
+    earlier one of the same words (above): it is not the latest word on what holds now.
+
 Relevance (:func:`relevance`)
     The fused score orders one query's candidates; it is not comparable across queries (the
     vector part is min-max normalised, so some candidate always gets 1). ``relevance`` is:
@@ -144,6 +152,9 @@ class FusionParams:
     # holds, when at most ``later_group`` candidates hold them all (see "Later statements").
     later_first: bool = True
     later_group: int = 2
+    # Taken off the fused score of a memory that has stopped being true, for a question
+    # about the present (see "Ended states").
+    ended_penalty: float = 0.5
 
 
 # Chosen by eval/tune_fusion.py on LoCoMo conversations 26 and 30 only (local embedder, 384
@@ -177,6 +188,7 @@ class Candidate:
     row: dict[str, Any] = field(default_factory=dict, repr=False)
     said_at: datetime | None = None  # when it was said (asserted_at, else recorded_at)
     terms: frozenset[str] = frozenset()  # the query's lexemes it holds (content, context, path)
+    ended: bool = False  # its validity has an end, already past: a state told as over
 
 
 @dataclass
@@ -278,16 +290,18 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
         w = vector_weight(strength=strength, top_cosine=top_cos,
                           identifier=has_identifier(query), params=params)
     boost = {"starts": params.time_start, "overlaps": params.time_overlap}
+    # A question about the present: ties go to the later statement, later statements of the
+    # same words come first (see "Later statements"), and what has ended goes lower (see
+    # "Ended states").
+    present = params.later_first and mode != "vector" and not asks_about_past(query)
     # The text part of relevance is over the query's idf whatever normalised it for ranking.
     txt_abs = _by_idf(bm, idf_sum) if idf_sum else [0.0] * len(candidates)
     ranked = []
     for c, v, t, ta in zip(candidates, vec_n, txt_n, txt_abs, strict=True):
         b = boost.get(c.window_match or "", 0.0)
-        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b, v, t, b,
+        ended = params.ended_penalty if present and c.ended else 0.0
+        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b - ended, v, t, b,
                              relevance(weight=w, cosine=c.cosine, text=ta)))
-    # A question about the present: ties go to the later statement, and later statements of
-    # the same words come first (see "Later statements").
-    present = params.later_first and mode != "vector" and not asks_about_past(query)
     ranked.sort(key=lambda r: (-r.score, -_said(r.candidate) if present else 0.0,
                                -r.candidate.importance, -r.candidate.confidence,
                                r.candidate.value_hash, str(r.candidate.id)))
@@ -315,7 +329,7 @@ def later_first(ranked: list[Ranked], telling: frozenset[str], *,
             continue
         holders = [j for j, other in enumerate(words) if held <= other]
         if len(holders) <= group:
-            later[i] = [j for j in holders if said[j] > said[i]]
+            later[i] = [j for j in holders if said[j] > said[i] and not ranked[j].candidate.ended]
     if not any(later):
         return ranked
     out: list[Ranked] = []

@@ -960,13 +960,15 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
             params["common"] = common_lexemes(db, conn, caller)
             params["corpus_at_cap"] = _corpus_at_cap(db, params)
         rows, head = _rows(conn, params, audit_head=audit_head)
+    moment = now or datetime.now(UTC)
     found = [ranking.Candidate(
         id=r["id"], vec_rank=r["vec_rank"], txt_rank=r["txt_rank"],
         cosine=None if r["cosine"] is None else float(r["cosine"]),
         bm25=None if r["bm25"] is None else float(r["bm25"]),
         window_match=r["window_match"], importance=r["importance"],
         confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r,
-        said_at=r["said_at"], terms=frozenset(r["terms"] or ())) for r in rows]
+        said_at=r["said_at"], terms=frozenset(r["terms"] or ()),
+        ended=r["valid_to"] is not None and r["valid_to"] <= moment) for r in rows]
     first = rows[0] if rows else {}
     if first and not params["corpus_at_cap"] and first["corpus_n"] >= params["stat_cap"]:
         _remember_corpus_at_cap(db, params)

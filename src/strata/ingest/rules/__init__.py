@@ -66,6 +66,11 @@ Conventions
     negation
         "I no longer use MongoDB": the slot the positive statement would have, ``value =
         None``, ``asserts_change = True``; it retires only the holder whose value it names.
+    history
+        A state told as over ("I ran the 400 in high school", "my first car was a Corolla",
+        "I lived in Berlin for three years", "when I was at Oracle ..."): an event with no
+        slot whose ``valid_to`` is when it was said, so it retires nothing current and a
+        question about the present ranks it low (``strata.ranking``, "Ended states").
     asserts_change
         Set by explicit change words ("actually", "switched to", "moved to", "now at",
         "joined", "left", "no longer", ...). A correction word standing alone ("I changed my

@@ -17,7 +17,8 @@ from strata.write.values import normalize_value
 
 _PETS_AND_FAMILY = (
     r"(?:\w+\s+)?(?:dogs?|cats?|pupp(?:y|ies)|kittens?|rabbits?|hamsters?|parrots?|birds?|"
-    r"fish|horses?|turtles?|snakes?|guinea\s+pigs?|kids?|children|child|sons?|daughters?|"
+    r"fish|horses?|turtles?|snakes?|guinea\s+pigs?|bunn(?:y|ies)|ferrets?|lizards?|"
+    r"kids?|children|child|sons?|daughters?|"
     r"brothers?|sisters?|siblings?|grandchildren|grandkids?|twins)"
 )
 _A_FEW = r"(?:a|an|one|two|three|four|five|\d+|my|our)"
@@ -102,7 +103,9 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(r"^my\s+(?:(?:old|new|little|senior|rescue|baby)\s+)?(?P<kind>", _PET, r")\s+",
         r"(?P<name>(?-i:[A-Z])[\w-]+)\s+(?!(?:is|was|and|or|who|named|called)\b)\w+.*$"),
      _named_pet),
-    (rx(I, A, r"(?:have\s+got|have|got)\s+", _A_FEW, r"\s+(?P<v>", _PETS_AND_FAMILY,
+    # "we got a puppy", "we have two kids": a household's pets and children are the user's.
+    (rx(r"^(?:i|we)\s+", A, r"(?:have\s+got|have|got)\s+", _A_FEW, r"\s+(?P<v>",
+        _PETS_AND_FAMILY,
         r")(?:[,\s]+(?:(?:named|called)\s+)?.+)?$"), fact(None, 0.8)),
     (rx(I, r"am\s+", A, r"(?:pretty\s+|really\s+|quite\s+|very\s+|super\s+|fairly\s+)?",
         r"(?:good|great|skilled|proficient|experienced|an\s+expert|a\s+pro)\s+(?:at|in|with)\s+",

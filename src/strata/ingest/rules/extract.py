@@ -16,14 +16,14 @@ from strata.ingest.rules import (
     negations, people, plans, preferences, referents, statements,
 )
 from strata.ingest.rules.base import A, I, Handler, Result, rx, snake
-from strata.ingest.rules.identity import IN_PLACE, LIVED_IN
+from strata.ingest.rules.identity import IN_PLACE, LIVED_IN, here_in
 from strata.ingest.rules.instructions import instruction, instruction_slot
 from strata.ingest.rules.person import named, speaker_slot, third_person
 from strata.ingest.rules.screen import about_speaker, screen, subject_dropped
 from strata.ingest.rules.text import (
     CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, QUESTION_START, REPORTED, Lead, clauses,
     clean, expand, list_items,
-    remove_date, sentences, squash, strip_leads,
+    remove_date, sentences, squash, strip_leads, told_as_over,
 )
 from strata.write import secrets
 from strata.write.canonical import canonicalize
@@ -295,6 +295,8 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             if isinstance(found, Result) and found.slot and found.value:
                 thread.antecedent = found
             if isinstance(found, str):
+                if _named_earlier(clause, out.memories):
+                    continue
                 if thread.frames and _answers(found, clause):
                     fragments.append(clause)
                 elif not _marks_change(clause):
@@ -459,6 +461,18 @@ _LIST_SUBJECT = re.compile(r"^(?P<s>i|we|he|she|they|(?-i:[A-Z][a-z]+))(?:'s|\s+
                            r"has|have)\b)", re.I)
 
 
+def _named_earlier(clause: str, memories: list[Candidate]) -> bool:
+    """Whether ``clause`` names someone this message just introduced ("we adopted a kitten!!!
+    her name's Miso"): the name is put in the statement that introduced them, in place."""
+    name = referents.name_given(strip_leads(clause).text)
+    for i in reversed(range(len(memories)) if name else ()):
+        content = referents.with_name(memories[i].content, name)
+        if content is not None:
+            memories[i] = memories[i].model_copy(update={"content": content})
+            return True
+    return False
+
+
 def _marks_change(clause: str) -> bool:
     """"I changed my mind." / "Actually..." on its own: it is about what follows."""
     lead = strip_leads(clause)
@@ -477,7 +491,36 @@ _COPULA_LEFT = re.compile(r"^\s*(?=(?:was|is|will\s+be|has\s+been)\s+(?:my|our|t
 
 
 def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
-    """The candidate in one clause, or the reason there is none."""
+    """The candidate in one clause, or the reason there is none. What the clause says of
+    time and place around its statement is read here, whichever family read the statement:
+    a state told as over is history, and a place the speaker calls "here" is their home."""
+    found = _read_clause(clause, at, carry_change)
+    if not isinstance(found, Result) or found.valid_to is not None:
+        return found
+    if told_as_over(expand(strip_leads(clause).text)) and not _an_end(found):
+        return _history(found, at)
+    where = here_in(clause)
+    if where is not None and found.slot != where.slot:
+        found.also.append(Result(where.content, where.kind, where.slot, where.value,
+                                 where.confidence, valid_from=at))
+    return found
+
+
+def _an_end(found: Result) -> bool:
+    """Whether ``found`` ends a state ("I quit smoking in college", "I stopped eating meat
+    in high school"): an end told of the past still holds now, so it is no history."""
+    return bool(found.slot) and (found.slot.startswith("ended:") or found.value is None)
+
+
+def _history(found: Result, at: datetime) -> Result:
+    """A state told as over ("I ran the 400 in high school"): kept as history, an event that
+    had ended by the time it was said and keys no slot, so it retires nothing current."""
+    return Result(found.content, "event", confidence=found.confidence, change=False,
+                  also=[_history(f, at) for f in found.also], valid_from=found.valid_from,
+                  valid_to=at)
+
+
+def _read_clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
     if clause[:1] in "\"'":
         return "reported"
     lead = strip_leads(clause)
@@ -490,7 +533,7 @@ def _clause(clause: str, at: datetime, carry_change: bool) -> Result | str:
         # (an event, no slot: it retires nothing current); the story around it is not.
         said = expand(then["then"].strip(" ,"))
         return Result(f"In the past, {third_person(said)[:1].lower()}{third_person(said)[1:]}",
-                      "event", confidence=0.6, valid_from=at)
+                      "event", confidence=0.6, valid_from=at, valid_to=at)
     told = _TOLD_ME.match(text)
     if told is not None and not _ADVICE.match(text[told.end():]):
         # "my endocrinologist said I'm done with metformin": what they found is the user's

@@ -36,7 +36,13 @@ _ROLES = frozenset(
     "deputy ranger guard attendant steward stewardess dispatcher trucker courier "
     "postman mailman carpenter machinist welder operator associate partner "
     "representative rep doc rn np pa emt cna lpn md prof attorney cpa swe sde tech bookkeeper "
-    "receptionist doula pastor rabbi priest chaplain aide housekeeper cleaner".split()
+    "receptionist doula pastor rabbi priest chaplain aide housekeeper cleaner "
+    "actuary notary surveyor archivist curator sommelier florist jeweler tailor locksmith "
+    "optician chiropractor physiotherapist physio judge diplomat lobbyist geologist "
+    "ecologist botanist astronomer meteorologist archaeologist anthropologist sociologist "
+    "linguist historian novelist poet screenwriter composer pianist violinist guitarist "
+    "sculptor potter tattooist mason bricklayer seamstress fisherman rancher miner "
+    "lifeguard trainer instructor".split()
 )
 _ROLE_CUT = re.compile(r"\s+(?:at|for|in|with|who|and|by|from|of|since|on)\b|,", re.I)
 PLACE_CUT = re.compile(
@@ -278,6 +284,23 @@ def _new_role(m: re.Match[str], clause: str) -> Found | None:
 
 IN_PLACE = fact("user.location", 0.85, PLACE_CUT, check=not_article)
 # "I lived in Munich in 2024": where the user lived, a state that has ended.
+# "getting a bike for commuting here in Austin": the speaker is where they say "here" is.
+_HERE_IN = re.compile(r"\bhere\s+in\s+(?P<v>(?-i:[A-Z])[\w'.-]*(?:\s+(?!I\b)(?-i:[A-Z])[\w'.-]*)"
+                      r"{0,2})")
+
+
+def here_in(clause: str) -> Found | None:
+    """Where the user lives, said in passing by a clause about something else ("the bike
+    lanes here in Austin are great"): its own fact, so the place is keyed as the user's
+    home whatever the clause was about."""
+    m = _HERE_IN.search(clause)
+    if m is None:
+        return None
+    place = m["v"].rstrip(".'")
+    return Found(f"The user lives in {place}", "fact", "user.location", normalize_value(place),
+                 0.75)
+
+
 LIVED_IN = re.compile(r"^(?:i|we)\s+(?:lived|resided|was\s+living|were\s+living)\s+in\s+", re.I)
 AT_ORG = fact("user.employer", 0.85, ORG_CUT, check=not_article)
 
@@ -320,8 +343,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+)),\s+(?P<n>\d{1,3})(?:\s+years?\s+old|\s*y/?o)?$"),
      _introduction_with_age),
     (rx(I, r"am\s+", A, r"(?:a\s+|an\s+)?(?P<v>[a-z]+)$"), _belonging),
-    (rx(I, r"am\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|pescetarian)",
-        r"(?:\s+(?:now|these\s+days|again))?$"),
+    (rx(I, r"(?:am|have\s+been)\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|",
+        r"pescetarian)(?:\s+(?:now|these\s+days|again)|\s+(?:for|since|and)\s+.+)?$"),
      fact("user.diet", 0.85)),
     (rx(I, r"am\s+", A, r"(?:a|an|the)\s+(?P<v>.+)$"), _occupation),
     (rx(I, r"am\s+(?:now\s+)?(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?",

@@ -164,3 +164,31 @@ def resolve(content: str, before: str) -> str | None:
         verb = "has"  # "he's been" is "he has been"
     head = who[:1].upper() + who[1:]
     return f"{head}{' ' + verb if verb else ''}{content[m.end():]}"
+
+
+# "we adopted a kitten!!! her name's Miso": the name of someone just introduced ("a kitten",
+# "a new puppy", "a baby girl"), said in a clause of its own.
+_NAME_GIVEN = re.compile(r"^(?:and\s+)?(?:his|her|its|their)\s+name(?:'s|\s+is)\s+"
+                         r"(?P<name>(?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*))?)", re.I)
+_ANIMATE = RELATIONS | frozenset("""
+baby girl boy rabbit bunny hamster parrot bird horse pony turtle tortoise lizard snake
+ferret goat chicken hen rescue pup
+""".split())
+_INTRODUCED = re.compile(r"\b(?:a|an)\s+(?P<np>[\w-]+(?:\s+[\w-]+){0,2})", re.I)
+
+
+def name_given(clause: str) -> str | None:
+    """The name in "her name's Miso" / "his name is Leo", or None."""
+    m = _NAME_GIVEN.match(clause.strip())
+    return m["name"] if m is not None and m["name"] not in _NOT_NAMES else None
+
+
+def with_name(content: str, name: str) -> str | None:
+    """``content`` with "named <name>" after the last someone it introduces ("The user
+    adopted a kitten" → "The user adopted a kitten named Miso"); None when it introduces
+    nobody, or already names them."""
+    ends = [m.start("np") + w.end() for m in _INTRODUCED.finditer(content)
+            for w in re.finditer(r"[\w-]+", m["np"]) if w.group().casefold() in _ANIMATE]
+    if not ends or re.search(r"\b(?:named|called)\b", content[ends[-1]:], re.I):
+        return None
+    return f"{content[:ends[-1]]} named {name}{content[ends[-1]:]}"

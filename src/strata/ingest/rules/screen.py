@@ -59,7 +59,8 @@ _SMALL_TALK = re.compile(
     r"good\s+(?:morning|night|evening|luck)|congrats|congratulations|cheers|cool|wow|great|"
     r"awesome|nice|sweet|lol|haha|ok|okay|sure|yes|yeah|yep|no\s+problem|no\s+worries|"
     r"never\s+mind|nevermind|sounds\s+(?:good|great|fun)|same\s+here|me\s+too|exactly|"
-    r"definitely|absolutely|totally|of\s+course|keep\s+(?:it\s+up|going|up\s+the)|good\s+job|"
+    r"definitely|absolutely|totally(?!\s+(?:different|unrelated|new)\b)|of\s+course|"
+    r"keep\s+(?:it\s+up|going|up\s+the)|good\s+job|"
     r"well\s+done|way\s+to\s+go|that\s+is|that's|it\s+is|it's|this\s+is|what\s+a)\b",
     re.I,
 )
@@ -83,6 +84,22 @@ _SUBJECT_DROPPED = re.compile(
     r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna)\b",
     re.I,
 )
+# "registered for the half marathon", "signed up for a pottery class": any regular past verb
+# before its object or particle, "I" left out -- but not a feeling ("excited for the trip").
+_PAST_VERB_DROPPED = re.compile(
+    r"^(?:(?:just|finally|recently|also|officially)\s+)*(?!(?:excited|tired|bored|stressed|"
+    r"worried|scared|interested|obsessed|annoyed|exhausted|confused|surprised|shocked|"
+    r"impressed|amazed|disappointed|relieved|thrilled|pumped|stoked|overwhelmed|embarrassed|"
+    r"frustrated|terrified|pissed|hooked|addicted|blessed|spoiled|done|supposed|used)\b)"
+    r"[a-z]{3,}ed\s+(?:for|up|on|in|at|to|into|with|off|out|the|a|an|my|our|some|two|"
+    r"three)\b",
+    re.I)
+# "vegetarian for 12 years", "sober since March": a state the speaker has been in, "I have
+# been" left out.
+STATE_FOR_SPAN = re.compile(
+    r"^(?:vegetarian|vegan|pescatarian|pescetarian|sober|married|divorced|single|engaged|"
+    r"retired|unemployed|remote|celibate|homeschooling|self-employed)\s+(?:for\s+(?:\w+\s+){0,2}"
+    r"(?:years?|months?|weeks?|days?|decades?)|since)\b", re.I)
 # "Been a long road", "Going to be a blast": an "it" left out, not an "I".
 _IT_DROPPED = re.compile(r"^(?:been|going\s+to\s+be|gonna\s+be)\s+(?:a|an|the|so|such|really)\b",
                          re.I)
@@ -180,5 +197,7 @@ _GERUND_SUBJECT = re.compile(r"^\w+ing\s+(?:\w+\s+){0,3}?(?:is|was|has|can|could
 
 def subject_dropped(text: str) -> bool:
     """"Got a new job last week", "Working on a prototype": the speaker left out "I"."""
+    if STATE_FOR_SPAN.match(text) or _PAST_VERB_DROPPED.match(text):
+        return True
     return (bool(_SUBJECT_DROPPED.match(text)) and not FIRST_PERSON.match(text)
             and not _GERUND_SUBJECT.match(text) and not _IT_DROPPED.match(text))

@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date
+from strata.ingest.dates import PAST_IRREGULAR, DateMatch, find_date, guess_tense
 from strata.write.values import _EDGE
 from strata.write.values import _squash as squash
 
@@ -46,7 +46,14 @@ _PICTOGRAPH_BREAK = re.compile(r"(?<=[\w)])\s*" + _PICTOGRAPHS.pattern + r"(?=\s
 _NEW_SUBJECT = frozenset("i i'm i've we we're my our the he she they it this that you".split())
 
 
+_UP_TO_END = re.compile(r"[^.!?\n]*(?P<end>[.!?\n]|$)")
+
+
 def _pictograph_break(m: re.Match[str]) -> str:
+    # Before a question it ends what was said ("12 hr shift done 😵 quick dinner ideas?" is
+    # a statement, then a question).
+    if _UP_TO_END.match(m.string, m.end())["end"] == "?":
+        return "\n"
     return ". " if m["next"].casefold() in _NEW_SUBJECT else ", "
 
 
@@ -225,6 +232,9 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
         r"(?:the\s+)?(?:good|bad|big|sad|great)\s+news(?:\s+is(?:\s+that)?)?|fun\s+fact|"
         r"in\s+fact|guess\s+what|news|so\s+yeah|yup|"
+        # a change of topic: "unrelated: ...", "totally different topic: ..."
+        r"(?:totally\s+|completely\s+)?(?:unrelated|(?:different|new|unrelated)\s+topic)|"
+        r"side\s+note|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|quick\s+update|"
         r"wow|woah|whoa|aw+|omg|ugh|argh|meh|sigh|phew|yikes|oof|ha(?:ha)+|lol|cool|great|awesome|nice|amazing|sweet|yay|o+h+|"
         r"ah+|hm+|um+|true|right|exactly|totally|definitely|absolutely|"
         r"(?:good|great|nice)\s+to\s+(?:hear|see)\s+from\s+you|"
@@ -327,6 +337,32 @@ NOT_NOW = re.compile(
     r"before\s+that|i\s+(?:said|told|mentioned|thought|claimed|wrote)|"
     r"(?:you|he|she|they|someone|somebody|people)\s+(?:said|say|told|think|thought))\b", re.I,
 )
+# A time of one's life that is over: "in high school", "as a kid", "growing up", "my first car".
+_LIFE_STAGE = re.compile(
+    r"\b(?:(?:in|during|through|throughout|after|before)\s+(?:high\s+school|middle\s+school|"
+    r"elementary\s+school|grade\s+school|college|uni|university|grad\s+school|my\s+(?:teens|"
+    r"twenties|thirties|20s|30s|youth|childhood))|as\s+an?\s+(?:kid|child|teen|teenager|"
+    r"undergrad)|growing\s+up|back\s+(?:then|in\s+the\s+day)|childhood|"
+    r"my\s+(?:first|old|former|previous)\s+[\w-]+\s+(?:was|were|had))\b", re.I)
+# The simple past with a span ("I lived there for three years") or an end ("until college")
+# tells a finished period; the perfect ("I have been vegetarian for 12 years") one that goes on.
+_FINISHED_SPAN = re.compile(
+    r"\b(?:for\s+(?:\w+\s+){0,2}(?:years?|months?|decades?)|until\s+(?!now\b|today\b)\w+)\b",
+    re.I)
+_PERFECT = re.compile(r"\b(?:have|has|'ve)\s+(?:\w+\s+)?(?:been|\w+ed)\b|\b(?:still|now)\b",
+                      re.I)
+
+
+def told_as_over(text: str) -> bool:
+    """Whether a clause tells a state of the speaker's past that no longer holds: "I ran the
+    400 in high school", "my childhood dog was Rex", "I lived in Berlin for three years",
+    "I ate meat every day until college". Such a statement is history: it answers "what did"
+    and never "what does"."""
+    if guess_tense(text) != "past" or _PERFECT.search(text):
+        return False
+    return bool(_LIFE_STAGE.search(text) or _FINISHED_SPAN.search(text))
+
+
 CONDITIONAL = re.compile(r"\b(?:if|unless|in\s+case)\b", re.I)
 REPORTED = re.compile(r"\b(?:said|told\s+you|mentioned|claimed|wrote)\b", re.I)
 
