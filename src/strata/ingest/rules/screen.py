@@ -11,7 +11,9 @@ reasons on the receipt (``NotKept``); the checks run in the order of ``screen``.
 - ``other_person``: the clause is about the listener ("you're doing great", "your studio looks
   amazing"), not the speaker.
 - ``small_talk``: greetings, thanks, reactions and feelings of the moment ("thanks, that's
-  great!", "I'm so happy for you", "I can't wait", "I'm tired today").
+  great!", "I'm so happy for you", "I can't wait", "I'm tired today"), talk about the
+  conversation itself ("quite a week since we last talked") and team spirit with the listener
+  ("we make a great team").
 - ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself").
 - ``no_statement``: nothing the speaker says about themselves or their world.
 - ``correction`` (decided by the extractor, ``corrections``): the fix of a slip ("*Venice",
@@ -113,7 +115,29 @@ _SUGGESTION = re.compile(r"^(?:let's|let\s+us|lets)\b", re.I)
 _LISTENER_IMPERATIVE = re.compile(
     r"^(?:check\s+(?:out|this|it)|take\s+a\s+look|have\s+a\s+look|look\s+at|see\s+(?:this|here)|"
     r"keep\s+(?:it\s+up|going|at\s+it|up\s+the)|hang\s+in\s+there|enjoy|good\s+luck|"
+    r"let\s+(?:me|us)\s+know|"
     r"don't\s+(?:worry|give\s+up)|do\s+not\s+(?:worry|give\s+up))\b",
+    re.I,
+)
+
+# Talk about the conversation itself, with nothing else in the clause: "quite a week since we
+# last talked", "it's been ages since we spoke", "crazy stuff has been happening", "something
+# awesome happened to me".
+_ABOUT_TALK = re.compile(
+    r"^(?:(?:it's|it\s+is|it\s+has|been|quite|what|such|so)\s+)*(?:\w+\s+){0,3}?since\s+"
+    r"(?:we|i|you)\s+(?:last\s+)?(?:talked|spoke|chatted|caught\s+up|texted|messaged)"
+    r"(?:\s+last)?\W*$"
+    r"|^(?:(?:so|some|a\s+lot\s+of|lots\s+of|so\s+many|\w+)\s+){0,2}(?:something|things?|"
+    r"stuff|news)(?:'s)?(?:\s+\w+)?\s+(?:(?:has|have|is|been|just)\s+)*"
+    r"(?:happened|happening|going\s+on)"
+    r"(?:\s+(?:to|with|for)\s+(?:me|us)|\s+lately|\s+recently)*\W*$",
+    re.I,
+)
+# Team spirit, the speaker and the listener together: "we make a great team", "we work well
+# together", "we have each other's backs".
+_TEAM = re.compile(
+    r"^we\s+(?:(?:all|both|really|just|totally|definitely|sure|so|make|are|rock|work|have|"
+    r"got|well|such|a|great|good)\s+)+(?:team|together|each\s+other's|one\s+another's)\b",
     re.I,
 )
 
@@ -138,7 +162,8 @@ def screen(text: str, said: str = "") -> str | None:
     if _SMALL_TALK.match(text) and not FIRST_PERSON.search(text):
         return "small_talk"
     if (_THANKS.match(text) or _LISTENER_IMPERATIVE.match(text) or _REACTION.match(text)
-            or _FEELING.match(text) or _RESOLVE.match(text)):
+            or _FEELING.match(text) or _RESOLVE.match(text) or _ABOUT_TALK.match(text)
+            or _TEAM.match(text)):
         return "small_talk"
     return None
 
