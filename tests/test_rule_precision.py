@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 ONSETS = ["k", "v", "z", "dr", "qu", "th", "br", "m", "s", "gr", "pl"]
@@ -134,3 +134,89 @@ def test_a_message_framed_for_the_listener_keeps_what_it_tells(client, tenant, f
     assert named, stored
     assert not any(re.search(r"\b(?:let you know|tell you)\b", c, re.I) for c in named), named
     assert _stored(client, h, ("user", f"Hey! {frame} about my week.")) == []
+
+
+SIGHT = st.sampled_from(["That pic", "This song", "Seeing them together", "The smell of rain",
+                         "It", "Your message", "Watching the kids play"])
+MOMENT = st.sampled_from([
+    "{s} takes me back{e}", "{s} really warms my heart{e}", "{s} made my day{e}",
+    "{s} always puts a smile on my face{e}", "{s} makes me smile{e}",
+    "{s} gives me the chills{e}", "{s} takes me right back to when I was a kid{e}"])
+
+
+@given(sight=SIGHT, moment=MOMENT, end=END, name=NAME,
+       control=st.sampled_from(["My brother took me back to {n}", "My aunt made me a {n} cake",
+                                "I see my therapist {n} on Mondays",
+                                "I see {n} at the gym every week"]))
+@CASES
+def test_a_feeling_of_the_moment_is_not_stored(client, tenant, sight, moment, end, name,
+                                               control):
+    """Given what a sight or a thing does to the speaker right now ("that pic takes me back",
+    "it made my day"), when it is ingested, then nothing is stored; the same verbs with a
+    place, a thing made or a person seen ("my brother took me back to X", "I see X at the gym
+    every week") are kept."""
+    h = tenant.headers
+    said = moment.format(s=sight, e=end)
+    stored = _stored(client, h, ("assistant", "Here's a photo from my trip."), ("user", said))
+    assert stored == [], stored
+    told = control.format(n=name)
+    stored = _stored(client, h, ("assistant", "Here's a photo from my trip."),
+                     ("user", f"{said} {told}."))
+    assert _named(stored, name), stored
+    assert len(stored) == 1, stored
+
+
+@given(reply=st.sampled_from(["I see", "I see what you mean", "I see, that makes sense",
+                              "I totally see the appeal", "I see how that works"]),
+       end=END)
+@settings(max_examples=5, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_i_see_acknowledges_but_seeing_someone_is_kept(client, tenant, reply, end):
+    """Given "I see" as an acknowledgement, then nothing is stored; "I see <someone> every
+    week" is a habit and is kept (it used to be taken for the acknowledgement)."""
+    h = tenant.headers
+    assert _stored(client, h, ("assistant", "The fee covers both rooms."),
+                   ("user", f"{reply}{end}")) == []
+    stored = _stored(client, h, ("user", "I see my physio Zorlath every Tuesday."))
+    assert _named(stored, "Zorlath"), stored
+
+
+@given(call=st.sampled_from(["Wow, {n}!", "Thanks, {n}.", "Yeah {n}, that's so sweet.",
+                             "Aww {n}!", "Hey {n}!"]),
+       praise=st.sampled_from(["He's adorable!", "She looks so happy in that photo.",
+                               "He seems so calm there.", "She's such a good girl!"]),
+       name=NAME, other=NAME)
+@CASES
+def test_he_or_she_is_never_the_listener_called_by_name(client, tenant, call, praise, name,
+                                                        other):
+    """Given a turn that calls the listener by name and then says "he"/"she" of someone in the
+    listener's photo, when it is ingested, then nothing is stored of the listener's name; a
+    person the speaker names in passing ("I met X at work. She ...") is who "she" stands for."""
+    assume(name != other)
+    h = tenant.headers
+    stored = _stored(client, h, ("assistant", "Here's my dog at the beach!"),
+                     ("user", f"{call.format(n=name)} {praise}"))
+    assert not _named(stored, name), stored
+    told = f"{call.format(n=name)} I met {other} at work. She moved to Denver in May."
+    stored = _stored(client, h, ("assistant", "Here's my dog at the beach!"), ("user", told))
+    assert any("Denver" in c for c in _named(stored, other)), stored
+    assert not _named(stored, name), stored
+
+
+@given(uptake=st.sampled_from([
+    "I'll definitely check it out", "I'm going to have to look into that",
+    "I'll add it to my list", "I will definitely add that to my reading list",
+    "We'll have to give it a try", "I'm definitely going to check them out"]),
+       end=END, name=NAME)
+@CASES
+def test_taking_up_a_recommendation_without_its_name_is_not_stored(client, tenant, uptake,
+                                                                   end, name):
+    """Given "I'll definitely check it out" after the listener recommended something, when it
+    is ingested, then nothing is stored: with only "it" it would not stand alone. The same
+    uptake that names the thing is kept."""
+    h = tenant.headers
+    asked = "You should read the new one from that author."
+    assert _stored(client, h, ("assistant", asked), ("user", f"{uptake}{end}")) == []
+    named = re.sub(r"\b(?:it|that|them)\b", f"the {name} series", uptake, count=1)
+    stored = _stored(client, h, ("assistant", asked), ("user", f"{named}{end}"))
+    assert _named(stored, name), stored

@@ -48,10 +48,24 @@ def _last_thing(text: str) -> str | None:
     return max(found)[1] if found else None
 
 
+# A name said to its bearer ("Wow, John!", "Thanks Maria.", "Yeah Dana, ..."): the listener,
+# whom "he" or "she" never stands for.
+_CALLED_BEFORE = re.compile(
+    r"(?:^|[,!.?;]|\b(?:hey|hi|hello|thanks|thank\s+you|yeah|yes|yep|wow|oh|congrats|"
+    r"congratulations|sorry|well|ok|okay|aw+|no|nope|sure|totally|definitely))\s*,?\s*$", re.I)
+_CALLED_AFTER = re.compile(r"\s*[!,.?;]")
+
+
+def _addressed(text: str, m: re.Match[str]) -> bool:
+    """Whether the name ``m`` found in ``text`` is a vocative: set off by punctuation after
+    it, and by punctuation, the start or a greeting before it."""
+    return bool(_CALLED_AFTER.match(text, m.end()) and _CALLED_BEFORE.search(text[:m.start()]))
+
+
 def _last_person(text: str) -> str | None:
     found: list[tuple[int, str]] = []
     for m in _NAME.finditer(text):
-        if m.group().split()[0] not in _NOT_NAMES:
+        if m.group().split()[0] not in _NOT_NAMES and not _addressed(text, m):
             found.append((m.start(), m.group()))
     for m in _THINGS.finditer(text):
         if m["noun"].casefold() in RELATIONS:

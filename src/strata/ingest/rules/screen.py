@@ -14,7 +14,8 @@ reasons on the receipt (``NotKept``); the checks run in the order of ``screen``.
   great!", "I'm so happy for you", "I can't wait", "I'm tired today"), talk about the
   conversation itself ("quite a week since we last talked") and team spirit with the listener
   ("we make a great team").
-- ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself").
+- ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself",
+  "I'll definitely check it out").
 - ``no_statement``: nothing the speaker says about themselves or their world.
 - ``correction`` (decided by the extractor, ``corrections``): the fix of a slip ("*Venice",
   "Shawn with a w", "X not Y") with nothing in the conversation to fix: it corrects the
@@ -34,7 +35,10 @@ _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|u|ur)\b
 _REACTION = re.compile(
     r"^(?:i|we)\s+(?:(?:really|totally|completely|so|definitely|just|also|sure|truly|"
     r"absolutely|do|can|am|too)\s+)*"
-    r"(?:appreciate|agree|disagree|hope|bet|understand|see|imagine|guess|"
+    r"(?:appreciate|agree|disagree|hope|bet|understand|imagine|guess|"
+    # "I see (what you mean)" acknowledges; "I see my therapist on Mondays" is a habit.
+    r"see(?=\s*(?:$|[,.!;]|(?:what|how|why|where|that|it|this|your|you|"
+    r"the\s+(?:appeal|point))\b))|"
     r"can\s*not\s+wait|cannot\s+wait|can\s+relate|feel\s+you|mean|wonder|"
     r"know\s+(?:what|how|right|that|it|the\s+feeling)|hear\s+you|get\s+(?:it|that|you)|"
     r"(?:am|feel|felt)\s+(?:(?:so|really|super|very|truly|totally|pretty)\s+)*"
@@ -91,6 +95,18 @@ _IT_DROPPED = re.compile(r"^(?:been|going\s+to\s+be|gonna\s+be)\s+(?:a|an|the|so
 _PRONOUN_ONLY = re.compile(
     r"^(?:i|we)\s+(?:\w+\s+){1,2}(?:it|that|this|them|these|those|one|so|too)"
     r"(?:\s+(?:myself|ourselves|too|so\s+much|a\s+lot|very\s+much|as\s+well))?$",
+    re.I,
+)
+# Taking up what the listener recommended, the thing only a pronoun: "I'll definitely check it
+# out", "I'm going to have to look into that", "I'll add it to my list".
+_UPTAKE = re.compile(
+    r"^(?:i|we)\s+(?:(?:am|are|definitely|totally|really|surely|so|also|just|def)\s+)*"
+    r"(?:will|shall|going\s+to|gonna|gotta|have\s+to|need\s+to)"
+    r"\s+(?:(?:definitely|totally|really|surely|so|also|just|have\s+to|need\s+to|def)\s+)*"
+    r"(?:check|look\s+into|look\s+up|give|add|try|watch|read|listen\s+to)\s+"
+    r"(?:it|that|this|them|these|those|one)"
+    r"(?:\s+(?:out|up|a\s+(?:try|shot|go|listen|read|watch)|to\s+(?:my|our)\s+(?:\w+\s+)?list|"
+    r"sometime|soon|later|for\s+sure|too|as\s+well))*\W*$",
     re.I,
 )
 
@@ -178,9 +194,30 @@ _THEIR_OPINION = re.compile(
 )
 
 
+# A feeling of the moment told as what something does to the speaker: "that pic takes me
+# back", "seeing them together warms my heart", "it made my day", "this always puts a smile on
+# my face". Said of a thing or a sight, not by the speaker about themselves.
+_MOMENT = re.compile(
+    r"^(?!(?:i|we)\b).*?\b(?:"
+    r"(?:take|takes|took|taking)\s+(?:me|us)\s+(?:right\s+)?back(?=\W*$|\s+to\s+(?:when|those|"
+    r"that\s+time|my\s+(?:childhood|youth)))|"
+    r"(?:warm|melt|touch|fill|lift|brighten)(?:s|es|ed|ing)?\s+(?:my|our)\s+"
+    r"(?:hearts?|spirits?|souls?|days?)|"
+    r"(?:make|makes|made|making)\s+(?:my|our)\s+(?:day|week|heart\s+\w+)|"
+    r"(?:put|puts|putting|bring|brings|brought|bringing)\s+a\s+(?:big\s+|huge\s+)?smile\s+"
+    r"(?:on|to)\s+(?:my|our)\s+faces?|"
+    r"(?:make|makes|made|making)\s+(?:me|us)\s+(?:\w+\s+)?(?:smile|grin|laugh|tear\s+up)|"
+    r"(?:give|gives|gave|giving)\s+(?:me|us)\s+(?:the\s+)?(?:chills|goosebumps|butterflies)"
+    r")\b",
+    re.I,
+)
+
+
 def about_speaker(text: str) -> str | None:
     """Why a clause that no specific family took says nothing to keep about the speaker, or
     None when the generic statement family may keep it."""
+    if _MOMENT.match(text):
+        return "small_talk"
     if REPORTED.search(text):
         return "reported"
     if _THEIR_OPINION.match(text):
@@ -189,7 +226,7 @@ def about_speaker(text: str) -> str | None:
         return "other_person"
     if CONDITIONAL.search(text):
         return "hypothetical"
-    if _PRONOUN_ONLY.match(text):
+    if _PRONOUN_ONLY.match(text) or _UPTAKE.match(text):
         return "vague"
     if not (FIRST_PERSON.search(text) or subject_dropped(text)):
         return "no_statement"
