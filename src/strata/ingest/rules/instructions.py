@@ -15,7 +15,10 @@ _INSTRUCTION_VERBS = (
     r"assume|guess|make|sign|start|end|open|close|post|text|message|ping"
 )
 _INSTRUCTION = [
-    re.compile(r"^(?:please\s+)?(?:always|never(?:\s+ever)?)\b(?!\s+mind\b)\s+\S+\s+\S+", re.I),
+    # "Always happy to help" is a feeling, not an order: the word after "always" is a verb.
+    re.compile(r"^(?:please\s+)?(?:always|never(?:\s+ever)?)\b(?!\s+mind\b)"
+               r"(?!\s+(?:happy|glad|here|there|good|great|nice|fun|a\s+pleasure|welcome|"
+               r"up\s+for|down\s+for|ready)\b)\s+\S+\s+\S+", re.I),
     re.compile(r"^(?:please\s+)?(?:don't|do\s+not)\s+ever\b\s+\S+", re.I),
     re.compile(r"^please\s+(?:don't|do\s+not)\s+\S+", re.I),
     re.compile(rf"^(?:don't|do\s+not)\s+(?:{_INSTRUCTION_VERBS})\b", re.I),

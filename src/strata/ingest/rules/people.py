@@ -52,7 +52,8 @@ _NOT_PEOPLE = _NOT_NAMES | frozenset(
 
 
 def _happened(m: re.Match[str], clause: str) -> Found | None:
-    if m["who"].split()[0].lower() in _NOT_PEOPLE:
+    # "You've got this": a pronoun with its verb attached is no name either.
+    if m["who"].split()[0].lower().split("'")[0] in _NOT_PEOPLE:
         return None
     return Found(third_person(clause), "event", confidence=0.7)
 

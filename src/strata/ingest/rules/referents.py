@@ -50,6 +50,20 @@ def _last_thing(text: str) -> str | None:
     return max(found)[1] if found else None
 
 
+# A name said to its bearer ("Wow, John!", "Thanks Maria.", "Yeah Dana, ..."): the listener,
+# whom "he" or "she" never stands for.
+_CALLED_BEFORE = re.compile(
+    r"(?:^|[,!.?;]|\b(?:hey|hi|hello|thanks|thank\s+you|yeah|yes|yep|wow|oh|congrats|"
+    r"congratulations|sorry|well|ok|okay|aw+|no|nope|sure|totally|definitely))\s*,?\s*$", re.I)
+_CALLED_AFTER = re.compile(r"\s*[!,.?;]")
+
+
+def _addressed(text: str, m: re.Match[str]) -> bool:
+    """Whether the name ``m`` found in ``text`` is a vocative: set off by punctuation after
+    it, and by punctuation, the start or a greeting before it."""
+    return bool(_CALLED_AFTER.match(text, m.end()) and _CALLED_BEFORE.search(text[:m.start()]))
+
+
 # A relation word said as a name: "Dad's birthday party", "grandma's room".
 _KIN_NAME = re.compile(r"\b(?<!\bmy\s)(?<!\bour\s)(?<!\bthe\s)(?<!\bhis\s)(?<!\bher\s)"
                        r"(?:dad|mom|mum|grandpa|grandma|granny|nana|gramps|papa|mama)\b", re.I)
@@ -77,7 +91,7 @@ def _people(sentence: str) -> list[tuple[int, str]]:
         place = (_PLACE_BEFORE.search(sentence[:m.start()])
                  or " " in m.group() and _TO_BEFORE.search(sentence[:m.start()])) and not (
             sentence.startswith("'s", m.end()))
-        if m.group().split()[0] not in _NOT_NAMES and not place:
+        if m.group().split()[0] not in _NOT_NAMES and not place and not _addressed(sentence, m):
             found.append((m.start(), m.group()))
     for m in _OWNER.finditer(sentence):
         if m.group() not in _NOT_OWNERS and all(start != m.start() for start, _ in found):

@@ -11,8 +11,11 @@ reasons on the receipt (``NotKept``); the checks run in the order of ``screen``.
 - ``other_person``: the clause is about the listener ("you're doing great", "your studio looks
   amazing"), not the speaker.
 - ``small_talk``: greetings, thanks, reactions and feelings of the moment ("thanks, that's
-  great!", "I'm so happy for you", "I can't wait", "I'm tired today").
-- ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself").
+  great!", "I'm so happy for you", "I can't wait", "I'm tired today"), talk about the
+  conversation itself ("quite a week since we last talked") and team spirit with the listener
+  ("we make a great team").
+- ``vague``: a statement whose object is only a pronoun ("I love it", "I made them myself",
+  "I'll definitely check it out").
 - ``no_statement``: nothing the speaker says about themselves or their world.
 - ``correction`` (decided by the extractor, ``corrections``): the fix of a slip ("*Venice",
   "Shawn with a w", "X not Y") with nothing in the conversation to fix: it corrects the
@@ -32,7 +35,10 @@ _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|u|ur)\b
 _REACTION = re.compile(
     r"^(?:i|we)\s+(?:(?:really|totally|completely|so|definitely|just|also|sure|truly|"
     r"absolutely|do|can|am|too)\s+)*"
-    r"(?:appreciate|agree|disagree|hope|bet|understand|see|imagine|guess|"
+    r"(?:appreciate|agree|disagree|hope|bet|understand|imagine|guess|"
+    # "I see (what you mean)" acknowledges; "I see my therapist on Mondays" is a habit.
+    r"see(?=\s*(?:$|[,.!;]|(?:what|how|why|where|that|it|this|your|you|"
+    r"the\s+(?:appeal|point))\b))|"
     r"can\s*not\s+wait|cannot\s+wait|can\s+relate|feel\s+you|mean|wonder|"
     r"know\s+(?:what|how|right|that|it|the\s+feeling)|hear\s+you|get\s+(?:it|that|you)|"
     r"(?:am|feel|felt)\s+(?:(?:so|really|super|very|truly|totally|pretty)\s+)*"
@@ -108,6 +114,18 @@ _PRONOUN_ONLY = re.compile(
     r"(?:\s+(?:myself|ourselves|too|so\s+much|a\s+lot|very\s+much|as\s+well))?$",
     re.I,
 )
+# Taking up what the listener recommended, the thing only a pronoun: "I'll definitely check it
+# out", "I'm going to have to look into that", "I'll add it to my list".
+_UPTAKE = re.compile(
+    r"^(?:i|we)\s+(?:(?:am|are|definitely|totally|really|surely|so|also|just|def)\s+)*"
+    r"(?:will|shall|going\s+to|gonna|gotta|have\s+to|need\s+to)"
+    r"\s+(?:(?:definitely|totally|really|surely|so|also|just|have\s+to|need\s+to|def)\s+)*"
+    r"(?:check|look\s+into|look\s+up|give|add|try|watch|read|listen\s+to)\s+"
+    r"(?:it|that|this|them|these|those|one)"
+    r"(?:\s+(?:out|up|a\s+(?:try|shot|go|listen|read|watch)|to\s+(?:my|our)\s+(?:\w+\s+)?list|"
+    r"sometime|soon|later|for\s+sure|too|as\s+well))*\W*$",
+    re.I,
+)
 
 
 # Thanks, congratulations and kind words are small talk whoever they mention.
@@ -130,7 +148,29 @@ _SUGGESTION = re.compile(r"^(?:let's|let\s+us|lets)\b", re.I)
 _LISTENER_IMPERATIVE = re.compile(
     r"^(?:check\s+(?:out|this|it)|take\s+a\s+look|have\s+a\s+look|look\s+at|see\s+(?:this|here)|"
     r"keep\s+(?:it\s+up|going|at\s+it|up\s+the)|hang\s+in\s+there|enjoy|good\s+luck|"
+    r"let\s+(?:me|us)\s+know|"
     r"don't\s+(?:worry|give\s+up)|do\s+not\s+(?:worry|give\s+up))\b",
+    re.I,
+)
+
+# Talk about the conversation itself, with nothing else in the clause: "quite a week since we
+# last talked", "it's been ages since we spoke", "crazy stuff has been happening", "something
+# awesome happened to me".
+_ABOUT_TALK = re.compile(
+    r"^(?:(?:it's|it\s+is|it\s+has|been|quite|what|such|so)\s+)*(?:\w+\s+){0,3}?since\s+"
+    r"(?:we|i|you)\s+(?:last\s+)?(?:talked|spoke|chatted|caught\s+up|texted|messaged)"
+    r"(?:\s+last)?\W*$"
+    r"|^(?:(?:so|some|a\s+lot\s+of|lots\s+of|so\s+many|\w+)\s+){0,2}(?:something|things?|"
+    r"stuff|news)(?:'s)?(?:\s+\w+)?\s+(?:(?:has|have|is|been|just)\s+)*"
+    r"(?:happened|happening|going\s+on)"
+    r"(?:\s+(?:to|with|for)\s+(?:me|us)|\s+lately|\s+recently)*\W*$",
+    re.I,
+)
+# Team spirit, the speaker and the listener together: "we make a great team", "we work well
+# together", "we have each other's backs".
+_TEAM = re.compile(
+    r"^we\s+(?:(?:all|both|really|just|totally|definitely|sure|so|make|are|rock|work|have|"
+    r"got|well|such|a|great|good)\s+)+(?:team|together|each\s+other's|one\s+another's)\b",
     re.I,
 )
 
@@ -155,7 +195,8 @@ def screen(text: str, said: str = "") -> str | None:
     if _SMALL_TALK.match(text) and not FIRST_PERSON.search(text):
         return "small_talk"
     if (_THANKS.match(text) or _LISTENER_IMPERATIVE.match(text) or _REACTION.match(text)
-            or _FEELING.match(text) or _RESOLVE.match(text)):
+            or _FEELING.match(text) or _RESOLVE.match(text) or _ABOUT_TALK.match(text)
+            or _TEAM.match(text)):
         return "small_talk"
     return None
 
@@ -170,9 +211,30 @@ _THEIR_OPINION = re.compile(
 )
 
 
+# A feeling of the moment told as what something does to the speaker: "that pic takes me
+# back", "seeing them together warms my heart", "it made my day", "this always puts a smile on
+# my face". Said of a thing or a sight, not by the speaker about themselves.
+_MOMENT = re.compile(
+    r"^(?!(?:i|we)\b).*?\b(?:"
+    r"(?:take|takes|took|taking)\s+(?:me|us)\s+(?:right\s+)?back(?=\W*$|\s+to\s+(?:when|those|"
+    r"that\s+time|my\s+(?:childhood|youth)))|"
+    r"(?:warm|melt|touch|fill|lift|brighten)(?:s|es|ed|ing)?\s+(?:my|our)\s+"
+    r"(?:hearts?|spirits?|souls?|days?)|"
+    r"(?:make|makes|made|making)\s+(?:my|our)\s+(?:day|week|heart\s+\w+)|"
+    r"(?:put|puts|putting|bring|brings|brought|bringing)\s+a\s+(?:big\s+|huge\s+)?smile\s+"
+    r"(?:on|to)\s+(?:my|our)\s+faces?|"
+    r"(?:make|makes|made|making)\s+(?:me|us)\s+(?:\w+\s+)?(?:smile|grin|laugh|tear\s+up)|"
+    r"(?:give|gives|gave|giving)\s+(?:me|us)\s+(?:the\s+)?(?:chills|goosebumps|butterflies)"
+    r")\b",
+    re.I,
+)
+
+
 def about_speaker(text: str) -> str | None:
     """Why a clause that no specific family took says nothing to keep about the speaker, or
     None when the generic statement family may keep it."""
+    if _MOMENT.match(text):
+        return "small_talk"
     if REPORTED.search(text):
         return "reported"
     if _THEIR_OPINION.match(text):
@@ -181,7 +243,7 @@ def about_speaker(text: str) -> str | None:
         return "other_person"
     if CONDITIONAL.search(text):
         return "hypothetical"
-    if _PRONOUN_ONLY.match(text):
+    if _PRONOUN_ONLY.match(text) or _UPTAKE.match(text):
         return "vague"
     if not (FIRST_PERSON.search(text) or subject_dropped(text)):
         return "no_statement"
