@@ -606,13 +606,21 @@ _THEIR_VIEW = re.compile(r"\b(?:prefers?|likes?|loves?|hates?|thinks?|believes?|
 
 
 def _report_to(m: re.Match[str], clause: str) -> Found | None:
-    name = m["name"]
-    if name.lower() in _NOT_NAMES:
+    """"I report to Luis", and "Luis came over from Dublin and I've been reporting to him":
+    "him" or "her" is the person the clause opened with (one that opens with "he" is read
+    again with the person in its place, ``extract._about_someone``)."""
+    name = m["name"] or _subject_name(m["before"] or "")
+    if name is None or name.lower() in _NOT_NAMES:
         return None
     me = Subject(None, "The user")
     return Found(content_of(me, "manager", name, clause, False), "fact",
                  attribute_key(None, "manager"), normalize_value(name), 0.8, change=True)
 
+
+
+def _subject_name(text: str) -> str | None:
+    opening = re.match(_NAME_WORD, text)
+    return opening[0] if opening else None
 
 
 HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
@@ -629,8 +637,9 @@ HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?P<name>", _NAME_WORD, r")\b.*$"), _holder(change=True)),
     (rx(r"^(?P<name>", _NAME_WORD, r")\s+(?:just\s+)?(?:took\s+over|stepped\s+in)\s+as\s+",
         r"(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\b.*$"), _holder(change=True)),
-    (rx(r"^i\s+(?:now\s+|officially\s+)?(?:report|have\s+been\s+reporting|am\s+reporting|",
-        r"started\s+reporting)\s+(?:directly\s+)?to\s+(?P<name>", _NAME_WORD, r")(?:\s+.*)?$"),
+    (rx(r"^(?:(?P<before>.*?),?\s+(?:and|so|but)\s+)?i\s+(?:now\s+|officially\s+)?",
+        r"(?:report|have\s+been\s+reporting|am\s+reporting|started\s+reporting)\s+",
+        r"(?:directly\s+)?to\s+(?:(?P<name>", _NAME_WORD, r")|(?-i:him|her))\b(?:\s+.*)?$"),
      _report_to),
 ]
 

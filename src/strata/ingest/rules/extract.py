@@ -315,9 +315,9 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 if corrections.names_a_slip(corrections.opening(clause)):
                     skip("correction", clause)  # of the assistant's words: nothing of ours
                     continue
-                found = _clause(clause, at, carry_change)
-                if isinstance(found, str):
-                    found = _about_someone(clause, before[0], at, carry_change) or found
+                # "he moved to Denver": read first with the person just named in his place.
+                found = (_about_someone(clause, before[0], at, carry_change)
+                         or _clause(clause, at, carry_change))
             carry_change |= _marks_change(clause)
             if isinstance(found, Result) and found.slot and found.value:
                 thread.antecedent = found

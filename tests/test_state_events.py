@@ -1,0 +1,80 @@
+"""Ends of states and events that change a state (issue 35), through POST /v1/ingest with the
+rule extractor on a real database, on generated phrasings.
+
+Each mechanism is tried over combinations of subjects, verbs, values and templates, each
+beside a control that must come out differently (the same words with the mechanism's cue
+taken away), so a test cannot pass on an extractor that keeps or retires everything.
+Values are invented words where the mechanism should not depend on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+
+
+def _path() -> str:
+    return f"users.s{uuid.uuid4().hex[:12]}"
+
+
+def tell(client, headers, path: str, *texts: str) -> list[str]:
+    """Each text a user message of its own session, thirty days apart; the active memories
+    after the last."""
+    for day, text in enumerate(texts):
+        r = client.post("/v1/ingest", headers=headers, json={
+            "path": path, "wait": True, "messages": [
+                {"role": "user", "content": text,
+                 "at": (T0 + timedelta(days=30 * day)).isoformat()}]})
+        assert r.status_code == 200, r.text
+    r = client.get("/v1/memories", headers=headers,
+                   params={"path": path, "status": "active", "limit": 200})
+    assert r.status_code == 200, r.text
+    return [m["content"] for m in r.json()["items"]]
+
+
+def holding(contents: list[str], word: str) -> list[str]:
+    return [c for c in contents if re.search(rf"\b{re.escape(word)}\b", c, re.I)]
+
+
+def first_answer(client, headers, path: str, query: str) -> str:
+    r = client.post("/v1/search", headers=headers,
+                    json={"query": query, "paths": [path], "limit": 5})
+    assert r.status_code == 200, r.text
+    return r.json()["results"][0]["content"]
+
+
+# --- a new manager told through who the user reports to, after another subject --------------
+
+OLD_MANAGER = ["Karen (my manager) wants a one-pager by thursday",
+               "my manager is Karen", "my boss Karen keeps moving our standup"]
+REPORTING = [
+    "{name} came over from the {place} office and I've been reporting to {pron} since monday",
+    "had my first 1:1 with {name} today. {subj} joined in march and I report to {pron} now",
+    "{name} took over the team and I report to {pron} now",
+]
+NEW_MANAGERS = [("Luis", "him", "he"), ("Priya", "her", "she")]
+
+
+@pytest.mark.parametrize("old,said,who", list(itertools.product(
+    OLD_MANAGER, REPORTING, NEW_MANAGERS))[::2])
+def test_reporting_to_someone_named_before_makes_them_the_manager(client, tenant, old, said,
+                                                                   who):
+    """Given a manager by name, When the user later says they report to "him"/"her" after
+    naming that person in the same clause or just before, Then the new person is the manager
+    and the old one is no longer active; the control, the same clause with someone else
+    reporting, changes nothing."""
+    name, pron, subj = who
+    text = said.format(name=name, pron=pron, subj=subj, place="Dublin")
+    now = tell(client, tenant.headers, _path(), old, text)
+    assert not holding(now, "Karen"), now
+    assert holding(now, name), now
+    control = said.format(name=name, pron=pron, subj=subj, place="Dublin").replace(
+        "I've been reporting", "Tom has been reporting").replace("I report", "Tom reports")
+    now = tell(client, tenant.headers, _path(), old, control)
+    assert holding(now, "Karen"), (control, now)
