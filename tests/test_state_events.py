@@ -78,3 +78,26 @@ def test_reporting_to_someone_named_before_makes_them_the_manager(client, tenant
         "I've been reporting", "Tom has been reporting").replace("I report", "Tom reports")
     now = tell(client, tenant.headers, _path(), old, control)
     assert holding(now, "Karen"), (control, now)
+
+
+# --- a way of eating is one value of the user's diet, however it is said ---------------------
+
+DIET_FIRST = ["been strict {a} since thanksgiving and I'm so bored of it",
+              "I'm {a} now", "I've been {a} for 3 years", "I'm on {a} these days"]
+DIET_LATER = ["my doctor wants me eating {b}, can you redo my meal prep?",
+              "I went {b} last month", "I'm doing {b} now", "she put me on a {b} diet"]
+DIETS = [("keto", "mediterranean"), ("vegan", "pescatarian"), ("paleo", "plant-based")]
+
+
+@pytest.mark.parametrize("first,later,diet", list(itertools.product(
+    DIET_FIRST, DIET_LATER, DIETS))[::3])
+def test_a_new_way_of_eating_replaces_the_old(client, tenant, first, later, diet):
+    """Given a way of eating in one shape, When a later session names another in another
+    shape, Then only the new one is active; the control, a food the user likes said later,
+    keeps the diet."""
+    a, b = diet
+    now = tell(client, tenant.headers, _path(), first.format(a=a), later.format(b=b))
+    assert holding(now, b), now
+    assert not holding(now, a), now
+    now = tell(client, tenant.headers, _path(), first.format(a=a), f"I really like {b} food")
+    assert holding(now, a), now
