@@ -101,3 +101,36 @@ def test_a_new_way_of_eating_replaces_the_old(client, tenant, first, later, diet
     assert not holding(now, a), now
     now = tell(client, tenant.headers, _path(), first.format(a=a), f"I really like {b} food")
     assert holding(now, a), now
+
+
+# --- a question takes for granted the device the user has ------------------------------------
+
+DEVICES = [("phone", "Pixel 7", "iPhone 16"), ("laptop", "ThinkPad", "MacBook Air"),
+           ("phone", "Galaxy S23", "Pixel 9")]
+ASKED_ON = ["how do I turn off the widget on my {d}?",
+            "ok dumb q, on the {d} work gave me where's the setting for tap to click??",
+            "how do i get the battery % to show on my new {d}, it keeps hiding it",
+            "why is my {d} so slow after the update?"]
+HAVING = ["I have a {d}", "my {kind} is a {d}"]
+
+
+@pytest.mark.parametrize("device,asked,having", list(itertools.product(
+    DEVICES, ASKED_ON, HAVING)))
+def test_a_device_a_question_takes_for_granted_is_the_users(client, tenant, device, asked,
+                                                          having):
+    """Given the user's device, When a later question is asked on another device of the
+    kind the user calls theirs, Then the new device is the user's and the old one is not;
+    the control, a question about whether to buy one, keeps the old device and stores no
+    new one."""
+    kind, old, new = device
+    path = _path()
+    now = tell(client, tenant.headers, path, having.format(d=old, kind=kind),
+               asked.format(d=new))
+    assert holding(now, new.split()[0]), now
+    assert not holding(now, old.split()[0]), now
+    assert holding([first_answer(client, tenant.headers, path,
+                                 f"what {kind} does the user have?")], new.split()[0])
+    now = tell(client, tenant.headers, _path(), having.format(d=old, kind=kind),
+               f"should I get a {new} or wait for the next one?")
+    assert holding(now, old.split()[0]), now
+    assert not holding(now, new.split()[0]), now

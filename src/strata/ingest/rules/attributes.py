@@ -23,7 +23,7 @@ from collections.abc import Callable
 from strata.ingest.rules.base import NUMBER, Found, Handler, clean_object, parse_number, rx
 from strata.ingest.rules.identity import is_role
 from strata.ingest.rules.person import third_person
-from strata.ingest.rules.states import KIN as _KIN, Subject, content_of, state_of
+from strata.ingest.rules.states import KIN as _KIN, USER, Subject, content_of, state_of
 from strata.ingest.rules.text import REPORTED, squash
 from strata.write.slots import RELATIONS, attribute_key
 from strata.write.values import normalize_value
@@ -368,6 +368,31 @@ def _devices() -> list[tuple[re.Pattern[str], Handler]]:
                 r"(?P<rest>.*)$"),
              attribute(kind, _model, plain=False, confidence=0.75)),
         ]
+    return out
+
+
+def _owned_in_question(kind: str) -> re.Pattern[str]:
+    given = (rf"(?=(?:{_DEVICE[kind]})\s+(?:(?:that|which)\s+)?(?:[\w-]+\s+){{1,2}}?"
+             r"(?:gave|got|bought|lent|handed|issued)\s+me\b)")
+    return re.compile(rf"\b(?:(?:my|our)\s+(?:new\s+|current\s+)?|the\s+(?:new\s+)?{given})"
+                      rf"{_device(kind)}", re.I)
+
+
+_OWNED_IN_QUESTION = {kind: _owned_in_question(kind) for kind in _DEVICE}
+
+
+def owned_in_question(question: str) -> list[Found]:
+    """The devices a question takes for granted the user has: "how do I turn off the widget
+    on my Pixel 7?", "on the MacBook Air work gave me, where's tap to click?". The question
+    is not stored; what it presupposes is, in the words a question about it uses."""
+    out = []
+    for kind, pattern in _OWNED_IN_QUESTION.items():
+        m = pattern.search(question)
+        got = _model(m) if m else None
+        if got is not None:
+            value, shown = got
+            out.append(Found(state_of(USER, kind, shown), "fact", attribute_key(None, kind),
+                             value, 0.75))
     return out
 
 
