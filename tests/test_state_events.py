@@ -134,3 +134,54 @@ def test_a_device_a_question_takes_for_granted_is_the_users(client, tenant, devi
                f"should I get a {new} or wait for the next one?")
     assert holding(now, old.split()[0]), now
     assert not holding(now, new.split()[0]), now
+
+
+# --- a group the user is in ends -------------------------------------------------------------
+
+GROUP_FIRST = ["our {g} is called the Gutter Crows and we're sitting in 2nd",
+               "my {g} plays every tuesday at the rec center"]
+GROUP_ENDED = ["the venue closed for good so our {g} just... dissolved",
+               "our {g} folded last month", "the {g} disbanded, no one renewed"]
+
+
+@pytest.mark.parametrize("group,first,ended", list(itertools.product(
+    ["league", "team"], GROUP_FIRST, GROUP_ENDED)))
+def test_a_group_that_dissolved_retires_what_was_said_of_it(client, tenant, group, first,
+                                                             ended):
+    """Given a statement about the user's league or team, When the user says it dissolved,
+    folded or disbanded (a pause of dots included), Then that statement is no longer active
+    and the end is; the control, the other group ending, keeps it."""
+    now = tell(client, tenant.headers, _path(), first.format(g=group), ended.format(g=group))
+    assert not holding(now, "tuesday") and not holding(now, "2nd"), now
+    assert holding(now, group), now
+    other = "team" if group == "league" else "league"
+    now = tell(client, tenant.headers, _path(), first.format(g=group), ended.format(g=other))
+    assert holding(now, "tuesday") or holding(now, "2nd"), now
+
+
+# --- the user's work, said aside or as what became full-time ----------------------------------
+
+ROLES = [("barista", "Blue Bottle"), ("line cook", "Marlowe"), ("nurse", "Mercy General")]
+ASIDE = ["opening shift in 30 min ({r} at {o}), give me a quick stretch",
+         "long day at work ({r} at {o}) and my feet are done",
+         "double shift done (as a {r} at {o}), my feet are toast lol"]
+FULL_TIME = ["the {x} business is my full-time thing now", "{x} is officially my day job now",
+             "my {x} side gig is my full-time job now"]
+
+
+@pytest.mark.parametrize("role,aside,later", list(itertools.product(ROLES, ASIDE, FULL_TIME)))
+def test_a_role_said_aside_is_the_users_job_until_another_becomes_full_time(
+        client, tenant, role, aside, later):
+    """Given the user's role said in parentheses inside another statement, When the user
+    later says something else is now their full-time work, Then the new work is active and
+    the old role is not; the control, the same aside after someone named ("my friend Tom
+    (nurse at ...)"), is Tom's and is not the user's job."""
+    r, o = role
+    path = _path()
+    now = tell(client, tenant.headers, path, aside.format(r=r, o=o))
+    assert holding(now, r.split()[-1]), now
+    now = tell(client, tenant.headers, path, later.format(x="photography"))
+    assert holding(now, "photography"), now
+    assert not holding(now, r.split()[-1]), now
+    now = tell(client, tenant.headers, _path(), f"my friend Tom ({r} at {o}) says hi")
+    assert not any(c.startswith("The user's job") for c in now), now

@@ -480,6 +480,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:a\s+)?(?:new\s+)?(?:role|position|job)\s+as|(?:working\s+)?as)\s+",
         r"(?:(?:a|an|the)\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
+    # "opening shift in 30 min (barista at Blue Bottle)": the speaker's role, said aside
+    # (not "my friend Tom (nurse at Mercy)", who is Tom)
+    (rx(r"^(?P<dropped>)(?P<before>[^(]+?\s*)\((?:as\s+)?(?:(?:a|an|the)\s+)?",
+        r"(?!(?:my|our|his|her|their)\b)(?P<v>[\w -]+?)",
+        _ORG_AT, r"\)(?P<rest>.*)$"),
+     _speakers(attribute("occupation", _known_role, plain=False, also=_employer_after))),
+    # "the photography business is my full-time thing now": what the user does for work
+    (rx(r"^(?P<dropped>)(?:the\s+|my\s+)?(?P<v>[\w -]+?)\s+is\s+(?:now\s+)?(?:officially\s+)?",
+        r"my\s+(?:new\s+)?(?:full[- ]time|main|day)\s+(?:thing|job|gig|work|career)\b",
+        r"(?P<rest>.*)$"), attribute("occupation", _text(words=4), change=True, plain=False)),
     (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
      attribute("occupation", _fixed("teacher"))),
     (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),

@@ -25,6 +25,7 @@ from strata.write import topics
 _KIND = re.compile(
     r"\s+(?:membership|subscription|account|plan|pass|tickets?|lessons?|classes|class|"
     r"habit|gig|job|shift|treatment|prescription|meds|medication|streak|league|team)$", re.I)
+_GROUPS = frozenset({"league", "team"})
 _GERUND = re.compile(
     r"^(?:(?:going|heading)\s+(?:to|into)|attending|taking|seeing|playing(?:\s+(?:in|for|with))?|"
     r"visiting|dating|watching|reading|doing|volunteering\s+(?:at|for|with)|working\s+(?:at|on|for)|"
@@ -57,9 +58,11 @@ def _objects(raw: str) -> list[str]:
         part, _ = clean_object(squash(head(part)))
         part = re.sub(r"\s+(?:back|again|already|too)$", "", _SMALL.sub("", part), flags=re.I)
         part = _KIND.sub("", part) if len(part.split()) > 1 else part
-        # A bare kind ("my job", "the membership", "the trip") names nothing in particular.
+        # A bare kind ("my job", "the membership", "the trip") names nothing in particular;
+        # a group the user is in does ("our league dissolved").
         if (is_stop_object(part) or _NOT_AN_OBJECT.match(part) or len(part.split()) > 3
-                or _KIND.match(f" {part}") or set(part.lower().split()) <= topics.ENTRY_WORDS):
+                or (_KIND.match(f" {part}") and part.lower() not in _GROUPS)
+                or set(part.lower().split()) <= topics.ENTRY_WORDS):
             continue
         out.append(part)
     return out
@@ -151,8 +154,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:[a-z]+\s+){0,2})?(?P<obj>(?-i:[A-Z])[\w'-]+)(?:\s+down)?\b.*$"), _end(0.8)),
     # "Sunset Lanes closed for good", "the league dissolved", "Pepper passed away"
     (rx(r"^(?:(?:the|our|my)\s+)?(?P<obj>(?:[\w'&-]+\s+){0,2}?[\w'&-]+)\s+(?:has\s+|have\s+)?",
-        r"(?:just\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",
+        r"(?:just(?:\.{2,}|…)?\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",
         r"folded|disbanded|passed\s+away|died|was\s+put\s+down|went\s+under|",
         r"(?:is|was|got)\s+(?:cancell?ed|discontinued|over\s+for\s+good))",
-        r"(?:,?\s+(?:and|so|but)\b.*)?$"), _end(0.8)),
+        r"(?:\s*[,;].*|\s+(?:and|so|but)\b.*)?$"), _end(0.8)),
 ]
