@@ -185,3 +185,28 @@ def test_a_role_said_aside_is_the_users_job_until_another_becomes_full_time(
     assert not holding(now, r.split()[-1]), now
     now = tell(client, tenant.headers, _path(), f"my friend Tom ({r} at {o}) says hi")
     assert not any(c.startswith("The user's job") for c in now), now
+
+
+# --- a recurring time given over to something new ends what the user did then ----------------
+
+ROUTINES = ["I volunteer at the animal shelter every {day} morning, mostly walking dogs",
+            "I do pottery at the community studio every {day}"]
+TAKEN = ["had to step back from it, my {day}s are fully eaten by coaching my son's team now",
+         "my {day}s are taken up by the new baby these days",
+         "honestly my {day}s have been swallowed by grad school"]
+
+
+@pytest.mark.parametrize("day,routine,taken", list(itertools.product(
+    ["saturday", "sunday", "wednesday"], ROUTINES, TAKEN))[::2])
+def test_a_day_given_over_to_something_new_ends_what_was_done_then(client, tenant, day,
+                                                                   routine, taken):
+    """Given what the user does every <day>, When they say their <day>s are now eaten or
+    taken up by something else, Then the routine is no longer active and the new use of the
+    day is; the control, another day given over, keeps the routine."""
+    now = tell(client, tenant.headers, _path(), routine.format(day=day), taken.format(day=day))
+    assert not [c for c in holding(now, day) if "every" in c], now
+    assert holding(now, f"{day}s"), now
+    other = "monday" if day != "monday" else "friday"
+    now = tell(client, tenant.headers, _path(), routine.format(day=day),
+               taken.format(day=other))
+    assert [c for c in holding(now, day) if "every" in c], now

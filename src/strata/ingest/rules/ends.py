@@ -72,6 +72,9 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
     def handle(m: re.Match[str], clause: str) -> Found | str | None:
         objects = _objects(m[group])
         if not objects:
+            taken = _taken_over(clause)  # "stepped back from it, my saturdays are ..."
+            if taken:
+                return taken[0]
             return VAGUE if is_stop_object(clean_object(m[group])[0]) else None
         if not re.match(r"^(?:i|we)\b", clause, re.I) and m.re.pattern.startswith(_WHO):
             clause = f"I {clause[:1].lower()}{clause[1:]}"  # the speaker left out
@@ -81,10 +84,31 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
                                    else f"{clause[:m.start(group)]}{obj}"),
                       "fact", topics.end_key(obj), None, confidence, change=True)
                 for obj in objects]
+        ends += _taken_over(clause)
         return Found(ends[0].content, "fact", ends[0].slot, None, confidence, change=True,
                      also=ends[1:])
 
     return handle
+
+
+# "my saturdays are fully eaten by coaching", "my evenings are taken up by the baby": a
+# recurring time given over to something new, so what the user did then has ended.
+_TAKEN_OVER = re.compile(
+    r"\b(?:my|our)\s+(?P<obj>(?:mon|tues|wednes|thurs|fri|satur|sun)days|weekends|evenings|"
+    r"mornings|nights|lunch\s+breaks)\s+(?:are|have\s+been|got)\s+(?:now\s+)?(?:fully\s+|"
+    r"completely\s+|totally\s+|basically\s+|all\s+)?(?:eaten|taken|swallowed|used|filled|"
+    r"consumed|booked|spoken\s+for)(?:\s+up)?\s+(?:by|with)\s+.+$", re.I)
+
+
+def _taken_over(clause: str) -> list[Found]:
+    """The end of what the user did at a time now given over to something else, said on its
+    own: "The user's saturdays are fully eaten by coaching soccer"."""
+    m = _TAKEN_OVER.search(clause)
+    if m is None:
+        return []
+    said = third_person(clause[m.start():])
+    return [Found(said[:1].upper() + said[1:], "fact", topics.end_key(m["obj"]), None, 0.8,
+                  change=True)]
 
 
 def _streak(m: re.Match[str], clause: str) -> Found | None:
@@ -158,4 +182,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"folded|disbanded|passed\s+away|died|was\s+put\s+down|went\s+under|",
         r"(?:is|was|got)\s+(?:cancell?ed|discontinued|over\s+for\s+good))",
         r"(?:\s*[,;].*|\s+(?:and|so|but)\b.*)?$"), _end(0.8)),
+    # "my saturdays are fully eaten by coaching now", said with no other end
+    (re.compile(r"^.*?" + _TAKEN_OVER.pattern, re.I),
+     lambda m, clause: next(iter(_taken_over(clause)), None)),
 ]
