@@ -210,3 +210,24 @@ def test_a_day_given_over_to_something_new_ends_what_was_done_then(client, tenan
     now = tell(client, tenant.headers, _path(), routine.format(day=day),
                taken.format(day=other))
     assert [c for c in holding(now, day) if "every" in c], now
+
+
+# --- an end beside a test result keeps the result --------------------------------------------
+
+RESULTS = ["A1C came back 5.4!!!", "my LDL came back at 210", "bloodwork came back normal",
+           "TSH levels came back high"]
+MED_ENDS = ["my doctor said I'm done with {m}", "they took me off {m}", "I quit {m} last week"]
+
+
+@pytest.mark.parametrize("result,ended", list(itertools.product(RESULTS, MED_ENDS)))
+def test_a_test_result_said_without_its_owner_is_the_users(client, tenant, result, ended):
+    """Given the user takes a medication, When a test result is told without "my" beside the
+    medication's end, Then the result is kept as the user's and the medication is no longer
+    taken; the control, something else that "came back", is not stored."""
+    word = result.split()[0] if result.split()[0] != "my" else result.split()[1]
+    now = tell(client, tenant.headers, _path(), "I take metformin with breakfast",
+               f"{result.rstrip('!')}. {ended.format(m='metformin')}")
+    assert [c for c in holding(now, word) if "user" in c], now
+    assert not [c for c in holding(now, "metformin") if "breakfast" in c], now
+    now = tell(client, tenant.headers, _path(), "the package came back 2 days late")
+    assert not holding(now, "package"), now
