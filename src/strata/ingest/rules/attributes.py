@@ -2,7 +2,9 @@
 are, whether they are engaged or married, their manager, and the phone, car or laptop they
 have -- of the user or of a person in their life, named ("my sister Dana", "Dana") or by
 relation ("my dad", "Dad"), said plainly or told through an event that implies it ("we
-closed on a house in Austin", "Noor blew out seven candles", "got bumped up to sous chef").
+closed on a house in Austin", "Noor blew out seven candles", "got bumped up to sous chef"),
+said aside ("opening shift (barista at Blue Bottle)"), or taken for granted by a question
+("how do I ... on my Pixel 7?": ``owned_in_question``).
 
 The key comes from the statement's shape, not from a list of people:
 ``user.<attribute>`` or ``person.<who>.<attribute>`` (``strata.write.slots.attribute_key``),

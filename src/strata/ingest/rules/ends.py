@@ -1,7 +1,9 @@
 """Ends of states: "I cancelled my Equinox membership", "axed Hulu and Peacock", "62 days
 without a cigarette", "haven't touched my guitar since March", "I'm done with metformin",
 "I don't bowl anymore", "we said goodbye to Pepper", "Sunset Lanes closed for good", "I broke
-up with Sam", "the divorce was finalized".
+up with Sam", "the divorce was finalized", "our league just... dissolved", and a time given
+over to something new: "my saturdays are fully eaten by coaching now" ends what the user did
+on saturdays.
 
 Each names what ended and carries the end key of it (``strata.write.topics``:
 ``ended:<object>``, no value, a change), so the write path retires the statements that name
