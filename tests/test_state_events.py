@@ -231,3 +231,24 @@ def test_a_test_result_said_without_its_owner_is_the_users(client, tenant, resul
     assert not [c for c in holding(now, "metformin") if "breakfast" in c], now
     now = tell(client, tenant.headers, _path(), "the package came back 2 days late")
     assert not holding(now, "package"), now
+
+
+# --- parting with a thing ends it -------------------------------------------------------------
+
+THINGS = ["kayak", "Kindle", "Vespa"]
+HAD = ["I have a {t} I take out most weekends", "I keep my {t} in the garage"]
+PARTED = ["donated my {t} last week", "gave away my old {t}", "the old {t} went to my nephew",
+          "RIP to my {t}, it took a swim in the lake", "replaced my {t} with a newer one"]
+
+
+@pytest.mark.parametrize("thing,had,parted", list(itertools.product(THINGS, HAD, PARTED))[::2])
+def test_parting_with_a_thing_retires_it(client, tenant, thing, had, parted):
+    """Given a thing the user has, When they donate it, give it away, hand it on, mourn it or
+    replace it, Then what said they have it is no longer active and the end is; the
+    control, parting with another thing, keeps it."""
+    now = tell(client, tenant.headers, _path(), had.format(t=thing), parted.format(t=thing))
+    assert not [c for c in holding(now, thing) if re.search(r"weekends|garage", c)], now
+    assert holding(now, thing), now
+    other = "canoe" if thing != "canoe" else "bike"
+    now = tell(client, tenant.headers, _path(), had.format(t=thing), parted.format(t=other))
+    assert [c for c in holding(now, thing) if re.search(r"weekends|garage", c)], now

@@ -78,6 +78,7 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
             if taken:
                 return taken[0]
             return VAGUE if is_stop_object(clean_object(m[group])[0]) else None
+        clause = re.sub(r"\s+(?:was|is)$", "", clause)  # "my last day at X was <date>"
         if not re.match(r"^(?:i|we)\b", clause, re.I) and m.re.pattern.startswith(_WHO):
             clause = f"I {clause[:1].lower()}{clause[1:]}"  # the speaker left out
             m = m.re.match(clause) or m
@@ -131,14 +132,23 @@ _ENDING = (r"(?:cancell?ed|cancel|axed|ditched|quit|stopped|ended|gave\s+up|give
            r"got\s+rid\s+of|unsubscribed\s+from|dropped\s+out\s+of|step(?:ped)?\s+(?:back|down|away)"
            r"\s+from|walked\s+away\s+from|retired\s+from|let\s+go\s+of|moved\s+on\s+from|"
            r"broke\s+up\s+with|split\s+(?:up\s+)?with|said\s+goodbye\s+to|cut\s+out|"
-           r"finished\s+with|wrapped\s+up|closed\s+down|left)")
+           r"finished\s+with|wrapped\s+up|closed\s+down|left|gave\s+away|given\s+away|"
+           r"donated|kicked)")
 
 # The speaker, said or left out ("cancelled my membership lol").
 _WHO = r"^(?:(?:i|we)\s+)?"
 
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # "replaced my Pixel 7 with an iPhone 15": the old one ended
+    (rx(_WHO, HAVE, r"(?:finally\s+|just\s+)?", A, r"replaced\s+(?P<obj>.+?)\s+with\s+.+$"),
+     _end()),
     (rx(_WHO, HAVE, r"(?:had\s+to\s+|finally\s+|officially\s+|just\s+)*", A, _ENDING,
         r"\s+(?P<obj>.+)$"), _end()),
+    # "the old T480 went to my nephew", "RIP to my phone": a thing given away, or gone
+    (rx(r"^(?:my|our|the)\s+old\s+(?P<obj>[\w'.+-]+(?:\s+[\w'.+-]+){0,2}?)\s+(?:went|has\s+gone|",
+        r"is\s+going)\s+to\s+(?:my|our|a|an|the|some)\b.*$"), _end(0.8)),
+    (rx(r"^(?:rip|r\.i\.p\.?)\s+(?:to\s+)?(?P<obj>(?:my|our)\s+[\w'.+-]+(?:\s+[\w'.+-]+)?)",
+        r"(?=\s*[,.!:;]|\s+(?:it|he|she|they|which)\b|$).*$"), _end(0.8)),
     (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"(?:done|finished|through|off)\s+(?:with\s+)?(?P<obj>.+?)",
         r"(?:\s+(?:for\s+good|now|at\s+last|finally))?$"), _end()),
     # "62 days without a cigarette", "a month off sugar", "3 weeks sober from gambling"
@@ -147,7 +157,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"off|clean\s+from|sober\s+from)\s+(?P<obj>(?:(?:a|an|any)\s+)?[\w'-]+)\b.*$"), _streak),
     # "today was my last day at Deloitte", "handed in my badge at Acme"
     (rx(r"^(?:(?:today|yesterday|friday|it|that|this|\w+day)\s+(?:was|is)\s+my\s+last\s+",
-        r"(?:day|shift|week)|i\s+(?:have\s+)?(?:handed|turned)\s+in\s+my\s+(?:badge|notice|",
+        r"(?:day|shift|week)|my\s+last\s+(?:day|shift|week)(?=\s+(?:at|with|for)\s+\S+",
+        r"(?:\s+\S+)?\s+(?:was|is)\b)|i\s+(?:have\s+)?(?:handed|turned)\s+in\s+my\s+(?:badge|notice|",
         r"keys|resignation|laptop))\s+(?:at|with|for)\s+(?P<obj>(?-i:[A-Z])[\w&'.-]*",
         r"(?:\s+(?-i:[A-Z])[\w&'.-]*)?)\b.*$"), _end(0.85)),
     # "I haven't touched my guitar since March", "haven't had a drink in weeks"
