@@ -3,7 +3,9 @@ are, whether they are engaged or married, expecting a baby or had it, their mana
 phone, car or laptop they have -- of the user or of a person in their life, named ("my
 sister Dana", "Dana") or by relation ("my dad", "Dad"), said plainly or told through an
 event that implies it ("we closed on a house in Austin", "Noor blew out seven candles", "got
-bumped up to sous chef", "finished nursing school", "her little one arrived").
+bumped up to sous chef", "finished nursing school", "her little one arrived"), said aside
+("opening shift (barista at Blue Bottle)"), or taken for granted by a question ("how do I ...
+on my Pixel 7?": ``owned_in_question``).
 
 The key comes from the statement's shape, not from a list of people:
 ``user.<attribute>`` or ``person.<who>.<attribute>`` (``strata.write.slots.attribute_key``),
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from strata.ingest.rules.base import NUMBER, Found, Handler, clean_object, parse_number, rx
 from strata.ingest.rules.identity import is_role
 from strata.ingest.rules.person import third_person
-from strata.ingest.rules.states import KIN as _KIN, Subject, content_of, state_of
+from strata.ingest.rules.states import KIN as _KIN, USER, Subject, content_of, state_of
 from strata.ingest.rules.text import REPORTED, squash
 from strata.write.slots import RELATIONS, attribute_key
 from strata.write.values import normalize_value
@@ -448,6 +450,31 @@ _MOVED_HOW = (r"(?:(?:back|out|over|down|up|across|away|all|the|way|here|there|f
               r"overseas|abroad|home)\s+){0,4}?")
 
 
+def _owned_in_question(kind: str) -> re.Pattern[str]:
+    given = (rf"(?=(?:{_DEVICE[kind]})\s+(?:(?:that|which)\s+)?(?:[\w-]+\s+){{1,2}}?"
+             r"(?:gave|got|bought|lent|handed|issued)\s+me\b)")
+    return re.compile(rf"\b(?:(?:my|our)\s+(?:new\s+|current\s+)?|the\s+(?:new\s+)?{given})"
+                      rf"{_device(kind)}", re.I)
+
+
+_OWNED_IN_QUESTION = {kind: _owned_in_question(kind) for kind in _DEVICE}
+
+
+def owned_in_question(question: str) -> list[Found]:
+    """The devices a question takes for granted the user has: "how do I turn off the widget
+    on my Pixel 7?", "on the MacBook Air work gave me, where's tap to click?". The question
+    is not stored; what it presupposes is, in the words a question about it uses."""
+    out = []
+    for kind, pattern in _OWNED_IN_QUESTION.items():
+        m = pattern.search(question)
+        got = _model(m) if m else None
+        if got is not None:
+            value, shown = got
+            out.append(Found(state_of(USER, kind, shown), "fact", attribute_key(None, kind),
+                             value, 0.75))
+    return out
+
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # where someone lives
     (rx(_LEAD, rf"\s+{_ADV}(?:lives?|resides?)\s+(?:out\s+|over\s+|down\s+|up\s+)?",
@@ -550,6 +577,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:(?P<v>(?-i:[A-Z]{2,4}))\b|(?P<v2>[\w'-]+(?:\s+[\w'-]+)?)\s+(?:license|licence|",
         r"certification|boards|exam))|the\s+(?P<v3>bar)\b)", _REST),
      attribute("occupation", _credential, change=True, plain=False)),
+    # "opening shift in 30 min (barista at Blue Bottle)": the speaker's role, said aside
+    # (not "my friend Tom (nurse at Mercy)", who is Tom)
+    (rx(r"^(?P<dropped>)(?P<before>[^(]+?\s*)\((?:as\s+)?(?:(?:a|an|the)\s+)?",
+        r"(?!(?:my|our|his|her|their)\b)(?P<v>[\w -]+?)",
+        _ORG_AT, r"\)(?P<rest>.*)$"),
+     _speakers(attribute("occupation", _known_role, plain=False, also=_employer_after))),
+    # "the photography business is my full-time thing now": what the user does for work
+    (rx(r"^(?P<dropped>)(?:the\s+|my\s+)?(?P<v>[\w -]+?)\s+is\s+(?:now\s+)?(?:officially\s+)?",
+        r"my\s+(?:new\s+)?(?:full[- ]time|main|day)\s+(?:thing|job|gig|work|career)\b",
+        r"(?P<rest>.*)$"), attribute("occupation", _text(words=4), change=True, plain=False)),
     (rx(_LEAD, r"\s+", _ADV, r"teach(?:es)?\s+(?P<v>.+)$"),
      attribute("occupation", _fixed("teacher"))),
     (rx(_LEAD, rf"(?:{_BE}|\s+{_ADV}(?:(?:has|have)\s+)?)(?:now\s+)?(?P<v>retired)\b", _REST),
@@ -720,13 +757,21 @@ _THEIR_VIEW = re.compile(r"\b(?:prefers?|likes?|loves?|hates?|thinks?|believes?|
 
 
 def _report_to(m: re.Match[str], clause: str) -> Found | None:
-    name = m["name"]
-    if name.lower() in _NOT_NAMES:
+    """"I report to Luis", and "Luis came over from Dublin and I've been reporting to him":
+    "him" or "her" is the person the clause opened with (one that opens with "he" is read
+    again with the person in its place, ``extract._about_someone``)."""
+    name = m["name"] or _subject_name(m["before"] or "")
+    if name is None or name.lower() in _NOT_NAMES:
         return None
     me = Subject(None, "The user")
     return Found(content_of(me, "manager", name, clause, False), "fact",
                  attribute_key(None, "manager"), normalize_value(name), 0.8, change=True)
 
+
+
+def _subject_name(text: str) -> str | None:
+    opening = re.match(_NAME_WORD, text)
+    return opening[0] if opening else None
 
 
 HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
@@ -743,8 +788,9 @@ HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?P<name>", _NAME_WORD, r")\b.*$"), _holder(change=True)),
     (rx(r"^(?P<name>", _NAME_WORD, r")\s+(?:just\s+)?(?:took\s+over|stepped\s+in)\s+as\s+",
         r"(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\b.*$"), _holder(change=True)),
-    (rx(r"^i\s+(?:now\s+|officially\s+)?(?:report|have\s+been\s+reporting|am\s+reporting|",
-        r"started\s+reporting)\s+(?:directly\s+)?to\s+(?P<name>", _NAME_WORD, r")(?:\s+.*)?$"),
+    (rx(r"^(?:(?P<before>.*?),?\s+(?:and|so|but)\s+)?i\s+(?:now\s+|officially\s+)?",
+        r"(?:report|have\s+been\s+reporting|am\s+reporting|started\s+reporting)\s+",
+        r"(?:directly\s+)?to\s+(?:(?P<name>", _NAME_WORD, r")|(?-i:him|her))\b(?:\s+.*)?$"),
      _report_to),
 ]
 

@@ -1,7 +1,9 @@
 """Ends of states: "I cancelled my Equinox membership", "axed Hulu and Peacock", "62 days
 without a cigarette", "haven't touched my guitar since March", "I'm done with metformin",
 "I don't bowl anymore", "we said goodbye to Pepper", "Sunset Lanes closed for good", "I broke
-up with Sam", "the divorce was finalized".
+up with Sam", "the divorce was finalized", "our league just... dissolved", and a time given
+over to something new: "my saturdays are fully eaten by coaching now" ends what the user did
+on saturdays.
 
 Each names what ended and carries the end key of it (``strata.write.topics``:
 ``ended:<object>``, no value, a change), so the write path retires the statements that name
@@ -26,6 +28,7 @@ from strata.write import topics
 _KIND = re.compile(
     r"\s+(?:membership|subscription|account|plan|pass|tickets?|lessons?|classes|class|"
     r"habit|gig|job|shift|treatment|prescription|meds|medication|streak|league|team)$", re.I)
+_GROUPS = frozenset({"league", "team"})
 _GERUND = re.compile(
     r"^(?:(?:going|heading)\s+(?:to|into)|attending|taking|seeing|playing(?:\s+(?:in|for|with))?|"
     r"visiting|dating|watching|reading|doing|volunteering\s+(?:at|for|with)|working\s+(?:at|on|for)|"
@@ -58,9 +61,11 @@ def _objects(raw: str) -> list[str]:
         part, _ = clean_object(squash(head(part)))
         part = re.sub(r"\s+(?:back|again|already|too)$", "", _SMALL.sub("", part), flags=re.I)
         part = _KIND.sub("", part) if len(part.split()) > 1 else part
-        # A bare kind ("my job", "the membership", "the trip") names nothing in particular.
+        # A bare kind ("my job", "the membership", "the trip") names nothing in particular;
+        # a group the user is in does ("our league dissolved").
         if (is_stop_object(part) or _NOT_AN_OBJECT.match(part) or len(part.split()) > 3
-                or _KIND.match(f" {part}") or set(part.lower().split()) <= topics.ENTRY_WORDS):
+                or (_KIND.match(f" {part}") and part.lower() not in _GROUPS)
+                or set(part.lower().split()) <= topics.ENTRY_WORDS):
             continue
         out.append(part)
     return out
@@ -70,7 +75,11 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
     def handle(m: re.Match[str], clause: str) -> Found | str | None:
         objects = _objects(m[group])
         if not objects:
+            taken = _taken_over(clause)  # "stepped back from it, my saturdays are ..."
+            if taken:
+                return taken[0]
             return VAGUE if is_stop_object(clean_object(m[group])[0]) else None
+        clause = re.sub(r"\s+(?:was|is)$", "", clause)  # "my last day at X was <date>"
         if not re.match(r"^(?:i|we)\b", clause, re.I) and m.re.pattern.startswith(_WHO):
             clause = f"I {clause[:1].lower()}{clause[1:]}"  # the speaker left out
             m = m.re.match(clause) or m
@@ -79,10 +88,31 @@ def _end(confidence: float = 0.85, group: str = "obj") -> Handler:
                                    else f"{clause[:m.start(group)]}{obj}"),
                       "fact", topics.end_key(obj), None, confidence, change=True)
                 for obj in objects]
+        ends += _taken_over(clause)
         return Found(ends[0].content, "fact", ends[0].slot, None, confidence, change=True,
                      also=ends[1:])
 
     return handle
+
+
+# "my saturdays are fully eaten by coaching", "my evenings are taken up by the baby": a
+# recurring time given over to something new, so what the user did then has ended.
+_TAKEN_OVER = re.compile(
+    r"\b(?:my|our)\s+(?P<obj>(?:mon|tues|wednes|thurs|fri|satur|sun)days|weekends|evenings|"
+    r"mornings|nights|lunch\s+breaks)\s+(?:are|have\s+been|got)\s+(?:now\s+)?(?:fully\s+|"
+    r"completely\s+|totally\s+|basically\s+|all\s+)?(?:eaten|taken|swallowed|used|filled|"
+    r"consumed|booked|spoken\s+for)(?:\s+up)?\s+(?:by|with)\s+.+$", re.I)
+
+
+def _taken_over(clause: str) -> list[Found]:
+    """The end of what the user did at a time now given over to something else, said on its
+    own: "The user's saturdays are fully eaten by coaching soccer"."""
+    m = _TAKEN_OVER.search(clause)
+    if m is None:
+        return []
+    said = third_person(clause[m.start():])
+    return [Found(said[:1].upper() + said[1:], "fact", topics.end_key(m["obj"]), None, 0.8,
+                  change=True)]
 
 
 def _streak(m: re.Match[str], clause: str) -> Found | None:
@@ -111,7 +141,8 @@ _ENDING = (r"(?:cancell?ed|cancel|axed|ditched|quit|stopped|ended|gave\s+up|give
            r"got\s+rid\s+of|unsubscribed\s+from|dropped\s+out\s+of|step(?:ped)?\s+(?:back|down|away)"
            r"\s+from|walked\s+away\s+from|retired\s+from|let\s+go\s+of|moved\s+on\s+from|"
            r"broke\s+up\s+with|split\s+(?:up\s+)?with|said\s+goodbye\s+to|cut\s+out|"
-           r"finished\s+with|wrapped\s+up|closed\s+down|left)")
+           r"finished\s+with|wrapped\s+up|closed\s+down|left|gave\s+away|given\s+away|"
+           r"donated|kicked)")
 
 # The speaker, said or left out ("cancelled my membership lol").
 _WHO = r"^(?:(?:i|we)\s+)?"
@@ -123,8 +154,16 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:\s+(?:in|last|this|back\s+in)\s+\w+)?\s+(?:for\s+(?:(?:a|an|the)\s+(?:[\w-]+\s+){0,3}?",
         r"(?:role|job|position|gig|offer|spot)\s+(?:at|with)\s+)?|to\s+(?:join|work\s+at|go\s+to)\s+)",
         r"(?P<v>(?-i:[A-Z]).+)$"), lambda m, clause: _left_for(m, clause)),
+    # "replaced my Pixel 7 with an iPhone 15": the old one ended
+    (rx(_WHO, HAVE, r"(?:finally\s+|just\s+)?", A, r"replaced\s+(?P<obj>.+?)\s+with\s+.+$"),
+     _end()),
     (rx(_WHO, HAVE, r"(?:had\s+to\s+|finally\s+|officially\s+|just\s+)*", A, _ENDING,
         r"\s+(?P<obj>.+)$"), _end()),
+    # "the old T480 went to my nephew", "RIP to my phone": a thing given away, or gone
+    (rx(r"^(?:my|our|the)\s+old\s+(?P<obj>[\w'.+-]+(?:\s+[\w'.+-]+){0,2}?)\s+(?:went|has\s+gone|",
+        r"is\s+going)\s+to\s+(?:my|our|a|an|the|some)\b.*$"), _end(0.8)),
+    (rx(r"^(?:rip|r\.i\.p\.?)\s+(?:to\s+)?(?P<obj>(?:my|our)\s+[\w'.+-]+(?:\s+[\w'.+-]+)?)",
+        r"(?=\s*[,.!:;]|\s+(?:it|he|she|they|which)\b|$).*$"), _end(0.8)),
     (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"(?:done|finished|through|off)\s+(?:with\s+)?(?P<obj>.+?)",
         r"(?:\s+(?:for\s+good|now|at\s+last|finally))?$"), _end()),
     # "62 days without a cigarette", "a month off sugar", "3 weeks sober from gambling"
@@ -133,7 +172,8 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"off|clean\s+from|sober\s+from)\s+(?P<obj>(?:(?:a|an|any)\s+)?[\w'-]+)\b.*$"), _streak),
     # "today was my last day at Deloitte", "handed in my badge at Acme"
     (rx(r"^(?:(?:today|yesterday|friday|it|that|this|\w+day)\s+(?:was|is)\s+my\s+last\s+",
-        r"(?:day|shift|week)|i\s+(?:have\s+)?(?:handed|turned)\s+in\s+my\s+(?:badge|notice|",
+        r"(?:day|shift|week)|my\s+last\s+(?:day|shift|week)(?=\s+(?:at|with|for)\s+\S+",
+        r"(?:\s+\S+)?\s+(?:was|is)\b)|i\s+(?:have\s+)?(?:handed|turned)\s+in\s+my\s+(?:badge|notice|",
         r"keys|resignation|laptop))\s+(?:at|with|for)\s+(?P<obj>(?-i:[A-Z])[\w&'.-]*",
         r"(?:\s+(?-i:[A-Z])[\w&'.-]*)?)\b.*$"), _end(0.85)),
     # "I haven't touched my guitar since March", "haven't had a drink in weeks"
@@ -173,8 +213,11 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         r"(?:[a-z]+\s+){0,2})?(?P<obj>(?-i:[A-Z])[\w'-]+)(?:\s+down)?\b.*$"), _end(0.8)),
     # "Sunset Lanes closed for good", "the league dissolved", "Pepper passed away"
     (rx(r"^(?:(?:the|our|my)\s+)?(?P<obj>(?:[\w'&-]+\s+){0,2}?[\w'&-]+)\s+(?:has\s+|have\s+)?",
-        r"(?:just\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",
+        r"(?:just(?:\.{2,}|…)?\s+)?(?:closed\s+(?:for\s+good|down|permanently)|shut\s+down|dissolved|",
         r"folded|disbanded|passed\s+away|died|was\s+put\s+down|went\s+under|",
         r"(?:is|was|got)\s+(?:cancell?ed|discontinued|over\s+for\s+good))",
-        r"(?:,?\s+(?:and|so|but)\b.*)?$"), _end(0.8)),
+        r"(?:\s*[,;].*|\s+(?:and|so|but)\b.*)?$"), _end(0.8)),
+    # "my saturdays are fully eaten by coaching now", said with no other end
+    (re.compile(r"^.*?" + _TAKEN_OVER.pattern, re.I),
+     lambda m, clause: next(iter(_taken_over(clause)), None)),
 ]

@@ -189,6 +189,13 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 out.memories.append(candidate)
                 last_sentence.append(candidate.content)
 
+    def asked_about(question: str) -> None:
+        """A question is not kept; the devices it takes for granted the user has are."""
+        skip("question", question)
+        for owned in attributes.owned_in_question(question):
+            keep(Result(owned.content, owned.kind, owned.slot, owned.value, owned.confidence,
+                        valid_from=at), question)
+
     def said() -> Iterator[str]:
         """The message's sentences, each question cut to what it says before it asks, and a
         joke's marker ending its sentence ("... (kidding) real talk: ...")."""
@@ -200,7 +207,7 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 skip("secret", None)
             elif sentence.rstrip().endswith("?"):
                 told, asked = asked_after(sentence)
-                skip("question", asked)
+                asked_about(asked)
                 yield from sentences(told)
                 heard.append(asked)
             else:
@@ -288,9 +295,9 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 if corrections.names_a_slip(corrections.opening(clause)):
                     skip("correction", clause)  # of the assistant's words: nothing of ours
                     continue
-                found = _clause(clause, at, carry_change)
-                if isinstance(found, str):
-                    found = _about_someone(clause, before[0], at, carry_change) or found
+                # "he moved to Denver": read first with the person just named in his place.
+                found = (_about_someone(clause, before[0], at, carry_change)
+                         or _clause(clause, at, carry_change))
             carry_change |= _marks_change(clause)
             if isinstance(found, Result) and found.slot and found.value:
                 thread.antecedent = found
@@ -299,6 +306,8 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                     continue
                 if thread.frames and _answers(found, clause):
                     fragments.append(clause)
+                elif found == "question":
+                    asked_about(clause)
                 elif not _marks_change(clause):
                     skip(found, clause)
                 continue

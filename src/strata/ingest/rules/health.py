@@ -36,7 +36,23 @@ def _no_longer_allergic(m: re.Match[str], clause: str) -> Found | None:
     return Found(third_person(clause), "fact", key, None, 0.85, change=True)
 
 
+def _result(m: re.Match[str], clause: str) -> Found:
+    if not re.match(r"^my\b", clause, re.I):
+        # "A1C came back ..." keeps its capitals; "Bloodwork came back ..." is lowered.
+        first = clause.split(maxsplit=1)[0]
+        clause = "my " + (clause[:1].lower() + clause[1:] if first[1:].isalpha() and
+                          first[1:].islower() else clause)
+    return Found(third_person(clause), "fact", None, None, 0.75)
+
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    # "A1C came back 5.4", "my LDL came back at 210", "bloodwork came back normal": a test's
+    # result, the user's when no one else is named
+    (rx(r"^(?:my\s+)?(?!(?:the|a|an|it|he|she|they|we|you|this|that|his|her|their)\b)",
+        r"[\w/-]+(?:\s+[\w/-]+){0,2}?\s+(?:results?\s+|levels?\s+|numbers?\s+|panel\s+)?",
+        r"(?:came|has\s+come)\s+back\s+(?:at\s+|as\s+)?(?:\d[\d.,/]*(?!\s*(?:min|minutes?|",
+        r"hours?|hrs?|days?|weeks?|months?|years?|times)\b)|normal|high|low|elevated|positive|",
+        r"negative|clear|clean|fine|good|great|perfect)\b.*$"), _result),
     (rx(I, r"am\s+", A, r"(?:no\s+longer|not)\s+allergic\s+to\s+(?P<v>.+?)",
         r"(?:\s+any\s?more)?$"), _no_longer_allergic),
     (rx(I, r"am\s+", A, r"(?:severely\s+|mildly\s+|deathly\s+)?allergic\s+to\s+(?P<v>.+)$"),

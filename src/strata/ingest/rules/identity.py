@@ -304,6 +304,12 @@ def here_in(clause: str) -> Found | None:
 LIVED_IN = re.compile(r"^(?:i|we)\s+(?:lived|resided|was\s+living|were\s+living)\s+in\s+", re.I)
 AT_ORG = fact("user.employer", 0.85, ORG_CUT, check=not_article)
 
+# What the user eats by rule, in the words of a way of eating: one value of ``user.diet``.
+_DIET = (r"(?P<v>vegetarian|vegan|pescatarian|pescetarian|keto|ketogenic|paleo|whole30|"
+         r"carnivore|low[- ]carb|low[- ]fat|plant[- ]based|mediterranean|flexitarian|atkins)\b")
+_DIET_HOW = (r"(?:(?:fully|completely|totally|full|strict|strictly|mostly|basically|pretty\s+much)"
+             r"\s+)?")
+
 PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     # facts about oneself
     (rx(r"^my\s+(?:full\s+|real\s+|first\s+)?name\s+is\s+(?P<v>.+)$"), _name("user.name")),
@@ -336,15 +342,27 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(I, HAVE, A, r"(?:became|got\s+promoted\s+to|was\s+promoted\s+to|am\s+now)\s+",
         r"(?:(?:a|an|the)\s+)?(?P<v>.+)$"), _new_role),
     (rx(I, HAVE, A, r"(?:went|gone|become|became|turned|switched\s+to|am\s+now)\s+",
-        r"(?:fully\s+|completely\s+|totally\s+|full\s+)?",
-        r"(?P<v>vegetarian|vegan|pescatarian|pescetarian)$"),
+        _DIET_HOW, _DIET, r"(?:\s+diet)?$"),
      fact("user.diet", 0.85, change=True)),
+    # "been strict keto since thanksgiving", "I've been vegan for 3 years": still so
+    (rx(I, r"have\s+been\s+", A, r"(?:on\s+(?:a\s+|the\s+)?)?", _DIET_HOW, _DIET,
+        r"(?:\s+diet)?(?:\s+(?:since|for)\b.*?)?(?:,?\s+(?:and|but|so)\b.*)?$"),
+     fact("user.diet", 0.8)),
+    # "I'm on keto now", "we're doing the mediterranean diet"
+    (rx(r"^(?:i|we)\s+(?:am|are)\s+", A, r"(?:on|doing|eating|following)\s+(?:a\s+|the\s+)?",
+        _DIET_HOW, _DIET, r"(?:\s+diet)?(?:\s+(?:now|these\s+days|again))?",
+        r"(?:,?\s+(?:and|but|so)\b.*)?$"), fact("user.diet", 0.8)),
+    # "my doctor wants me eating Mediterranean", "she put me on a low-carb diet": the
+    # doctor's orders are what the user eats now
+    (rx(r"^(?:my\s+[\w-]+|he|she|they)\s+(?:\w+\s+)?(?:wants|has|had|put|switched|moved)\s+",
+        r"me\s+(?:on|onto|eating|to)\s+(?:a\s+|the\s+)?", _DIET_HOW, _DIET, r"\b.*$"),
+     fact("user.diet", 0.75, change=True)),
     (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+))$"), _introduction),
     (rx(I, r"am\s+(?P<v>(?-i:[A-Z][a-z]+)),\s+(?P<n>\d{1,3})(?:\s+years?\s+old|\s*y/?o)?$"),
      _introduction_with_age),
     (rx(I, r"am\s+", A, r"(?:a\s+|an\s+)?(?P<v>[a-z]+)$"), _belonging),
-    (rx(I, r"(?:am|have\s+been)\s+", A, r"(?:a\s+)?(?P<v>vegetarian|vegan|pescatarian|",
-        r"pescetarian)(?:\s+(?:now|these\s+days|again)|\s+(?:for|since|and)\s+.+)?$"),
+    (rx(I, r"(?:am|have\s+been)\s+", A, r"(?:a\s+)?", _DIET_HOW, _DIET,
+        r"(?:\s+(?:now|these\s+days|again)|\s+(?:for|since|and)\s+.+)?$"),
      fact("user.diet", 0.85)),
     (rx(I, r"am\s+", A, r"(?:a|an|the)\s+(?P<v>.+)$"), _occupation),
     (rx(I, r"am\s+(?:now\s+)?(?P<n>", NUMBER, r")(?:\s+years?(?:\s+old)?|\s+y/?o)?",
