@@ -273,7 +273,8 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
     if plan is None:
         plan = _TRAVEL.match(bare)
         what = f"trip {plan['place']}" if plan is not None else None
-    if plan is None and date.when > at and squash(text).startswith(bare.split()[0]):
+    if plan is None and bare.strip() and date.when > at and (
+            squash(text).startswith(bare.split()[0])):
         plan = _ENTRY_PHRASE.match(bare)
         what = plan["what"] if plan is not None else None
     if plan is None and date.when > at:
