@@ -96,7 +96,9 @@ _PAST_VERB_DROPPED = re.compile(
     r"^(?:(?:just|finally|recently|also|officially)\s+)*(?!(?:excited|tired|bored|stressed|"
     r"worried|scared|interested|obsessed|annoyed|exhausted|confused|surprised|shocked|"
     r"impressed|amazed|disappointed|relieved|thrilled|pumped|stoked|overwhelmed|embarrassed|"
-    r"frustrated|terrified|pissed|hooked|addicted|blessed|spoiled|done|supposed|used)\b)"
+    r"frustrated|terrified|pissed|hooked|addicted|blessed|spoiled|done|supposed|used|"
+    # a plan's change, whose left-out subject is the plan ("rescheduled to Monday")
+    r"rescheduled|pushed|postponed|delayed|bumped|shifted|cancell?ed|moved)\b)"
     r"[a-z]{3,}ed\s+(?:for|up|on|in|at|to|into|with|off|out|the|a|an|my|our|some|two|"
     r"three)\b",
     re.I)
