@@ -205,3 +205,24 @@ def test_a_list_of_changes_keeps_a_new_someone_and_a_need(client, tenant, who, n
     path = _path()
     _ingest(client, h, path, f"new {who} Dr {name} starts in May")
     assert not [c for c in _active(client, h, path) if re.search(r"\bhas a new\b", c)]
+
+
+@given(fact=st.sampled_from(["im allergic to {x}", "I'm allergic to {x}", "i can't eat {x}"]),
+       ask=st.sampled_from(["so keep that in mind if i ever ask health stuff",
+                            "so please remember that if I ask for recipes",
+                            "so bear that in mind if we talk meds"]),
+       x=NAME)
+@CASES
+def test_a_request_to_keep_a_fact_in_mind_does_not_make_it_hypothetical(client, tenant, fact,
+                                                                        ask, x):
+    """Given "I'm allergic to X so keep that in mind if I ever ask ...", then X is kept: the
+    "if" belongs to the request, not the fact; control: the fact said inside the "if" is
+    not kept."""
+    h = tenant.headers
+    path = _path()
+    _ingest(client, h, path, f"{fact.format(x=x)} {ask}")
+    assert _holding(_active(client, h, path), x)
+
+    path = _path()
+    _ingest(client, h, path, f"if {fact.format(x=x)}, {ask}")
+    assert not _holding(_active(client, h, path), x)

@@ -102,6 +102,9 @@ _CONNECTIVE = re.compile(
     # "..., so that's the date now" points back at what it follows: one clause.
     r",\s+(?=(?:so(?!\s+(?:that's|that\s+is|it's|it\s+is)\b)|because|which\s+means)\s)"
     r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now|you|you'd|you're)\b)"
+    # "I'm allergic to X so keep that in mind if ...": a request to the listener after a fact
+    r"|,?\s+(?=so\s+(?:please\s+|pls\s+|plz\s+)?(?:keep|bear|remember|note|make\s+sure|"
+    r"don't|do\s+not|never|always|avoid)\b)"
     # "switched to matcha, no more espressos": what a change ended, a clause of its own
     r"|,\s+(?=no\s+(?:more|longer)\s)"
     # "handed in my badge, starting monday as a receptionist": the next job, after the end
