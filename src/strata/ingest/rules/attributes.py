@@ -288,6 +288,58 @@ def _age_and_home(m: re.Match[str], clause: str) -> Found | None:
     return attribute("age", _age, plain=False, also=_living_in)(m, told)
 
 
+_TEAM_UNIT = r"(?:\s+(?:people|persons|devs|developers|engineers|folks|members|strong|of\s+us))?"
+# After the number, only what closes the statement: "6 people now", "4, mostly backend";
+# "2 weeks behind" is no size.
+_TEAM_REST = (r"(?P<rest>(?:\s+(?:now|these\s+days|today|total|in\s+total)|\s*[,(!.;].*|"
+              r"\s+(?:and|but|so|since|after|which|including)\b.*)?)$")
+
+
+def _said_by_me(handle: Handler) -> Handler:
+    """``handle`` on the clause with the "I" the speaker left out put back ("starting monday
+    as a receptionist" -> "I am starting ..."), so what is stored says who."""
+
+    def said(m: re.Match[str], clause: str) -> Found | str | None:
+        if m.groupdict().get("dropped") is None:
+            return handle(m, clause)
+        first = clause.split(maxsplit=1)[0].lower()
+        be = first.endswith("ing") or first in ("on", "in", "at", "part")
+        return handle(m, f"{'I am' if be else 'I'} {clause[:1].lower()}{clause[1:]}")
+
+    return said
+
+
+def _team_size(m: re.Match[str], clause: str) -> Found | None:
+    """How many people are on the speaker's team: a number, so a later one supersedes it."""
+    size = parse_number(m["n"])
+    if not 1 < size <= 500:
+        return None
+    return Found(third_person(clause), "fact", attribute_key(None, "team_size"), str(size),
+                 0.8, change=bool(re.search(r"\b(?:now|grew|grown|shrunk|shrank|up|down|"
+                                             r"doubled)\b", clause, re.I)))
+
+
+def _role_and_home(m: re.Match[str], clause: str) -> Found | None:
+    """"I'm a UX designer based in Porto, mostly freelance": the role, and where the person
+    lives as its own fact -- the role's statement keeps the rest but not the home, so a later
+    move leaves no copy of the old one behind (as ``_age_and_home`` does for an age)."""
+    role = attribute("occupation", _known_role)
+    home = _LIVING_IN.search(m["v"])
+    if home is None:
+        return role(m, clause)
+    start, end = m.start("v") + home.start(), m.start("v") + home.end()
+    told = clause[:start].rstrip(" ,") + clause[end:]
+    again = m.re.match(told)
+    found = role(again, told) if again is not None else None
+    s = subject(m)
+    value = normalize_value(home["v"])
+    if not isinstance(found, Found) or s is None or not value:
+        return found
+    found.also = [*found.also, Found(state_of(s, "location", home["v"]), "fact",
+                                     attribute_key(s.who, "location"), value, 0.75)]
+    return found
+
+
 _WITH_PARTNER = rf"(?:\s*(?:&|and)\s+(?:(?:his|her|their)\s+\w+|{_NAME_WORD}))?"
 _BABY_NAMED = re.compile(rf"(?:\bnamed|\bcalled|,)\s+(?P<v>{_NAME_WORD})\b")
 
@@ -491,7 +543,7 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(_LEAD, r"\s+(?:\w+\s+)?(?:has\s+|have\s+)?", _ADV,
         r"(?:moved|relocated)\s+", _MOVED_HOW, r"to\s+",
         _PLACE, _REST), attribute("location", _text(), change=True)),
-    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"(?:closed\s+on|bought|purchased|moved\s+into|",
+    (rx(_LEAD, r"\s+(?:\w+\s+)?", _ADV, r"(?:closed\s+on|bought|purchased|moved\s+(?:in)?to|",
         r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+(?:a|an|the|our|my|his|her|their)\s+",
         r"(?!(?:first|old|previous|former|last|childhood)\b)(?:\w+\s+){0,2}?", _HOME,
         r"\s+(?:in|out\s+in)\s+", _PLACE, _REST),
@@ -560,13 +612,21 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
     (rx(_LEAD, r"\s+", _ADV, r"(?:became|has\s+become|is\s+now|'s\s+now)\s+(?:a\s+|an\s+|the\s+)?",
         r"(?P<v>.+)$"), attribute("occupation", _known_role, change=True, plain=False)),
-    (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>.+)$"), attribute("occupation", _known_role)),
+    (rx(_LEAD, _BE, r"(?:a|an)\s+(?P<v>.+)$"), _role_and_home),
     (rx(_LEAD, _BE, r"working\s+as\s+(?:(?:a|an|the)\s+)?(?P<v>.+)$"),
      attribute("occupation", _role)),
     (rx(_LEAD, r"\s+", _ADV, r"(?:got|landed|took|started)\s+(?:a\s+(?:new\s+)?job\s+as|",
         r"(?:a\s+)?(?:new\s+)?(?:role|position|job)\s+as|(?:working\s+)?as)\s+",
         r"(?:(?:a|an|the)\s+)?(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
      attribute("occupation", _role, change=True, plain=False, also=_employer_after)),
+    # a job about to begin, said by when it begins: "starting monday as a receptionist at a
+    # dental clinic", "I start next week as a barista", "she begins in May as head nurse"
+    (rx(r"^(?:(?P<dropped>)|", _LEAD[1:], r"\s+(?:am\s+|is\s+|are\s+|will\s+)?)", _ADV,
+        r"(?:start|starts|starting|begin|begins|beginning)\s+",
+        r"(?:(?:on\s+|this\s+|next\s+|in\s+)?(?:\w+\s+){1,2}?)?as\s+(?:(?:a|an|the)\s+)?",
+        r"(?P<v>[\w -]+?)", _ORG_AT, _ROLE_REST),
+     _said_by_me(attribute("occupation", _known_role, change=True, plain=False,
+                           also=_employer_after))),
     # a role reached through its training or credential: "Tom graduated from his PA
     # program", "she finished nursing school", "passed the bar", "got her RN"
     (rx(_LEAD, r"\s+", _ADV, r"(?:graduated|finished|completed)\s+(?:from\s+)?",
@@ -629,6 +689,17 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
      attribute("school", _text(), plain=False)),
     (rx(_LEAD, r"'s\s+(?:class|classroom|teacher|school|grade)\s+at\s+", _PLACE, _REST),
      attribute("school", _text(), plain=False, confidence=0.75)),
+
+    # how many people the speaker works with: "my team is 6 people now", "I'm on a team of 4",
+    # "I lead a team of five", "our team grew to 9" -- one number, a later one replaces it
+    (rx(r"^(?:(?:so|and|but|also|plus|oh|btw|ok|okay)[\s,:]+)?(?:my|our)\s+team(?:\s+is|'s|",
+        r"\s+(?:has\s+)?(?:grown|grew|shrunk|shrank|went|gone|doubled|is\s+up|is\s+down)",
+        r")\s+", _ADV, r"(?:(?:up|down)\s+)?(?:to\s+)?(?P<n>", NUMBER, r")", _TEAM_UNIT, _TEAM_REST),
+     _team_size),
+    (rx(r"^(?:(?:so|and|but|also|plus|oh|btw|ok|okay)[\s,:]+)?(?:(?P<dropped>)|(?:i|we)\s+(?:am\s+|are\s+)?)",
+        _ADV, r"(?:on|in|part\s+of|lead|leads|manage|run|head|joined)\s+(?:a|the)\s+",
+        r"(?:\w+\s+)?team\s+of\s+(?P<n>", NUMBER, r")", _TEAM_UNIT, _TEAM_REST),
+     _said_by_me(_team_size)),
 
     # how old someone is
     (rx(_LEAD, _BE, r"(?P<n>", NUMBER, r")(?:\s+years?\s+old|\s*y/?o|\s+yrs?\s+old)?",

@@ -22,10 +22,23 @@ _NEG_VERB = (
 )
 
 
+_NO_MORE = re.compile(r"^no\s+more\s+", re.I)
+# "no more for me", "no more of that": nothing named, only who or how much.
+_NO_OBJECT = re.compile(r"^(?:for|of|than|to|please|thanks)\b", re.I)
+
+
+def _no_more_said(clause: str) -> str:
+    """"no more espressos" as a statement of the speaker's: "I have no more espressos" would
+    misread it, "no more X for me" is what it means."""
+    if not _NO_MORE.match(clause) or re.search(r"\bfor\s+me$", clause, re.I):
+        return clause
+    return f"{clause} for me"
+
+
 def _negation(m: re.Match[str], clause: str) -> Found | None:
     verb = squash(m.groupdict().get("verb") or "use").lower()
     obj, _ = clean_object(m["obj"])
-    if is_stop_object(obj):
+    if is_stop_object(obj) or _NO_OBJECT.match(obj):
         return VAGUE
     slot: str | None
     if verb.startswith("liv"):
@@ -36,13 +49,14 @@ def _negation(m: re.Match[str], clause: str) -> Found | None:
         slot = "user.occupation" if is_role(obj) else None
     else:
         slot, _ = preference_slot(obj)
-        if slot is None and m.groupdict().get("verb") is None:
+        if slot is None and m.groupdict().get("verb") is None and not _NO_MORE.match(clause):
             return None
         if slot is None:
-            # Not a preference the lexicon knows ("stopped using Jira"): the end of what it
-            # names (strata.write.topics), which retires what says it is still so.
-            return Found(third_person(clause), "preference", topics.end_key(head(obj)), None,
-                         0.8, change=True)
+            # Not a preference the lexicon knows ("stopped using Jira", "no more espressos"):
+            # the end of what it names (strata.write.topics), which retires what says it is
+            # still so.
+            return Found(third_person(_no_more_said(clause)), "preference",
+                         topics.end_key(head(obj)), None, 0.8, change=True)
     kind = "fact" if slot in ("user.location", "user.employer", "user.occupation") else "preference"
     content = third_person(clause)
     if not re.match(r"^(?:the\s+user|they)\b", content, re.I):

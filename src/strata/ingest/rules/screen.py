@@ -87,7 +87,8 @@ _SUBJECT_DROPPED = re.compile(
     r"researching|practicing|practising|volunteering|teaching|training|building|moved|"
     r"moving|launched|opened|adopted|applied|completed|won|lost|met|saw|quit|switched|"
     r"landing|flying|arriving|staying|leaving|driving|traveling|travelling|starting|"
-    r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna)\b",
+    r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna|"
+    r"need\s+to)\b",
     re.I,
 )
 # "registered for the half marathon", "signed up for a pottery class": any regular past verb
@@ -259,9 +260,14 @@ _GERUND_SUBJECT = re.compile(r"^\w+ing\s+(?:\w+\s+){0,3}?(?:is|was|has|can|could
                              re.I)
 
 
+# "new GP Dr Ramires", "new bike": in a list of what changed, something the speaker now has,
+# named by one noun and perhaps a name -- not "new job starts monday", which has its own verb.
+NEW_THING = re.compile(r"^new\s+[a-z]{2,}(?:\s+(?-i:[A-Z])[\w.'-]*)*\s*(?=,|$)", re.I)
+
+
 def subject_dropped(text: str) -> bool:
     """"Got a new job last week", "Working on a prototype": the speaker left out "I"."""
-    if STATE_FOR_SPAN.match(text) or _PAST_VERB_DROPPED.match(text):
+    if STATE_FOR_SPAN.match(text) or _PAST_VERB_DROPPED.match(text) or NEW_THING.match(text):
         return True
     return (bool(_SUBJECT_DROPPED.match(text)) and not FIRST_PERSON.match(text)
             and not _GERUND_SUBJECT.match(text) and not _IT_DROPPED.match(text))

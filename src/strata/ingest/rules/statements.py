@@ -15,7 +15,7 @@ import re
 from strata.ingest.dates import guess_tense
 from strata.ingest.rules.base import Found
 from strata.ingest.rules.person import third_person
-from strata.ingest.rules.screen import STATE_FOR_SPAN, subject_dropped
+from strata.ingest.rules.screen import NEW_THING, STATE_FOR_SPAN, subject_dropped
 
 MIN_WORDS = 4
 # Words that carry no content of their own: pronouns, auxiliaries, articles, fillers.
@@ -44,6 +44,8 @@ def restore_subject(text: str) -> str:
     text = text[:1].lower() + text[1:]
     if first in ("based", "living", "located"):
         return f"I am {text}"
+    if first == "new" and NEW_THING.match(text):
+        return f"I have a {text}"
     if first == "been":
         return f"I have {text}"
     if STATE_FOR_SPAN.match(text):

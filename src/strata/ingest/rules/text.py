@@ -43,7 +43,10 @@ _PICTOGRAPHS = re.compile(
 # LICENSED 🚗 the examiner said ..." is two sentences), a comma before words that go on
 # without one ("the civic is gone 😅 did the trade-in Thursday": one story).
 _PICTOGRAPH_BREAK = re.compile(r"(?<=[\w)])\s*" + _PICTOGRAPHS.pattern + r"(?=\s+(?P<next>\w+))")
-_NEW_SUBJECT = frozenset("i i'm i've we we're my our the he she they it this that you".split())
+# A request after one opens a sentence too, question mark or not ("no more espressos 🍵 can u
+# suggest snacks").
+_NEW_SUBJECT = frozenset("i i'm i've we we're my our the he she they it this that you "
+                         "can could would what how why any pls please".split())
 
 
 _UP_TO_END = re.compile(r"[^.!?\n]*(?P<end>[.!?\n]|$)")
@@ -98,21 +101,34 @@ _NEW_CLAUSE = re.compile(
 _CONNECTIVE = re.compile(
     # "..., so that's the date now" points back at what it follows: one clause.
     r",\s+(?=(?:so(?!\s+(?:that's|that\s+is|it's|it\s+is)\b)|because|which\s+means)\s)"
-    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now|you|you'd|you're)\b)", re.I)
+    r"|\s+(?=so\s+(?:i|i'm|i've|we|we're|my|our|now|you|you'd|you're)\b)"
+    # "I'm allergic to X so keep that in mind if ...": a request to the listener after a fact
+    r"|,?\s+(?=so\s+(?:please\s+|pls\s+|plz\s+)?(?:keep|bear|remember|note|make\s+sure|"
+    r"don't|do\s+not|never|always|avoid)\b)"
+    # "switched to matcha, no more espressos": what a change ended, a clause of its own
+    r"|,\s+(?=no\s+(?:more|longer)\s)"
+    # "handed in my badge, starting monday as a receptionist": the next job, after the end
+    r"|,\s+(?=(?:starting|beginning)\s+(?:\w+\s+){0,3}?as\s+(?:a|an|the)\s)"
+    # "a backend dev, on a team of 4": the team's size, a fact of its own
+    r"|,\s+(?=on\s+a\s+(?:\w+\s+)?team\s+of\s)", re.I)
 
 
 # What makes a list item a clause of its own: a finite verb, a subject, or a past form.
 _CLAUSAL = re.compile(
     r"\b(?:is|are|was|were|am|has|have|had|i|i'm|i've|we|we're|my|our|he's|she's|they're|"
-    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit|"
+    r"got|left|moved|adopted|started|switched|went|took|bought|joined|quit|need|needs|"
     + "|".join(sorted(PAST_IRREGULAR)) + r")\b|\b\w{3,}ed\b", re.I)
 _LABEL = re.compile(r"^[^:()]{1,80}:\s+(?=\S)")
 _LIST_SEP = re.compile(r",\s+(?:and\s+|&\s+|then\s+)?(?:[-–—]+\s*(?:[^,—–-]{1,30}?)[-–—]+\s*)?")
 
 
-# "quick about me: I'm Jess", "work update: we moved to Notion": a heading before what the
-# speaker says of themselves.
-_LABEL_BEFORE_SELF = re.compile(r"^[^:()]{1,80}:\s+(?=(?:i|i'm|i've|we|we're|my|our)\b)", re.I)
+# "quick about me: I'm Jess", "work update: we moved to Notion", "work stuff: got promoted":
+# a heading before what the speaker says of themselves, "I" said or left out before a verb
+# of what happened.
+_LABEL_BEFORE_SELF = re.compile(
+    r"^[^:()]{1,80}:\s+(?=(?:i|i'm|i've|we|we're|my|our)\b|(?:(?:just|finally|also|"
+    r"officially|recently)\s+)*(?:got|started|moved|left|quit|joined|switched|bought|sold|"
+    r"adopted|finished|went|took|began|\w{3,}ed)\s)", re.I)
 
 
 def _unlabelled(piece: str) -> str:
