@@ -143,3 +143,37 @@ def test_another_plan_moved_after_a_cause_leaves_the_wedding(client, tenant):
     say(client, h, f"the venue flooded so the party is now {new:%B %-d}",
         at=T0 + timedelta(days=2))
     assert holding(active(client, h), "Orlagh", old.isoformat()), active(client, h)
+
+
+def group_say(client, headers, *turns: tuple[str, str], at: datetime) -> None:
+    """Turns of a group conversation, each (speaker's name, what they said)."""
+    messages = [{"role": "user", "name": who, "content": t,
+                 "at": (at + timedelta(minutes=i)).isoformat()}
+                for i, (who, t) in enumerate(turns)]
+    r = client.post("/v1/ingest", headers=headers,
+                    json={"path": PATH, "messages": messages, "wait": True})
+    assert r.status_code == 200, r.text
+
+
+TAKES = ["i'll take the {c} on tuesdays", "i do the {c} every weekend", "I'm on {c} duty",
+         "i handle the {c}"]
+SWAPS = ["we swapped, i'm doing the {c} now", "i took over the {c}", "i'm taking over the {c}"]
+CHORES = [("bins", "laundry"), ("dishes", "bathroom"), ("recycling", "groceries")]
+
+
+@pytest.mark.parametrize(("take", "swap", "chores"),
+                         [(t, s, c) for t, (s, c) in zip(
+                             TAKES, itertools.cycle(zip(SWAPS, CHORES, strict=True)))])
+def test_a_chore_taken_over_by_a_housemate_is_theirs_now(client, tenant, take, swap, chores):
+    """Given housemate A takes chore X and B takes chore Y
+    When B later says they do X now
+    Then no active memory says A does X, and B's Y stays (the control)."""
+    h = tenant.headers
+    x, y = chores
+    group_say(client, h, ("Wren", take.format(c=x)), ("Osei", take.format(c=y)), at=T0)
+    assert holding(active(client, h), "Wren", x), active(client, h)
+    group_say(client, h, ("Osei", swap.format(c=x)), at=T0 + timedelta(days=7))
+    now = active(client, h)
+    assert holding(now, "Osei", x), now
+    assert not holding(now, "Wren", x), now
+    assert holding(now, "Osei", y), now
