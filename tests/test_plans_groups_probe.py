@@ -177,3 +177,28 @@ def test_a_chore_taken_over_by_a_housemate_is_theirs_now(client, tenant, take, s
     assert holding(now, "Osei", x), now
     assert not holding(now, "Wren", x), now
     assert holding(now, "Osei", y), now
+
+
+STANDING_FIRST = ["{who}'s {x} is {d1}s at 5", "my {x} is on {d1}s", "our {x} is {d1}s at 7pm"]
+STANDING_LATER = ["coach changed it, {ref} is {d2}s now, same time", "so {ref} is {d2}s now",
+                  "{ref} is on {d2}s now"]
+PRACTICES = [("soccer practice", "practice"), ("book club", "book club"),
+             ("choir rehearsal", "rehearsal")]
+
+
+@pytest.mark.parametrize(("first", "later", "names"),
+                         list(zip(STANDING_FIRST, STANDING_LATER, PRACTICES, strict=True)))
+def test_a_standing_day_changed_is_the_only_day_held(client, tenant, first, later, names):
+    """Given "Theo's soccer practice is Mondays at 5"
+    When later "practice is Wednesdays now"
+    Then the new day is held and no active memory says the old one; a standing slot of
+    another thing (the control) keeps its day."""
+    h = tenant.headers
+    x, ref = names
+    say(client, h, first.format(who="Theo", x=x, d1="Monday"),
+        "my pottery class is Fridays", at=T0)
+    say(client, h, later.format(ref=ref, d2="Wednesday"), at=T0 + timedelta(days=7))
+    now = active(client, h)
+    assert holding(now, ref, "wednesday"), now
+    assert not holding(now, "monday"), now
+    assert holding(now, "pottery", "fridays"), now

@@ -124,6 +124,11 @@ _DONE_UNNAMED = [
     (rx(r"^(?:it|that)(?:'s|\s+is)\s+(?:finally\s+|officially\s+|all\s+)*(?:over+|done+|finished)",
         r"(?![\w-])(?!\s+(?:with|between)\b).*$"), ["plan"]),
 ]
+# "Theo's soccer practice is Mondays at 5", "coach changed it, practice is Wednesdays now": a
+# standing slot on the calendar, keyed by what it is and valued by its day of the week.
+_STANDING = rx(r"(?:^|,\s*|\bso\s+)(?:(?:my|our|the|his|her|their)\s+)?",
+               r"(?P<what>(?:[\w'-]+\s+){0,2}?[\w-]+)\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:on\s+)?",
+               r"(?P<day>(?:mon|tues|wednes|thurs|fri|satur|sun)day)s\b[^,;]*")
 _ANNUAL_WORDS = frozenset("birthday anniversary name_day bday".split())
 _NOT_A_PLAN = frozenset("today tomorrow tonight it this that there here which what who "
                         "everything nothing something".split())
@@ -201,6 +206,11 @@ def lifecycle(text: str, at: datetime) -> Result | None:
             said = (body if re.match(r"^(?:i|we|it|that)\b", body, re.I)
                     else f"I {body[:1].lower()}{body[1:]}")
             return _plan(third_person(said), topics.plan_key(kinds), "done", at)
+    m = _STANDING.search(body)
+    if m is not None and m["what"].lower() not in _NOT_A_PLAN:
+        said = re.sub(r"^(?:,\s*|so\s+)", "", m.group(), flags=re.I)
+        return _plan(third_person(said[:1].upper() + said[1:]), schedule_key(m["what"]),
+                     m["day"].lower(), at, bool(re.search(r"\b(?:now|instead)\b", said, re.I)))
     m = _CANCELLED.match(body) or _CANCEL.match(body)
     if m is not None:
         return _plan(third_person(body), schedule_key(m["what"]), "cancelled", at)
