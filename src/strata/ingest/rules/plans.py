@@ -10,7 +10,8 @@ planned in any order ("flight to Tokyo" and "Tokyo flight" are ``schedule.flight
 date, where it is, ``cancelled`` or ``done``. The write path matches plan keys by what they
 are about (``strata.write.topics``: "the Tokyo trip" meets "my flight to Tokyo"; "the move"
 meets the one move there is), so every later word on a plan supersedes the last. The new
-date of a rescheduling is in the future whatever the tense of "moved".
+date of a rescheduling is in the future whatever the tense of "moved". A standing slot
+("practice is Wednesdays now") is valued by its day of the week, which is no date.
 
 A word that does not name its plan ("it's over!! 328", "I'm licensed", "moved to Monday",
 "we rebooked for Portugal") is keyed by its kind only, or by ``schedule.plan`` when it says
