@@ -285,6 +285,10 @@ def _weekday_expr(m: re.Match[str], now: datetime, tense: Tense | None) -> Resol
 
 
 _C, _R = _PREFIX_CALENDAR, _PREFIX_RELATIVE
+# A weekday before what recurs on it ("the Saturday morning slot", "my Tuesday class").
+_NOT_A_STANDING_SLOT = (r"(?!(?:\s+(?:morning|afternoon|evening|night))?\s+"
+                        r"(?:slot|shift|class|classes|session|sessions|league|practice|lesson|"
+                        r"lessons|group)\b)")
 _PATTERNS: list[tuple[re.Pattern[str], _Resolver, re.Pattern[str] | None]] = [
     (re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b"), _iso, _C),
     (re.compile(rf"\b{_MONTH}\.?\s+(?P<d>\d{{1,2}}){_ORDINAL}\b{_YEAR}", re.I), _mdy, _C),
@@ -315,8 +319,10 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver, re.Pattern[str] | None]] = [
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+ago\b", re.I), _ago, _R),
     (re.compile(rf"\bin\s+{_NUM}\s+{_UNIT}(?:'?\s+time)?\b", re.I), _ahead, None),
     (re.compile(rf"\b{_NUM}\s+{_UNIT}\s+from\s+now\b", re.I), _ahead, None),
-    # "every Saturday" is a habit, not a date.
-    (re.compile(rf"(?<!every\s)\b(?:(?P<mod>last|next|this\s+coming|this|coming|on|since|by)\s+)?{_WEEKDAY}\b",
+    # "every Saturday", "Thursday evenings", "the Saturday morning slot" are a habit or a
+    # standing slot, not a date.
+    (re.compile(rf"(?<!every\s)\b(?:(?P<mod>last|next|this\s+coming|this|coming|on|since|by)\s+)?{_WEEKDAY}\b"
+                rf"(?!\s+(?:mornings|afternoons|evenings|nights)\b){_NOT_A_STANDING_SLOT}",
                 re.I), _weekday_expr, None),
 ]
 

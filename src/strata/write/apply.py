@@ -503,12 +503,11 @@ class _Writer:
         new_value = holder.value
         if topics.is_end(item.slot):
             rest = topics.narrowed(holder.content, topics.end_words(item.slot))
-        elif (topics.is_plan(item.slot) and topics.vague_plan(item.slot)
-              and not topics.vague_plan(holder.slot)):
-            # "that's the date now", "the move is September now": a new date for a plan the
-            # statement does not name. The plan's own statement is revised to the new date
-            # (it says what the plan is); the new statement is stored beside it, and an
-            # earlier one of its kind is retired.
+        elif topics.is_plan(item.slot) and topics.names_less(item.slot, holder.slot):
+            # "that's the date now", "the wedding is now October 4th": a new date for a plan
+            # the statement names less fully than the plan's own statement did. That
+            # statement is revised to the new date (it says what the plan is); the new
+            # statement is stored beside it, and an earlier one of its kind is retired.
             rest = topics.redated(holder.content, holder.value, item.value, item.content)
             new_value = item.value
         else:

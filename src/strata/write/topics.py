@@ -110,6 +110,15 @@ def vague_plan(slot: str) -> bool:
     return not subjects
 
 
+def names_less(slot: str, than: str) -> bool:
+    """Whether plan key ``slot`` names its plan by fewer of its subject words than ``than``
+    (``schedule.wedding`` beside ``schedule.siobhan_wedding``; a key of entry words only
+    beside any named one): a statement under it says less of what the plan is."""
+    _, subjects, _ = _plan_words(slot)
+    _, fuller, _ = _plan_words(than)
+    return subjects < fuller
+
+
 # Words that join the words of a plan's name: "flight to Tokyo", "final round with Acme".
 _JOINERS = frozenset("to with for at in of".split())
 

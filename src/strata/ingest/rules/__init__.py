@@ -37,7 +37,8 @@ Where things are
         ``belongings``   pets, family, vehicles, possessions, languages, instruments
         ``people``       other people by name ("Bob's birthday is May 4", "Leo started
                          kindergarten this week")
-        ``decisions``    "we decided to use X for Y", "we're switching back to X"
+        ``decisions``    "we decided to use X for Y", "we're switching back to X", who
+                         does which chore ("I'll take the bins": the speaker's)
         ``statements``   everything else the speaker says about themselves (runs last)
     ``plans``         plans keyed by what they are about, ``schedule.<topic>``, valued by
                       their state (a date, a place, ``cancelled``, ``done``): "my flight to

@@ -18,7 +18,7 @@ from strata.ingest.rules import (
 from strata.ingest.rules.base import A, I, Handler, Result, rx, snake
 from strata.ingest.rules.identity import IN_PLACE, LIVED_IN, here_in
 from strata.ingest.rules.instructions import instruction, instruction_slot
-from strata.ingest.rules.person import named, speaker_slot, third_person
+from strata.ingest.rules.person import named, speaker_slot, speaker_value, third_person
 from strata.ingest.rules.screen import about_speaker, screen, subject_dropped
 from strata.ingest.rules.text import (
     CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, QUESTION_START, REPORTED, Lead, clauses,
@@ -176,7 +176,8 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
             candidate = Candidate(
                 content=named(content, name)[:4000], kind=one.kind,
                 slot=speaker_slot(one.slot, name),
-                value=one.value, valid_from=one.valid_from, valid_to=one.valid_to,
+                value=speaker_value(one.value, name), valid_from=one.valid_from,
+                valid_to=one.valid_to,
                 confidence=round(min(max(one.confidence, 0.0), 1.0), 2),
                 asserts_change=one.change, evidence=[index],
             )

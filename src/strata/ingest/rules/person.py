@@ -97,6 +97,18 @@ def named(content: str, name: str | None) -> str:
     return _THE_USER.sub(name, content)
 
 
+# A value that stands for whoever said the statement ("I'll take the bins": the speaker).
+SPEAKER = "<speaker>"
+
+
+def speaker_value(value: str | None, name: str | None) -> str | None:
+    """``value`` with the speaker's name (or ``user``) for ``SPEAKER``: who does a chore is
+    a value two housemates can take from each other."""
+    if value != SPEAKER:
+        return value
+    return name.casefold() if name else "user"
+
+
 def speaker_slot(slot: str | None, name: str | None) -> str | None:
     """``slot`` as the named speaker's own: when two people talk in one conversation, "I
     work at Figma" said by Jon is Jon's employer (``person.jon.employer``), not the one

@@ -10,7 +10,8 @@ planned in any order ("flight to Tokyo" and "Tokyo flight" are ``schedule.flight
 date, where it is, ``cancelled`` or ``done``. The write path matches plan keys by what they
 are about (``strata.write.topics``: "the Tokyo trip" meets "my flight to Tokyo"; "the move"
 meets the one move there is), so every later word on a plan supersedes the last. The new
-date of a rescheduling is in the future whatever the tense of "moved".
+date of a rescheduling is in the future whatever the tense of "moved". A standing slot
+("practice is Wednesdays now") is valued by its day of the week, which is no date.
 
 A word that does not name its plan ("it's over!! 328", "I'm licensed", "moved to Monday",
 "we rebooked for Portugal") is keyed by its kind only, or by ``schedule.plan`` when it says
@@ -124,6 +125,11 @@ _DONE_UNNAMED = [
     (rx(r"^(?:it|that)(?:'s|\s+is)\s+(?:finally\s+|officially\s+|all\s+)*(?:over+|done+|finished)",
         r"(?![\w-])(?!\s+(?:with|between)\b).*$"), ["plan"]),
 ]
+# "Theo's soccer practice is Mondays at 5", "coach changed it, practice is Wednesdays now": a
+# standing slot on the calendar, keyed by what it is and valued by its day of the week.
+_STANDING = rx(r"(?:^|,\s*|\bso\s+)(?:(?:my|our|the|his|her|their)\s+)?",
+               r"(?P<what>(?:[\w'-]+\s+){0,2}?[\w-]+)\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:on\s+)?",
+               r"(?P<day>(?:mon|tues|wednes|thurs|fri|satur|sun)day)s\b[^,;]*")
 _ANNUAL_WORDS = frozenset("birthday anniversary name_day bday".split())
 _NOT_A_PLAN = frozenset("today tomorrow tonight it this that there here which what who "
                         "everything nothing something".split())
@@ -139,13 +145,23 @@ _MOVED_PASSIVE = rx(r"^(?P<what>(?:my|our|the|his|her|their)\s+.+?|(?:[\w-]+\s+)
                     r")\s+(?:was|got|has\s+been|is|were|",
                     r"have\s+been|is\s+being)\s+(?:moved|rescheduled|pushed|postponed|bumped|delayed|",
                     r"changed|shifted|brought\s+forward)\s+(?:back\s+)?(?:to|until|till|for)$")
-# "quick update: the launch ...": a heading before what is said of the plan.
-_HEADING = re.compile(r"^(?:[\w-]+\s+){0,2}[\w-]+:\s+(?=\S)")
-# "moved to Monday", "it got pushed to the 14th": a new date for the plan being talked about,
-# which the clause does not name (the date follows it; see ``_moved_unnamed``).
+# "quick update: the launch ...", "remind me I have the dentist ...": words before what is
+# said of the plan.
+_HEADING = re.compile(r"^(?:(?:[\w-]+\s+){0,2}[\w-]+:|(?:please\s+)?remind\s+me\s+(?:that\s+)?"
+                      r"(?=(?:i|we)\b))\s*(?=\S)", re.I)
+# "moved to Monday", "it got pushed to the 14th", "the office called, they pushed me to the
+# 19th": a new date for the plan being talked about, which the clause does not name (the date
+# follows it; see ``_moved_unnamed``).
 _MOVED_UNNAMED = rx(r"(?:^|,\s*|\b(?:it|that|they)\s+(?:was\s+|got\s+|has\s+been\s+|is\s+|",
                     r"were\s+|have\s+been\s+)?)(?:just\s+|now\s+)?(?:moved|rescheduled|pushed|",
-                    r"postponed|bumped|delayed|shifted)\s+(?:back\s+)?(?:to|until|till)\s+$")
+                    r"postponed|bumped|delayed|shifted)\s+(?:(?:me|us)\s+)?(?:back\s+)?",
+                    r"(?:to|until|till)\s+$")
+# What happened before a plan changed, said first: "the venue flooded so ...", "ok, ...".
+_CAUSE = re.compile(r"^.*(?:,\s*|\bso\s+)(?=(?:my|our|the)\s)", re.I)
+# "my cousin Siobhan is getting married", "we're getting married": a wedding, keyed by whose
+# (a name says it better than a relation, which two people may share).
+_MARRYING = rx(r"^(?:(?:i|we)\s+(?:am|are)|(?:(?:my|our)\s+(?:[\w-]+\s+)?(?P<rel>[\w-]+)",
+               r"(?:\s+(?P<name>(?-i:[A-Z])[\w-]+))?)\s+(?:is|are))\s+getting\s+married\b.*$")
 # Why a plan moved, said after it: "... because half the panel is away", "due to the audit".
 _REASON_TAIL = re.compile(r"\s+(?:because|cause|cuz|bc|due\s+to|thanks\s+to)\b.*$", re.I)
 # "final round with Acme thursday at their office!!": a plan said as a noun phrase and its
@@ -191,6 +207,11 @@ def lifecycle(text: str, at: datetime) -> Result | None:
             said = (body if re.match(r"^(?:i|we|it|that)\b", body, re.I)
                     else f"I {body[:1].lower()}{body[1:]}")
             return _plan(third_person(said), topics.plan_key(kinds), "done", at)
+    m = _STANDING.search(body)
+    if m is not None and m["what"].lower() not in _NOT_A_PLAN:
+        said = re.sub(r"^(?:,\s*|so\s+)", "", m.group(), flags=re.I)
+        return _plan(third_person(said[:1].upper() + said[1:]), schedule_key(m["what"]),
+                     m["day"].lower(), at, bool(re.search(r"\b(?:now|instead)\b", said, re.I)))
     m = _CANCELLED.match(body) or _CANCEL.match(body)
     if m is not None:
         return _plan(third_person(body), schedule_key(m["what"]), "cancelled", at)
@@ -262,8 +283,16 @@ def scheduled(text: str, date: DateMatch | None, at: datetime) -> Result | None:
         moved_to = re.sub(r"\s+(?:back\s+)?(?:to|until|till|for)$", "", bare)
         return Result(f"{third_person(moved_to)} to {_new_day(later)}", "event", key,
                       later.when.date().isoformat(), 0.8, True, valid_from=later.when)
-    plan = _PLAN.match(bare) or _MY_PLAN.match(bare)
+    # "I have the dentist at 2pm, it's the crown thing": the plan is said in the first clause;
+    # "the venue flooded so the wedding is now ...": in the clause that says what followed.
+    first_clause = re.split(r"\s*,\s*", bare, maxsplit=1)[0]
+    outcome = _CAUSE.sub("", bare)
+    plan = (_PLAN.match(bare) or _MY_PLAN.match(bare) or _PLAN.match(first_clause)
+            or _MY_PLAN.match(outcome))
     what = plan["what"] if plan is not None else None
+    if plan is None:
+        plan = _MARRYING.match(bare)
+        what = f"{plan['name'] or plan['rel'] or ''} wedding" if plan is not None else None
     if plan is None:
         plan = _MOVING.match(bare)
         what = f"move {plan['place']}" if plan is not None else None
