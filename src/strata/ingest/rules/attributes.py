@@ -699,6 +699,12 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         # "my wife Hannah teaches third grade": Hannah's job, and who Hannah is to the user.
         said = Found(f"The user's {word} is {name}", "fact", attribute_key(None, role), value,
                      0.8)
+        if role == "manager" and _GONE.match(clause[m.end("name"):]):
+            # "my manager Priya left for Google": Priya is no longer the user's manager; the
+            # key with no value retires only the holder that names her. (A partner who "left
+            # for a conference" is still one.)
+            return Found(third_person(clause), "fact", attribute_key(None, role), None, 0.8,
+                         change=True)
         if REPORTED.search(clause) or _THEIR_VIEW.search(clause):
             # "my manager Tom said I should learn Go": who Tom is, not what he said.
             return said
@@ -711,6 +717,12 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         return Found(third_person(clause), "fact", attribute_key(None, role), value, 0.8)
 
     return handle
+
+
+# A manager leaving the role: "left (for Google)", "quit", "moved on", "was let go".
+_GONE = re.compile(r"\s*,?\s+(?:(?:just|finally|officially|actually)\s+)?(?:left|quit|resigned|"
+                   r"retired|moved\s+on|stepped\s+down|(?:was|got)\s+(?:let\s+go|fired|"
+                   r"laid\s+off|promoted\s+out))\b", re.I)
 
 
 # Someone's taste or opinion is theirs, not a fact to key under them. (What a manager wants
@@ -729,9 +741,15 @@ def _report_to(m: re.Match[str], clause: str) -> Found | None:
 
 
 
+# Someone new brought in by name: "my new manager is some guy called Tobias".
+_INTRODUCED = (r"(?:(?:some|a|this|one)\s+(?:guy|girl|man|woman|lady|dude|gal|bloke|chap|person|"
+               r"fellow)\s+(?:called|named)\s+)?")
+# A remark the speaker adds on them: "..., seems chill so far".
+_REMARK = r"(?:\s*,\s*(?:seems|sounds|looks|and\s+(?:he|she|they)\s+(?:seems?|sounds?))\b.*)?"
+
 HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
-    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s+is\s+(?:now\s+)?(?P<name>", _NAME_WORD,
-        r")(?:\s+now)?$"), _holder()),
+    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s+is\s+(?:now\s+)?", _INTRODUCED,
+        r"(?P<name>", _NAME_WORD, r")(?:\s+now)?", _REMARK, r"$"), _holder()),
     (rx(r"^(?P<name>", _NAME_WORD, r")(?:\s+is|'s)\s+(?:now\s+)?(?:officially\s+)?(?:my|our)\s+",
         r"(?:new\s+)?", _HOLDER_WORD, r"(?:\s+now)?(?:\s*,.*|\s+(?:since|as\s+of)\s+.*)?$"),
      _holder(change=True)),
