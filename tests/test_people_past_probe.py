@@ -145,3 +145,21 @@ def test_a_manager_who_left_is_no_longer_the_manager(client, tenant, name, org, 
     _ingest(client, h, path, f"my husband {name} left for a conference in {org}", LATER)
     active = _active(client, h, path)
     assert any(re.search(rf"husband is {name}", c) for c in active), active
+
+
+@given(name=NAME, place=NAME, holder=st.sampled_from(["wife", "husband", "boss", "girlfriend"]),
+       rest=st.sampled_from(["are celebrating 10 years in june", "are flying to {p} in May",
+                             "just got back from {p}"]))
+@CASES
+def test_a_person_named_beside_the_speaker_as_a_subject_is_kept(
+        client, tenant, name, place, holder, rest):
+    # When "my wife X and I ..." opens a sentence
+    h, path = tenant.headers, _path()
+    _ingest(client, h, path, f"my {holder} {name} and i {rest.format(p=place)}")
+    # Then who X is to the user is kept
+    active = _active(client, h, path)
+    assert any(re.search(rf"{holder} is {name}", c) for c in active), active
+    # Control: with no name there is no one to keep
+    path = _path()
+    _ingest(client, h, path, f"my {holder} and i {rest.format(p=place)}")
+    assert not any(re.search(rf"{holder} is\b", c) for c in _active(client, h, path))

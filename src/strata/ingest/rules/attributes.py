@@ -684,7 +684,7 @@ _HOLDER_WORD = (r"(?P<role>line\s+manager|team\s+lead|manager|boss|supervisor|wi
                 r"partner|girlfriend|boyfriend|fianc[eé]e?|spouse)")
 
 
-def _holder(change: bool = False, plain: bool = True) -> Handler:
+def _holder(change: bool = False, plain: bool = True, named: bool = False) -> Handler:
     def handle(m: re.Match[str], clause: str) -> Found | None:
         name = m["name"]
         if name.lower() in _NOT_NAMES or name.lower() in _CAPITAL_KIN:
@@ -693,6 +693,9 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         role = _HOLDER[word]
         me = Subject(None, "The user")
         value = normalize_value(name)
+        if named:  # only "my wife Carmen": who she is, said as a statement
+            return Found(f"The user's {word} is {name}", "fact", attribute_key(None, role),
+                         value, 0.8)
         if plain:
             return Found(content_of(me, role, name, clause, True), "fact",
                          attribute_key(None, role), value, 0.8, change=change)
@@ -755,6 +758,9 @@ HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
      _holder(change=True)),
     (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s*,?\s+(?P<name>", _NAME_WORD,
         r")\s*,?\s+(?!is\b|was\b|used\b)\w+.*$"), _holder(plain=False)),
+    # The first of two subjects, split off "my wife Carmen and I are ...": who she is.
+    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s*,?\s+(?P<name>", _NAME_WORD,
+        r")$"), _holder(named=True)),
     (rx(r"^(?P<name>", _NAME_WORD, r")\s*\((?:my|our)\s+(?:new\s+)?", _HOLDER_WORD,
         r"\)\s*.+$"), _holder(plain=False)),
     (rx(r"^(?:i|we)\s+(?:have|got|have\s+got)\s+a\s+new\s+", _HOLDER_WORD, r"\s*[,:-]?\s+",
