@@ -199,7 +199,7 @@ def fold_aliases(text: str) -> str:
 _NEGATION = re.compile(
     r"\b(?:no\s+longer|any\s?more|any\s+longer|not|stopped|quit|gave\s+up|given\s+up|"
     r"no\s+more|left|resigned|laid\s+off|dropped|ditched|got\s+rid\s+of|moved\s+out\s+of|"
-    r"moved\s+away\s+from)\b",
+    r"moved\s+away\s+from|moved\s+on|retired|stepped\s+down|let\s+go|fired)\b",
     re.I,
 )
 

@@ -792,7 +792,7 @@ _HOLDER_WORD = (r"(?P<role>line\s+manager|team\s+lead|manager|boss|supervisor|wi
                 r"partner|girlfriend|boyfriend|fianc[eé]e?|spouse)")
 
 
-def _holder(change: bool = False, plain: bool = True) -> Handler:
+def _holder(change: bool = False, plain: bool = True, named: bool = False) -> Handler:
     def handle(m: re.Match[str], clause: str) -> Found | None:
         name = m["name"]
         if name.lower() in _NOT_NAMES or name.lower() in _CAPITAL_KIN:
@@ -801,12 +801,21 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         role = _HOLDER[word]
         me = Subject(None, "The user")
         value = normalize_value(name)
+        if named:  # only "my wife Carmen": who she is, said as a statement
+            return Found(f"The user's {word} is {name}", "fact", attribute_key(None, role),
+                         value, 0.8)
         if plain:
             return Found(content_of(me, role, name, clause, True), "fact",
                          attribute_key(None, role), value, 0.8, change=change)
         # "my wife Hannah teaches third grade": Hannah's job, and who Hannah is to the user.
         said = Found(f"The user's {word} is {name}", "fact", attribute_key(None, role), value,
                      0.8)
+        if role == "manager" and _GONE.match(clause[m.end("name"):]):
+            # "my manager Priya left for Google": Priya is no longer the user's manager; the
+            # key with no value retires only the holder that names her. (A partner who "left
+            # for a conference" is still one.)
+            return Found(third_person(clause), "fact", attribute_key(None, role), None, 0.8,
+                         change=True)
         if REPORTED.search(clause) or _THEIR_VIEW.search(clause):
             # "my manager Tom said I should learn Go": who Tom is, not what he said.
             return said
@@ -819,6 +828,12 @@ def _holder(change: bool = False, plain: bool = True) -> Handler:
         return Found(third_person(clause), "fact", attribute_key(None, role), value, 0.8)
 
     return handle
+
+
+# A manager leaving the role: "left (for Google)", "quit", "moved on", "was let go".
+_GONE = re.compile(r"\s*,?\s+(?:(?:just|finally|officially|actually)\s+)?(?:left|quit|resigned|"
+                   r"retired|moved\s+on|stepped\s+down|(?:was|got)\s+(?:let\s+go|fired|"
+                   r"laid\s+off|promoted\s+out))\b", re.I)
 
 
 # Someone's taste or opinion is theirs, not a fact to key under them. (What a manager wants
@@ -839,20 +854,29 @@ def _report_to(m: re.Match[str], clause: str) -> Found | None:
                  attribute_key(None, "manager"), normalize_value(name), 0.8, change=True)
 
 
-
 def _subject_name(text: str) -> str | None:
     opening = re.match(_NAME_WORD, text)
     return opening[0] if opening else None
 
 
+# Someone new brought in by name: "my new manager is some guy called Tobias".
+_INTRODUCED = (r"(?:(?:some|a|this|one)\s+(?:guy|girl|man|woman|lady|dude|gal|bloke|chap|person|"
+               r"fellow)\s+(?:called|named)\s+)?")
+# A remark the speaker adds on them: "..., seems chill so far".
+_REMARK = r"(?:\s*,\s*(?:seems|sounds|looks|and\s+(?:he|she|they)\s+(?:seems?|sounds?))\b.*)?"
+
+
 HOLDERS: list[tuple[re.Pattern[str], Handler]] = [
-    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s+is\s+(?:now\s+)?(?P<name>", _NAME_WORD,
-        r")(?:\s+now)?$"), _holder()),
+    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s+is\s+(?:now\s+)?", _INTRODUCED,
+        r"(?P<name>", _NAME_WORD, r")(?:\s+now)?", _REMARK, r"$"), _holder()),
     (rx(r"^(?P<name>", _NAME_WORD, r")(?:\s+is|'s)\s+(?:now\s+)?(?:officially\s+)?(?:my|our)\s+",
         r"(?:new\s+)?", _HOLDER_WORD, r"(?:\s+now)?(?:\s*,.*|\s+(?:since|as\s+of)\s+.*)?$"),
      _holder(change=True)),
     (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s*,?\s+(?P<name>", _NAME_WORD,
         r")\s*,?\s+(?!is\b|was\b|used\b)\w+.*$"), _holder(plain=False)),
+    # The first of two subjects, split off "my wife Carmen and I are ...": who she is.
+    (rx(r"^(?:my|our)\s+(?:new\s+)?", _HOLDER_WORD, r"\s*,?\s+(?P<name>", _NAME_WORD,
+        r")$"), _holder(named=True)),
     (rx(r"^(?P<name>", _NAME_WORD, r")\s*\((?:my|our)\s+(?:new\s+)?", _HOLDER_WORD,
         r"\)\s*.+$"), _holder(plain=False)),
     (rx(r"^(?:i|we)\s+(?:have|got|have\s+got)\s+a\s+new\s+", _HOLDER_WORD, r"\s*[,:-]?\s+",

@@ -28,6 +28,7 @@ import re
 
 from strata.ingest.rules.text import (
     CONDITIONAL, FIRST_PERSON, HYPOTHETICAL_START, NOT_NOW, QUESTION_START, REPORTED,
+    told_as_over,
 )
 
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|u|ur)\b", re.I)
@@ -189,7 +190,7 @@ def screen(text: str, said: str = "") -> str | None:
         return "question"
     if HYPOTHETICAL_START.match(text) or _MODAL.match(text):
         return "hypothetical"
-    if NOT_NOW.match(text):
+    if NOT_NOW.match(text) and not _habit_of_a_time_of_life(text):
         return "reported" if re.match(r"^(?:i|you|he|she|they|someone|somebody|people)\s+"
                                       r"(?:said|say|told|mentioned|claimed|wrote|think|"
                                       r"thought)\b", text, re.I) else "past"
@@ -263,6 +264,17 @@ _GERUND_SUBJECT = re.compile(r"^\w+ing\s+(?:\w+\s+){0,3}?(?:is|was|has|can|could
 # "new GP Dr Ramires", "new bike": in a list of what changed, something the speaker now has,
 # named by one noun and perhaps a name -- not "new job starts monday", which has its own verb.
 NEW_THING = re.compile(r"^new\s+[a-z]{2,}(?:\s+(?-i:[A-Z])[\w.'-]*)*\s*(?=,|$)", re.I)
+
+
+_USED_TO = re.compile(r"^(?:(?:i|we)\s+)?used\s+to\b", re.I)
+
+
+def _habit_of_a_time_of_life(text: str) -> bool:
+    """"I used to be a bartender in my 20s", "we used to camp every summer as kids": a habit
+    or role tied to a time of one's life is the speaker's history, worth keeping (it answers
+    "what did"); a bare "I used to drink coffee" is most often the old side of a change told
+    next to the new one, and stays unsaid."""
+    return bool(_USED_TO.match(text)) and told_as_over(text)
 
 
 def subject_dropped(text: str) -> bool:
