@@ -202,7 +202,11 @@ _SEP = r"[\s,:;.!\-–—]*"
 _OWNED_ERROR = (
     r"(?:i(?:'ve|\s+have)?\s+(?:had|got|gotten|have)\s+(?:it|that|this|them|those)\s+"
     r"(?:all\s+)?(?:wrong|backwards|mixed\s+up)|"
-    r"i\s+(?:gave|told)\s+you\s+the\s+wrong\s+[a-z]+|i\s+was\s+wrong(?:\s+about\s+[^,:;]+)?)"
+    r"i\s+(?:gave|told)\s+you\s+the\s+wrong\s+[a-z]+|i\s+was\s+wrong(?:\s+about\s+[^,:;]+)?|"
+    # "I misremembered", "I mixed them up", "I swapped the digits", "I misspoke"
+    r"i\s+(?:misremembered|misspoke|mistyped|misread|miscounted)|"
+    r"i\s+(?:mixed|muddled)\s+(?:it|that|them|those|the\s+\w+)\s+up|"
+    r"i\s+(?:swapped|switched|flipped|transposed)\s+the\s+(?:digits|numbers|dates|days))"
     r"(?:\s+(?:this|the)\s+whole\s+time|\s+before|\s+earlier|\s+last\s+time)?"
 )
 _LEADS: list[tuple[re.Pattern[str], str | None]] = [
