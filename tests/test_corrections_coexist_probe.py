@@ -104,3 +104,70 @@ def test_a_figure_put_right_in_a_later_session(client, tenant, noun, owned, poin
     _session(client, h, path, ("user", f"the deposit is {new}"))
     stored = _stored(client, h, path)
     assert any(_word(c, str(old)) for c in stored), stored
+
+
+@given(place=NAME, noun=st.sampled_from(["gym", "dentist", "bank", "pharmacy"]),
+       vent=st.sampled_from(["ugh its raining sideways AGAIN, this city i swear",
+                             "my commute was a nightmare lol", "i am so tired today"]),
+       turn=st.sampled_from(["anyway", "anyways", "btw"]),
+       ask=st.sampled_from(["can u build me a plan for the week",
+                            "could you make me a checklist", "can you help me plan around it"]))
+@CASES
+def test_a_change_of_topic_opens_the_fact_after_venting(client, tenant, place, noun, vent,
+                                                        turn, ask):
+    """Given venting, then "anyway my <noun> is <Place>, can u ..." in one run-on sentence,
+    the fact is kept and neither the venting nor the request is."""
+    h = tenant.headers
+    path = _path()
+    _session(client, h, path, ("user", f"{vent} {turn} my {noun} is {place}, {ask}"))
+    stored = _stored(client, h, path)
+    assert any(_word(c, place) and _word(c, noun) for c in stored), stored
+    assert not any(_word(c, "plan") or _word(c, "checklist") or _word(c, "tired")
+                   or _word(c, "raining") for c in stored), stored
+
+    # Control: the request alone, with the place inside it, stores nothing.
+    path = _path()
+    _session(client, h, path, ("user", f"{turn} {ask} near {place}"))
+    assert not any(_word(c, place) for c in _stored(client, h, path))
+
+
+@given(thing=NAME.map(str.lower),
+       lead=st.sampled_from(["turns out ", "fun new development: turns out ", "apparently ",
+                             "so ", ""]),
+       marks=st.sampled_from(["??", "?!", "!?", "???"]))
+@CASES
+def test_a_statement_said_in_surprise_is_kept(client, tenant, thing, lead, marks):
+    """Given "<lead>im allergic to <thing> too??", the allergy is kept: doubled marks after a
+    statement opening with the speaker say surprise, not a question."""
+    h = tenant.headers
+    path = _path()
+    _session(client, h, path, ("user", f"{lead}im allergic to {thing} too{marks}"))
+    stored = _stored(client, h, path)
+    assert any(_word(c, thing) and _word(c, "allergic") for c in stored), stored
+
+    # Control: a real question about it, however surprised, is not a fact.
+    path = _path()
+    _session(client, h, path, ("user", f"{lead}am i allergic to {thing}{marks}"))
+    assert not any(_word(c, thing) for c in _stored(client, h, path))
+
+
+@given(n=st.integers(4, 60), noun=st.sampled_from(["people", "guests", "kids", "friends"]),
+       verb=st.sampled_from(["are coming", "will attend", "are you expecting to come",
+                             "are invited", "will be there"]),
+       remark=st.sampled_from(["", " incl me", " max", " or so"]))
+@CASES
+def test_a_headcount_answers_how_many_are_coming(client, tenant, n, noun, verb, remark):
+    """Given "How many <noun> <are coming>?" after the user spoke of their party, a bare
+    "<n><remark>" is kept with what it counts."""
+    h = tenant.headers
+    path = _path()
+    _session(client, h, path, ("user", "throwing a party at my place next month, need a menu"),
+             ("assistant", f"Fun! How many {noun} {verb}?"), ("user", f"{n}{remark}"))
+    stored = _stored(client, h, path)
+    assert any(_word(c, str(n)) and _word(c, noun) for c in stored), stored
+
+    # Control: the same reply after a message that asks nothing is no fact.
+    path = _path()
+    _session(client, h, path, ("user", "throwing a party at my place next month, need a menu"),
+             ("assistant", "Fun! Here is a simple menu."), ("user", f"{n}{remark}"))
+    assert not any(_word(c, str(n)) for c in _stored(client, h, path))

@@ -86,6 +86,10 @@ FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|our|us)\b", re.I)
 _BUT = re.compile(r",?\s+but\s+|\s+[-–—]+\s+", re.I)
 _NEW_CLAUSE = re.compile(
     r",\s+(?:and\s+|so\s+)?(?=(?:i|i'm|i've|my|we)\b)|\s+and\s+(?=(?:i|i'm|i've|my)\b)"
+    # "ugh it's raining again, this city i swear anyway my gym is ...": a change of topic
+    r"|[,\s]+(?=(?:anyway|anyways|btw|by\s+the\s+way)[\s,]+(?:i|i'm|i've|my|we)\b)"
+    # "my gym is X, can u build me a plan": a request asked without its question mark
+    r"|,\s+(?=(?:can|could|would|will)\s+(?:you|u)\b)"
     # "at work I use a Mac, at home I'm on Linux": a new context opens a new clause
     r"|,\s+(?=(?:at|on|for|in|during)\s+(?:\w+\s+){0,3}?(?:i|i'm|i've|my|we)\b)"
     # "sushi is my fav food, can't get enough": a new clause with its subject left out
@@ -112,7 +116,8 @@ _LIST_SEP = re.compile(r",\s+(?:and\s+|&\s+|then\s+)?(?:[-–—]+\s*(?:[^,—�
 
 # "quick about me: I'm Jess", "work update: we moved to Notion": a heading before what the
 # speaker says of themselves.
-_LABEL_BEFORE_SELF = re.compile(r"^[^:()]{1,80}:\s+(?=(?:i|i'm|i've|we|we're|my|our)\b)", re.I)
+_LABEL_BEFORE_SELF = re.compile(r"^[^:()]{1,80}:\s+(?=" + r"(?:(?:it\s+)?turns\s+out\s+(?:that\s+)?|"
+                                r"apparently,?\s+)?(?:i|i'm|im|i've|we|we're|my|our)\b)", re.I)
 
 
 def _unlabelled(piece: str) -> str:
@@ -240,6 +245,8 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
         r"(?:the\s+)?(?:good|bad|big|sad|great)\s+news(?:\s+is(?:\s+that)?)?|fun\s+fact|"
         r"in\s+fact|guess\s+what|news|so\s+yeah|yup|"
+        # what the speaker found out: "turns out I'm allergic to kiwi"
+        r"(?:it\s+)?turns\s+out(?:\s+that)?|apparently|"
         # a change of topic: "unrelated: ...", "totally different topic: ..."
         r"(?:totally\s+|completely\s+)?(?:unrelated|(?:different|new|unrelated)\s+topic)|"
         r"side\s+note|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|quick\s+update|"
@@ -286,7 +293,7 @@ _ADDRESS = re.compile(
 
 
 _TRAILING = re.compile(r"(?:[\s,]+(?:actually|btw|by\s+the\s+way|lol|lmao|haha+|tbh|fyi|"
-                       r"though|tho|anyway|anyways|now|these\s+days|nowadays|right\s+now|"
+                       r"though|tho|anyway|anyways|now|these\s+days|nowadays|right\s+now|i\s+swear|"
                        r"at\s+the\s+moment|lately|i\s+guess|i\s+think|i\s+suppose|ngl))+"
                        r"[\s.!]*$", re.I)
 
