@@ -171,3 +171,26 @@ def test_a_headcount_answers_how_many_are_coming(client, tenant, n, noun, verb, 
     _session(client, h, path, ("user", "throwing a party at my place next month, need a menu"),
              ("assistant", "Fun! Here is a simple menu."), ("user", f"{n}{remark}"))
     assert not any(_word(c, str(n)) for c in _stored(client, h, path))
+
+
+@given(use=NAME, thing=st.sampled_from(["laptop", "bike", "desk chair", "camera"]),
+       said=st.sampled_from(["need a new {t}, mostly for {u} stuff",
+                             "need a {t} for {u} and some gaming",
+                             "throwing a {u} party, need a {t}",
+                             "hosting {u} night, need a {t} by friday"]))
+@CASES
+def test_a_need_said_without_its_subject_is_the_speakers(client, tenant, use, thing, said):
+    """Given "need a new <thing>, mostly for <Use>" (the "I" left out) before the assistant's
+    question, what the user needs and what for is kept beside the answer."""
+    h = tenant.headers
+    path = _path()
+    _session(client, h, path, ("user", said.format(t=thing, u=use)),
+             ("assistant", "What's your budget?"), ("user", "like 900 max"))
+    stored = _stored(client, h, path)
+    assert any(_word(c, use) for c in stored), stored
+    assert any(_word(c, "900") and _word(c, "budget") for c in stored), stored
+
+    # Control: what the listener needs is not the speaker's.
+    path = _path()
+    _session(client, h, path, ("user", "you " + said.format(t=thing, u=use)))
+    assert not any(_word(c, use) for c in _stored(client, h, path))

@@ -87,7 +87,8 @@ _SUBJECT_DROPPED = re.compile(
     r"researching|practicing|practising|volunteering|teaching|training|building|moved|"
     r"moving|launched|opened|adopted|applied|completed|won|lost|met|saw|quit|switched|"
     r"landing|flying|arriving|staying|leaving|driving|traveling|travelling|starting|"
-    r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna)\b",
+    r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna|"
+    r"need|throwing|hosting)\b",
     re.I,
 )
 # "registered for the half marathon", "signed up for a pottery class": any regular past verb
