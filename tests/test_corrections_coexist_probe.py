@@ -194,3 +194,26 @@ def test_a_need_said_without_its_subject_is_the_speakers(client, tenant, use, th
     path = _path()
     _session(client, h, path, ("user", "you " + said.format(t=thing, u=use)))
     assert not any(_word(c, use) for c in _stored(client, h, path))
+
+
+@given(start=st.sampled_from(["now i want to start {l}", "i started {l} this spring",
+                              "I took up {l}", "just started {l} lol", "i plan to start {l}"]),
+       first=st.sampled_from(["spanish", "french", "tagalog"]),
+       new=st.sampled_from(["korean", "italian", "swahili", "japanese"]))
+@CASES
+def test_starting_a_language_is_learning_it_beside_those_spoken(client, tenant, start, first,
+                                                                 new):
+    """Given "I speak <first>" and then "I want to start <New>", the new language is kept as
+    one being learned, and the one spoken stays."""
+    h = tenant.headers
+    path = _path()
+    _session(client, h, path, ("user", f"i speak {first} fluently"))
+    _session(client, h, path, ("user", start.format(l=new.capitalize())))
+    stored = _stored(client, h, path)
+    assert any(_word(c, new) and _word(c, "learning") for c in stored), stored
+    assert any(_word(c, first) for c in stored), stored
+
+    # Control: starting something that is no language is not learning one.
+    path = _path()
+    _session(client, h, path, ("user", start.format(l="pottery")))
+    assert not any(_word(c, "learning") for c in _stored(client, h, path))
