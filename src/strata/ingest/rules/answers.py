@@ -63,6 +63,12 @@ _OWNED = re.compile(r"(?:\b(?:my|our)|"
                     r"youngest|oldest|eldest|younger|older)\s+)*(?P<noun>[a-z][\w-]*)", re.I)
 # "What breed?", "Which model?": a question that leaves its subject to what was just said.
 _BARE_WH = re.compile(r"^(?P<wh>what|which)\s+(?P<noun>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)$", re.I)
+# "How many people are coming?", "How many guests will attend?": the count of those taking
+# part in what the user is planning asks about the user's event, though it names no one.
+_HEADCOUNT = re.compile(
+    r"^how\s+many\s+(?P<noun>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?P<rest>(?:are|will|would)\s+"
+    r"(?:be\s+)?(?:coming|attending|joining|going|invited|expected|showing\s+up|come|attend|"
+    r"join|go|there)\b.*)$", re.I)
 _OWN_CLAUSE = re.compile(
     r"^(?!(?:at|on|in|by|around|about|every|each|next|last|this|after|before|until)\b)"
     r"[a-z]+\s+(?:starts?|begins?|ends?|opens?|closes?|runs?|is|are|was|were)\b", re.I)
@@ -316,6 +322,10 @@ def _frame(part: str, owned: list[str]) -> Frame | None:
         else:
             phrase = " ".join(w for w in (wh, noun, said) if w)
         return Frame(wh, noun, subject, verb, rest, third_person(phrase))
+    count = _HEADCOUNT.match(part)
+    if count is not None:
+        return Frame("how many", count["noun"], "", "", count["rest"],
+                     f"how many {count['noun']} {count['rest']}")
     bare = _BARE_WH.match(part)
     if bare is not None and owned:
         # "What breed?" right after the user spoke of their dog: the dog's breed.

@@ -83,6 +83,17 @@ def _learning(m: re.Match[str], clause: str) -> Found | str | None:
     return Found(third_person(clause), "fact", slots.key(family, value=value), value, 0.8)
 
 
+def _starting_language(m: re.Match[str], clause: str) -> Found | None:
+    """"I want to start Korean", "I took up Italian": to start a language is to learn it, and
+    the memory says so, which is what a question about what the user is learning asks."""
+    language = m["lang"].lower()
+    if language not in _LANGUAGES:
+        return None
+    said = clause[:m.start("lang")] + "learning " + clause[m.start("lang"):]
+    return Found(third_person(said), "fact", slots.key("user.languages", value=language),
+                 language, 0.75)
+
+
 _PET = (r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|horse|pony|turtle|tortoise|"
         r"snake|guinea\s+pig|gecko|lizard|ferret|chinchilla|rat|mouse|goldfish)")
 
@@ -110,6 +121,10 @@ PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (rx(I, r"am\s+", A, r"(?:pretty\s+|really\s+|quite\s+|very\s+|super\s+|fairly\s+)?",
         r"(?:good|great|skilled|proficient|experienced|an\s+expert|a\s+pro)\s+(?:at|in|with)\s+",
         r"(?P<v>.+)$"), _learning),
+    (rx(I, A, r"(?:(?:want|plan|hope|am\s+going|would\s+like)\s+to\s+|am\s+|have\s+)?",
+        r"(?:start|started|starting|begin|began|begun|beginning|take\s+up|took\s+up|",
+        r"taking\s+up|taken\s+up)\s+(?P<lang>[a-z]+)\b(?![\w-]*\s+(?:class|food|drama|show))"),
+     _starting_language),
     (rx(I, r"(?:am|have\s+been)\s+", A, r"(?:learning|teaching\s+myself|studying|",
         r"picking\s+up)\s+(?!to\b)(?P<v>.+)$"), _learning),
     # The car one drives is one value (a new one replaces it: ``user.car``); what one rides

@@ -39,7 +39,7 @@ from strata.write.values import CATEGORY, lexicon_terms, normalize_value
 # The forms a correction takes, on a clause with its lead-ins stripped.
 _ASTERISK = re.compile(r"^\*\s*(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2})\b")
 _X_NOT_Y = re.compile(
-    r"^(?:(?:it's|it\s+is|that's|that\s+is|i\s+meant|make\s+(?:that|it))\s+)?"
+    r"^(?:(?:it's|its|it\s+is|that's|that\s+is|i\s+meant|make\s+(?:that|it))\s+)?"
     r"(?!(?:i|we|my|our|the|a|an|you|he|she|they|it|that|this)\b)"
     r"(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,1}?)(?:\s+(?:lol|haha|sorry|lmao))?[\s,]+(?:and\s+)?"
     r"not\s+(?P<y>[\w'.&-]+(?:\s+[\w'.&-]+){0,2})$", re.I)
@@ -53,18 +53,27 @@ _CLEFT = (r"\s+(?:that\s+|who\s+)?(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+[a-z]+"
           r"(?:\s+(?:to|with|for|about|of|at|in|on|from))?")
 # After a correction word ("scratch that", "wait", "oops", "actually"): the value alone.
 _IT_IS = re.compile(
-    r"^(?:(?:it's|it\s+is|that's|that\s+is|i\s+meant|make\s+(?:that|it)|should\s+be|"
+    r"^(?:(?:it's|its|it\s+is|that's|that\s+is|i\s+meant|make\s+(?:that|it)|should\s+be|"
     r"should\s+have\s+said)\s+)?(?:definitely\s+|definately\s+|really\s+)?"
     r"(?!(?:i|i'm|i've|we|we're|my|our|you|he|she|they|not|no)\b)(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2}?)"
-    r"(?:\s+with\s+an?\s+\w\b.*|" + _CLEFT + r")?$", re.I)
+    r"(?:\s+with\s+an?\s+\w{1,2}\b.*|" + _CLEFT + r")?$", re.I)
+# "the rent is 1540, not what I said": the wrong value pointed at, not named; the value is
+# what the frame before it gives.
+_NOT_WHAT_I_SAID = re.compile(
+    r"[\s,]+(?:and\s+)?not\s+what\s+i\s+(?:said|told\s+you|wrote|typed|put|gave\s+you)"
+    r"(?:\s+(?:before|earlier|last\s+time|at\s+first))?$", re.I)
+_FRAMED = re.compile(r"^(?:(?:the|my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|was|are|were)\s+)?"
+                     r"(?P<x>[\w'.&-]+(?:\s+[\w'.&-]+){0,2})$", re.I)
 _COUNT = re.compile(r"\d+\s+[a-z]+", re.I)
-_SPELLED = re.compile(r"^(?:it's\s+|it\s+is\s+)?(?P<x>[\w'-]+)\s+with\s+an?\s+\w\b", re.I)
+# "Shawn with a w", "its Stephan with a ph": a name and the letters that tell it apart.
+_SPELLED = re.compile(r"^(?:it's\s+|its\s+|it\s+is\s+)?(?P<x>[\w'-]+)\s+with\s+an?\s+\w{1,2}\b",
+                      re.I)
 _NUMBER = re.compile(r"(?<![\w.])(?P<n>\d+(?:[.,]\d+)?)\s?(?P<unit>[a-z%]+)?\b", re.I)
 _MONTH_DAY = re.compile(r"\b(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) +
                         r")\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?\b", re.I)
 _DAY = re.compile(r"(?:the\s+)?(?P<day>\d{1,2})(?:st|nd|rd|th)", re.I)
 _NAME = re.compile(r"(?<!^)(?<![.!?]\s)\b(?-i:[A-Z][\w'-]+)")
-_REMARK = frozenset("sorry lol haha oops ugh autocorrect typo my bad".split())
+_REMARK = frozenset("sorry lol haha oops ugh autocorrect typo my bad lmao".split())
 
 
 @dataclass
@@ -79,7 +88,7 @@ def _words(text: str) -> list[str]:
 
 
 _SLIP_WORDS = re.compile(
-    r"^(?:(?:oops|sorry|wait|no|nope|nah|ugh|omg|oh|actually|ah|lol|my\s+bad|typo|"
+    r"^(?:(?:oops|sorry|wait|no|nope|nah|ugh|omg|oh|actually|ah|lol|my\s+bad|typo|auto-?correct|"
     r"scratch\s+that|i\s+meant|correction)[\s,!.:;-]+)+", re.I)
 
 
@@ -92,6 +101,10 @@ def opening(clause: str) -> str:
 def given_value(text: str, marked: bool) -> tuple[str, str | None] | None:
     """The value a correction gives and the one it names as wrong (or None), when ``text``
     reads as a correction; ``marked`` when a correction word led the clause."""
+    unnamed = _NOT_WHAT_I_SAID.search(text)
+    if unnamed is not None:
+        m = _FRAMED.match(text[:unnamed.start()].strip())
+        return None if m is None else (m["x"], None)
     for pattern in (_ASTERISK, _X_NOT_Y, _NOT_Y_X, _SPELLED):
         m = pattern.match(text)
         if m is not None:

@@ -206,11 +206,13 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                 # The whole sentence: a clause split could leave the secret's label in one
                 # part.
                 skip("secret", None)
-            elif sentence.rstrip().endswith("?"):
+            elif re.search(r"\?[?!]*$", sentence.rstrip()):  # "really?!" asks too
                 told, asked = asked_after(sentence)
-                asked_about(asked)
+                if asked:
+                    asked_about(asked)
                 yield from sentences(told)
-                heard.append(asked)
+                if asked:
+                    heard.append(asked)
             else:
                 yield sentence
 
@@ -335,6 +337,12 @@ _ASKED_AFTER = re.compile(
     r"|\s+(?=(?:is|are|was|does|do|did|can|could|should|would|will)\s+(?:that|this|it|i|you|"
     r"there|they|we)\b|(?:what|how|where|when|which|who|why)\s+(?:do|does|did|should|can|"
     r"could|would|is|are|was|were)\s+(?:i|we|you|it|that|they|he|she)\b))(?=\S)", re.I)
+# "turns out im allergic to kiwi too??": a statement said in surprise, not a question; it
+# asks nothing, it opens with the speaker, and its marks are doubled.
+_SURPRISED = re.compile(r"\s*(?:\?[?!]+|!+\?[?!]*)$")
+_HEADING = re.compile(r"^[^:()?]{1,40}:\s+")  # "fun new development: ..."
+_FIRST_PERSON_START = re.compile(r"^(?:i|i'm|im|my|we|we're|our)\b(?!\s+(?:should|could|would|"
+                                 r"can|might|wonder)\b)", re.I)
 _AS_A = re.compile(r"(?:^|[,.;:]\s*)as\s+(?P<what>an?\s+[\w-]+(?:\s+[\w-]+){0,3})$", re.I)
 
 
@@ -353,6 +361,11 @@ def asked_after(sentence: str) -> tuple[str, str]:
     start = 0
     if QUESTION_START.match(expand(strip_leads(sentence).text)):
         return "", sentence  # "What time is it?": a question from its first word
+    if _SURPRISED.search(sentence) and _FIRST_PERSON_START.match(
+            expand(strip_leads(_HEADING.sub("", sentence)).text)) and not any(
+            QUESTION_START.match(expand(strip_leads(sentence[m.end():]).text))
+            for m in _ASKED_AFTER.finditer(sentence)):
+        return _SURPRISED.sub("", sentence), ""
     for m in _ASKED_AFTER.finditer(sentence):
         rest = strip_leads(sentence[m.end():]).text
         if QUESTION_START.match(expand(rest)) or rest.lower().startswith(("any ", "anyone ")):
@@ -366,6 +379,7 @@ def asked_after(sentence: str) -> tuple[str, str]:
     return said.strip(), asked
 
 
+_A_COUNT = re.compile(r"^(?:like\s+|about\s+|around\s+)?\d+\b(?!\s+(?:i|we)\b)[^.!?]{0,20}$", re.I)
 _A_CLAUSE = re.compile(r"^(?:it|it's|this|that|that's|they|they're|he|she|he's|she's|there|"
                        r"these|those|you|we)\b", re.I)
 
@@ -374,9 +388,11 @@ def _answers(reason: str, clause: str) -> bool:
     """Whether a clause no family kept may be a short answer to the assistant's question:
     it says nothing alone ("boulder", "11 and 8", "nah"), rather than something refused
     (a question, a hypothetical, someone else's words)."""
+    text = strip_leads(clause).text
+    if reason == "vague" and _A_COUNT.match(text):
+        return True  # "14 incl me": a count, whatever remark comes with it
     if reason not in ("no_statement", "small_talk"):
         return False
-    text = strip_leads(clause).text
     if not text:
         return bool(answers.YES_OR_NO.match(clause.strip()))
     if len(text.split()) > answers.MAX_WORDS or _A_CLAUSE.match(text) or "[" in text:

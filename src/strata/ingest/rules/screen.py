@@ -89,7 +89,11 @@ _SUBJECT_DROPPED = re.compile(
     r"moving|launched|opened|adopted|applied|completed|won|lost|met|saw|quit|switched|"
     r"landing|flying|arriving|staying|leaving|driving|traveling|travelling|starting|"
     r"dropped|decided|ran|based|living|located|hoping|looking\s+forward|gonna|wanna|"
-    r"need\s+to)\b",
+    # "need a new laptop" is a need; "need a cleaning schedule" asks for what the assistant
+    # writes
+    r"need(?!\s+(?:(?:a|an|some|the)\s+)?(?:[\w-]+\s+)?(?:schedule|plan|list|chart|recipe|"
+    r"ideas?|help|note|email|letter|template|checklist|menu|summary|advice|tips|draft)s?\b)|"
+    r"throwing|hosting)\b",
     re.I,
 )
 # "registered for the half marathon", "signed up for a pottery class": any regular past verb

@@ -89,6 +89,10 @@ FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|our|us)\b", re.I)
 _BUT = re.compile(r",?\s+but\s+|\s+[-–—]+\s+", re.I)
 _NEW_CLAUSE = re.compile(
     r",\s+(?:and\s+|so\s+)?(?=(?:i|i'm|i've|my|we)\b)|\s+and\s+(?=(?:i|i'm|i've|my)\b)"
+    # "ugh it's raining again, this city i swear anyway my gym is ...": a change of topic
+    r"|[,\s]+(?=(?:anyway|anyways|btw|by\s+the\s+way)[\s,]+(?:i|i'm|i've|my|we)\b)"
+    # "my gym is X, can u build me a plan": a request asked without its question mark
+    r"|,\s+(?=(?:can|could|would|will)\s+(?:you|u)\b)"
     # "at work I use a Mac, at home I'm on Linux": a new context opens a new clause
     r"|,\s+(?=(?:at|on|for|in|during)\s+(?:\w+\s+){0,3}?(?:i|i'm|i've|my|we)\b)"
     # "sushi is my fav food, can't get enough": a new clause with its subject left out
@@ -126,7 +130,8 @@ _LIST_SEP = re.compile(r",\s+(?:and\s+|&\s+|then\s+)?(?:[-–—]+\s*(?:[^,—�
 # a heading before what the speaker says of themselves, "I" said or left out before a verb
 # of what happened.
 _LABEL_BEFORE_SELF = re.compile(
-    r"^[^:()]{1,80}:\s+(?=(?:i|i'm|i've|we|we're|my|our)\b|(?:(?:just|finally|also|"
+    r"^[^:()]{1,80}:\s+(?=(?:(?:it\s+)?turns\s+out\s+(?:that\s+)?|apparently,?\s+)?"
+    r"(?:i|i'm|im|i've|we|we're|my|our)\b|(?:(?:just|finally|also|"
     r"officially|recently)\s+)*(?:got|started|moved|left|quit|joined|switched|bought|sold|"
     r"adopted|finished|went|took|began|\w{3,}ed)\s)", re.I)
 
@@ -218,7 +223,11 @@ _SEP = r"[\s,:;.!\-–—]*"
 _OWNED_ERROR = (
     r"(?:i(?:'ve|\s+have)?\s+(?:had|got|gotten|have)\s+(?:it|that|this|them|those)\s+"
     r"(?:all\s+)?(?:wrong|backwards|mixed\s+up)|"
-    r"i\s+(?:gave|told)\s+you\s+the\s+wrong\s+[a-z]+|i\s+was\s+wrong(?:\s+about\s+[^,:;]+)?)"
+    r"i\s+(?:gave|told)\s+you\s+the\s+wrong\s+[a-z]+|i\s+was\s+wrong(?:\s+about\s+[^,:;]+)?|"
+    # "I misremembered", "I mixed them up", "I swapped the digits", "I misspoke"
+    r"i\s+(?:misremembered|misspoke|mistyped|misread|miscounted)|"
+    r"i\s+(?:mixed|muddled)\s+(?:it|that|them|those|the\s+\w+)\s+up|"
+    r"i\s+(?:swapped|switched|flipped|transposed)\s+the\s+(?:digits|numbers|dates|days))"
     r"(?:\s+(?:this|the)\s+whole\s+time|\s+before|\s+earlier|\s+last\s+time)?"
 )
 _LEADS: list[tuple[re.Pattern[str], str | None]] = [
@@ -252,6 +261,8 @@ _LEADS: list[tuple[re.Pattern[str], str | None]] = [
         r"(?:thanks|thank\s+you)(?!\s+(?:for|so\s+much\s+for)\b)|"
         r"(?:the\s+)?(?:good|bad|big|sad|great)\s+news(?:\s+is(?:\s+that)?)?|fun\s+fact|"
         r"in\s+fact|guess\s+what|news|so\s+yeah|yup|"
+        # what the speaker found out: "turns out I'm allergic to kiwi"
+        r"(?:it\s+)?turns\s+out(?:\s+that)?|apparently|"
         # a change of topic: "unrelated: ...", "totally different topic: ..."
         r"(?:totally\s+|completely\s+)?(?:unrelated|(?:different|new|unrelated)\s+topic)|"
         r"side\s+note|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|quick\s+update|"
@@ -301,7 +312,7 @@ _ADDRESS = re.compile(
 
 
 _TRAILING = re.compile(r"(?:[\s,]+(?:actually|btw|by\s+the\s+way|lol|lmao|haha+|tbh|fyi|"
-                       r"though|tho|anyway|anyways|now|these\s+days|nowadays|right\s+now|"
+                       r"though|tho|anyway|anyways|now|these\s+days|nowadays|right\s+now|i\s+swear|"
                        r"at\s+the\s+moment|lately|i\s+guess|i\s+think|i\s+suppose|ngl))+"
                        r"[\s.!]*$", re.I)
 
