@@ -106,8 +106,9 @@ caps = st.fixed_dictionaries({
 
 
 # Columns the statement gained after the reference (strata.ranking, "Later statements"):
-# checked against the reference's own scores in ``assert_same``.
-ADDED = ("said_at", "terms", "telling")
+# checked against the reference's own scores in ``assert_same``; and the memory's slot, read
+# as stored (strata.ranking, "Asked attribute").
+ADDED = ("said_at", "terms", "telling", "slot")
 
 
 def canonical(rows: list[dict]) -> list[tuple]:

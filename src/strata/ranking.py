@@ -84,6 +84,20 @@ Ended states
     nor in vector mode); and a later statement that has ended is not moved up before an
     earlier one of the same words (above): it is not the latest word on what holds now.
 
+Asked attribute
+    A question that names an attribute of someone ("what does the user do for a living",
+    "where is Dana based") is answered by the memory the write path filed under that
+    attribute's key (``user.occupation``, ``person.dana.location``), whose words need not
+    be the question's: "The user is a receptionist at a dental clinic" holds no "job", and
+    with a lexical embedder "The user's job hunt is a mess" wins on words.
+    :func:`strata.asked.asked` reads the attribute and the person from the question (a
+    small table of general vocabulary), and a candidate whose slot holds it
+    (:func:`strata.asked.answers`) gains ``asked_attribute`` (1.0: above every fused score
+    without it, so the keyed answer comes first and the fused order decides among keyed
+    ones and among the rest). Not for a memory that has ended, when the question is about
+    the present (see "Ended states"), nor in vector mode. Memories without a slot (most of
+    LoCoMo's) are untouched.
+
 Relevance (:func:`relevance`)
     The fused score orders one query's candidates; it is not comparable across queries (the
     vector part is min-max normalised, so some candidate always gets 1). ``relevance`` is:
@@ -102,6 +116,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from strata.asked import answers, asked
 
 # Candidates each arm hands the fusion, and how many rows the vector arm's ranking fetches
 # before it keeps its best ARM_DEPTH of them. Measured with eval/bench_arm_depth.py
@@ -155,6 +171,9 @@ class FusionParams:
     # Taken off the fused score of a memory that has stopped being true, for a question
     # about the present (see "Ended states").
     ended_penalty: float = 0.5
+    # Added to the fused score of a memory whose slot holds the attribute the question asks
+    # about (see "Asked attribute"): above any fused score, so a keyed answer comes first.
+    asked_attribute: float = 1.0
 
 
 # Chosen by eval/tune_fusion.py on LoCoMo conversations 26 and 30 only (local embedder, 384
@@ -189,6 +208,7 @@ class Candidate:
     said_at: datetime | None = None  # when it was said (asserted_at, else recorded_at)
     terms: frozenset[str] = frozenset()  # the query's lexemes it holds (content, context, path)
     ended: bool = False  # its validity has an end, already past: a state told as over
+    slot: str | None = None  # the key it is filed under (strata.write.slots), if any
 
 
 @dataclass
@@ -201,6 +221,9 @@ class Ranked:
     relevance: float = 0.0  # 0..1, comparable across queries (see "Relevance")
     # The earlier statement this one was moved up before (see "Later statements"), if any.
     before: uuid.UUID | None = None
+    # The attribute the question asks about that its slot holds (see "Asked attribute").
+    attribute: str | None = None
+    attribute_boost: float = 0.0
 
 
 @dataclass
@@ -296,12 +319,18 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
     present = params.later_first and mode != "vector" and not asks_about_past(query)
     # The text part of relevance is over the query's idf whatever normalised it for ranking.
     txt_abs = _by_idf(bm, idf_sum) if idf_sum else [0.0] * len(candidates)
+    question = asked(query) if mode != "vector" else None
     ranked = []
     for c, v, t, ta in zip(candidates, vec_n, txt_n, txt_abs, strict=True):
         b = boost.get(c.window_match or "", 0.0)
-        ended = params.ended_penalty if present and c.ended else 0.0
-        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b - ended, v, t, b,
-                             relevance(weight=w, cosine=c.cosine, text=ta)))
+        over = present and c.ended
+        ended = params.ended_penalty if over else 0.0
+        # the attribute asked about, when its slot holds it (see "Asked attribute")
+        attribute = answers(c.slot, question) if question and not over else None
+        a = params.asked_attribute if attribute else 0.0
+        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b + a - ended, v, t, b,
+                             relevance(weight=w, cosine=c.cosine, text=ta),
+                             attribute=attribute, attribute_boost=a))
     ranked.sort(key=lambda r: (-r.score, -_said(r.candidate) if present else 0.0,
                                -r.candidate.importance, -r.candidate.confidence,
                                r.candidate.value_hash, str(r.candidate.id)))

@@ -535,7 +535,7 @@ SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
        m.status::text AS status,
        m.origin::text AS origin,
        lower(m.valid) AS valid_from, upper(m.valid) AS valid_to, m.tags, m.importance,
-       m.confidence, m.value_hash, vec.rank AS vec_rank, txt.rank AS txt_rank,
+       m.confidence, m.value_hash, m.slot, vec.rank AS vec_rank, txt.rank AS txt_rank,
        CASE WHEN %(use_vec)s THEN 1 - (m.embedding <=> %(vec)s::vector) END AS cosine,
        CASE WHEN %(use_txt)s THEN coalesce(bm25.bm25, 0) END AS bm25,
        {window_match} AS window_match,
@@ -968,7 +968,8 @@ def candidates(db: Database, caller: Caller, req: SearchRequest, embedder: Embed
         window_match=r["window_match"], importance=r["importance"],
         confidence=r["confidence"], value_hash=bytes(r["value_hash"]), row=r,
         said_at=r["said_at"], terms=frozenset(r["terms"] or ()),
-        ended=r["valid_to"] is not None and r["valid_to"] <= moment) for r in rows]
+        ended=r["valid_to"] is not None and r["valid_to"] <= moment, slot=r["slot"])
+        for r in rows]
     first = rows[0] if rows else {}
     if first and not params["corpus_at_cap"] and first["corpus_n"] >= params["stat_cap"]:
         _remember_corpus_at_cap(db, params)
@@ -1074,6 +1075,11 @@ def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
                 "windows": [{"text": w["text"], "from": w["from"], "to": w["to"]}
                             for w in found.windows],
             }
+        if hit.attribute:
+            # the slot holds the attribute the question asks about (strata.ranking, "Asked
+            # attribute"); the slot itself is not shown: its value part is memory content
+            boosts["asked_attribute"] = {"value": hit.attribute_boost,
+                                         "attribute": hit.attribute}
         explain = {
             "mode": req.mode,
             "vector": {"rank": c.vec_rank, "score": c.cosine, "normalized": hit.vector,
