@@ -18,46 +18,17 @@ so nothing but the mechanism can put them in a memory.
 from __future__ import annotations
 
 import re
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-ONSETS = ["k", "v", "z", "dr", "th", "br", "m", "gr", "pl"]
-VOWELS = ["a", "o", "e", "ui", "y"]
-CODAS = ["rv", "x", "ld", "nth", "sk", "rn", "lt"]
-NAME = st.lists(st.tuples(st.sampled_from(ONSETS), st.sampled_from(VOWELS),
-                          st.sampled_from(CODAS)).map("".join),
-                min_size=2, max_size=3).map(lambda parts: "".join(parts).capitalize())
-CASES = settings(max_examples=5, deadline=None, derandomize=True,
-                 phases=(Phase.explicit, Phase.reuse, Phase.generate),
-                 suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                        HealthCheck.too_slow])
-T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
+from talk import (
+    active as _active, CASES, fresh_path as _path, has_word as _word, ingest as _ingest, NAME,
+    T0,
+)
+
 LATER = T0 + timedelta(days=90)
-
-
-def _path() -> str:
-    return f"users.w{uuid.uuid4().hex[:12]}"
-
-
-def _ingest(client, h, path: str, text: str, when: datetime = T0) -> None:
-    r = client.post("/v1/ingest", headers=h, json={
-        "path": path, "wait": True,
-        "messages": [{"role": "user", "content": text, "at": when.isoformat()}]})
-    assert r.status_code == 200, r.text
-
-
-def _active(client, h, path: str) -> list[str]:
-    r = client.get("/v1/memories", headers=h,
-                   params={"path": path, "status": "active", "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
-
-
-def _word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
 
 
 def _holding(stored: list[str], *words: str) -> list[str]:

@@ -17,55 +17,17 @@ Names and places are invented words, so nothing but the mechanism can put them i
 
 from __future__ import annotations
 
-import re
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-ONSETS = ["k", "v", "z", "dr", "th", "br", "m", "gr", "pl"]
-VOWELS = ["a", "o", "e", "ui", "y"]
-CODAS = ["rv", "x", "ld", "nth", "sk", "rn", "lt"]
-NAME = st.lists(st.tuples(st.sampled_from(ONSETS), st.sampled_from(VOWELS),
-                          st.sampled_from(CODAS)).map("".join),
-                min_size=2, max_size=3).map(lambda parts: "".join(parts).capitalize())
+from talk import (
+    active as _active, CASES, first_hit as _first, fresh_path as _path, has_word as _word,
+    ingest as _ingest, NAME, T0,
+)
+
 KIN = st.sampled_from(["Dad", "Mom", "grandpa", "grandma"])
-# No shrinking: each example is a few ingests on a real database, and a failing one is
-# printed as it was drawn.
-CASES = settings(max_examples=5, deadline=None, derandomize=True,
-                 phases=(Phase.explicit, Phase.reuse, Phase.generate),
-                 suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                        HealthCheck.too_slow])
-T0 = datetime(2026, 1, 5, 9, tzinfo=UTC)
-
-
-def _path() -> str:
-    return f"users.p{uuid.uuid4().hex[:12]}"
-
-
-def _ingest(client, h, path: str, text: str, when: datetime = T0) -> None:
-    r = client.post("/v1/ingest", headers=h, json={
-        "path": path, "wait": True,
-        "messages": [{"role": "user", "content": text, "at": when.isoformat()}]})
-    assert r.status_code == 200, r.text
-
-
-def _active(client, h, path: str) -> list[str]:
-    r = client.get("/v1/memories", headers=h,
-                   params={"path": path, "status": "active", "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
-
-
-def _first(client, h, path: str, query: str) -> str:
-    r = client.post("/v1/search", headers=h, json={"query": query, "paths": [path], "limit": 5})
-    assert r.status_code == 200, r.text
-    return r.json()["results"][0]["content"]
-
-
-def _word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
 
 
 def _holding(contents: list[str], *words: str) -> list[str]:
@@ -214,8 +176,8 @@ BIRTH = st.sampled_from(["{n} had the baby! {b}, {w}, both doing great",
 def test_a_birth_ends_the_pregnancy_and_names_the_baby(client, tenant, name, baby, pregnant,
                                                        birth, weight):
     """Given a friend is pregnant, When the birth is told with the baby's name (after it with
-    its weight, or in the same clause), Then no active memory says the friend is pregnant, and the baby's name answers
-    what the friend's baby is called; Control: a name and weight with no birth before them
+    its weight, or in the same clause), Then no active memory says the friend is pregnant,
+    and the baby's name answers what the friend's baby is called; Control: a name and weight with no birth before them
     is nobody's baby, and the pregnancy of someone else stays."""
     assume(name != baby)
     h = tenant.headers

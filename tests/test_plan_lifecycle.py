@@ -15,28 +15,10 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-PATH = "users.alice"
+from talk import active_items as active
+from talk import holding, say
+
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-def say(client, headers, *texts: str, at: datetime) -> dict:
-    messages = [{"role": "user", "content": t, "at": (at + timedelta(minutes=i)).isoformat()}
-                for i, t in enumerate(texts)]
-    r = client.post("/v1/ingest", headers=headers,
-                    json={"path": PATH, "messages": messages, "wait": True})
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-def active(client, headers) -> list[dict]:
-    r = client.get("/v1/memories", headers=headers, params={"path": PATH, "status": "active"})
-    assert r.status_code == 200, r.text
-    return r.json()["items"]
-
-
-def holding(items: list[dict], *words: str) -> list[str]:
-    return [m["content"] for m in items
-            if all(w.lower() in m["content"].lower() for w in words)]
 
 
 # (what is planned as first said, a later reference to it, the place or subject it names)

@@ -18,29 +18,12 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from talk import active_items as active
+from talk import holding, say
+
 PATH = "users.alice"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
 DAY = date(2026, 4, 8)
-
-
-def say(client, headers, *texts: str, at: datetime) -> dict:
-    messages = [{"role": "user", "content": t, "at": (at + timedelta(minutes=i)).isoformat()}
-                for i, t in enumerate(texts)]
-    r = client.post("/v1/ingest", headers=headers,
-                    json={"path": PATH, "messages": messages, "wait": True})
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-def active(client, headers) -> list[dict]:
-    r = client.get("/v1/memories", headers=headers, params={"path": PATH, "status": "active"})
-    assert r.status_code == 200, r.text
-    return r.json()["items"]
-
-
-def holding(items: list[dict], *words: str) -> list[str]:
-    return [m["content"] for m in items
-            if all(w.lower() in m["content"].lower() for w in words)]
 
 
 # (a plan as first said, the word naming it, a completion that does not name it, a word of
