@@ -74,3 +74,24 @@ def active_items(client, headers, path: str = "users.alice") -> list[dict]:
 def holding(items: list[dict], *words: str) -> list[str]:
     return [m["content"] for m in items
             if all(w.lower() in m["content"].lower() for w in words)]
+
+
+def send(client, h, path: str, *turns: tuple[str, str]) -> None:
+    """One conversation of ``(role, text)`` turns, ingested and waited for."""
+    messages = [{"role": role, "content": text} for role, text in turns]
+    r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
+                                                   "messages": messages})
+    assert r.status_code == 200, r.text
+
+
+def stored(client, h, path: str) -> list[str]:
+    """Every memory of ``path`` (any status), as its content."""
+    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
+    assert r.status_code == 200, r.text
+    return [m["content"] for m in r.json()["items"]]
+
+
+def talk(client, h, path: str, *turns: tuple[str, str]) -> list[str]:
+    """``turns`` sent as one conversation; what ``path`` then holds."""
+    send(client, h, path, *turns)
+    return stored(client, h, path)

@@ -20,6 +20,8 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from talk import talk as _talk
+
 from strata.ingest.rules.answers import frames
 
 ONSETS = ["k", "v", "z", "dr", "qu", "th", "br", "m", "s", "gr", "pl"]
@@ -118,15 +120,6 @@ def exchange(draw) -> dict:
 def _path() -> str:
     return f"users.r{uuid.uuid4().hex[:12]}"
 
-
-def _talk(client, h, path: str, *turns: tuple[str, str]) -> list[str]:
-    messages = [{"role": role, "content": text} for role, text in turns]
-    r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
-                                                   "messages": messages})
-    assert r.status_code == 200, r.text
-    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
 
 
 def _word(text: str, word: str) -> bool:

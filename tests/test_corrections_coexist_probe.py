@@ -13,11 +13,13 @@ so nothing but the conversation can put them in a memory.
 
 from __future__ import annotations
 
-import re
-import uuid
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from talk import fresh_path as _path
+from talk import has_word as _word
+from talk import send as _session
+from talk import stored as _stored
 
 ONSETS = ["k", "v", "z", "dr", "th", "br", "m", "s", "gr", "pl"]
 VOWELS = ["a", "o", "e", "ui", "y"]
@@ -31,25 +33,8 @@ CASES = settings(max_examples=8, deadline=None, derandomize=True,
                                         HealthCheck.too_slow])
 
 
-def _path() -> str:
-    return f"users.w{uuid.uuid4().hex[:12]}"
 
 
-def _session(client, h, path: str, *turns: tuple[str, str]) -> None:
-    messages = [{"role": role, "content": text} for role, text in turns]
-    r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
-                                                   "messages": messages})
-    assert r.status_code == 200, r.text
-
-
-def _stored(client, h, path: str) -> list[str]:
-    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
-
-
-def _word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
 
 
 @given(name=NAME, relation=st.sampled_from(["husband", "wife", "brother", "boss", "roommate"]),

@@ -28,6 +28,8 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from talk import talk
+
 ONSETS = ["k", "v", "z", "dr", "qu", "th", "br", "m", "s", "gr", "pl"]
 VOWELS = ["a", "o", "e", "ui", "ae"]
 CODAS = ["rv", "x", "ld", "nth", "sk", "rn", "lt"]
@@ -233,10 +235,4 @@ def test_a_bare_count_puts_right_a_count_given_in_a_request(client, tenant, n, p
 
 
 def _conversation(client, h, path: str, turns: list[tuple[str, str]]) -> list[str]:
-    messages = [{"role": role, "content": text} for role, text in turns]
-    r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
-                                                   "messages": messages})
-    assert r.status_code == 200, r.text
-    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
+    return talk(client, h, path, *turns)

@@ -14,13 +14,15 @@ Names and places are invented words, so nothing but the statement can put them i
 
 from __future__ import annotations
 
-import re
 import uuid
-
 from datetime import UTC, datetime
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from talk import first_hit as _first
+from talk import fresh_path as _path
+from talk import has_word as _word
+from talk import stored as _stored
 
 from strata.ranking import Candidate, fuse
 
@@ -42,9 +44,6 @@ def _invented() -> st.SearchStrategy[str]:
 NAME = _invented()
 
 
-def _path() -> str:
-    return f"users.p{uuid.uuid4().hex[:12]}"
-
 
 def _say(client, h, path: str, at: str, *texts: str) -> None:
     messages = [{"role": "user", "content": t, "at": at} for t in texts]
@@ -53,21 +52,7 @@ def _say(client, h, path: str, at: str, *texts: str) -> None:
     assert r.status_code == 200, r.text
 
 
-def _stored(client, h, path: str) -> list[str]:
-    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
 
-
-def _first(client, h, path: str, query: str) -> str:
-    r = client.post("/v1/search", headers=h, json={"query": query, "paths": [path],
-                                                  "limit": 5})
-    assert r.status_code == 200, r.text
-    return r.json()["results"][0]["content"]
-
-
-def _word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
 
 
 PAST_TOLD = [

@@ -15,10 +15,11 @@ kept, so no test passes on an extractor that keeps nothing.
 from __future__ import annotations
 
 import re
-import uuid
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+
+from talk import fresh_path, talk
 
 ONSETS = ["k", "v", "z", "dr", "qu", "th", "br", "m", "s", "gr", "pl"]
 VOWELS = ["a", "o", "e", "ui", "ae", "y"]
@@ -47,19 +48,10 @@ FACTS = st.sampled_from([
 END = st.sampled_from(["!", ".", "!!"])
 
 
-def _path() -> str:
-    return f"users.p{uuid.uuid4().hex[:12]}"
 
 
 def _stored(client, h, *turns: tuple[str, str]) -> list[str]:
-    messages = [{"role": role, "content": text} for role, text in turns]
-    path = _path()
-    r = client.post("/v1/ingest", headers=h, json={"path": path, "wait": True,
-                                                   "messages": messages})
-    assert r.status_code == 200, r.text
-    r = client.get("/v1/memories", headers=h, params={"path": path, "limit": 200})
-    assert r.status_code == 200, r.text
-    return [m["content"] for m in r.json()["items"]]
+    return talk(client, h, fresh_path(), *turns)
 
 
 def _named(stored: list[str], name: str) -> list[str]:
