@@ -376,8 +376,8 @@ def _reorder_row(question: str, memories: list[tuple[str, list[float], str]],
                                         "valid_from": datetime.fromisoformat(day)}))
     return {"mode": "observations", "cid": "1", "q": {"question": question, "evidence": ["D1:1"]},
             "cites": cites, "stored": {"D1:1"}, "vectors": vectors,
-            "qvec": vectors[cands[0].id], "found": types.SimpleNamespace(candidates=cands,
-                                                                          idf_sum=2.0)}
+            "qvec": vectors[cands[0].id], "found": types.SimpleNamespace(
+                candidates=cands, idf_sum=2.0, telling=frozenset())}
 
 
 def test_headroom_reorderings_change_the_order_only_as_each_says(tmp_path):
