@@ -162,8 +162,12 @@ def read_message(text: str, at: datetime, index: int = 0, name: str | None = Non
                                     text=None if clause is None else clause[:_NOT_KEPT_TEXT]))
 
     last_sentence: list[str] = []  # what the sentence at hand made, which a "jk" takes back
-    heard: list[str] = [thread.said]  # what the user said, clause by clause
-    before = [thread.said]  # what they said before the clause at hand
+    # What the user said, clause by clause, from their previous message on: that message
+    # ends a sentence ("my manager is Karen" is not the start of this message's sentence,
+    # whose "he" is the person this one names first).
+    said_last = re.sub(r"(?<=[^\s.!?])\s*$", ".", thread.said) if thread.said.strip() else ""
+    heard: list[str] = [said_last]
+    before = [said_last]  # what they said before the clause at hand
 
     def keep(found: Result, clause: str) -> None:
         for one in (found, *found.also):
@@ -439,6 +443,7 @@ def _about_someone(clause: str, before: str, at: datetime, change: bool) -> Resu
     newborn's name and weight, as that person's baby."""
     lead = strip_leads(clause)
     told = (referents.person_subject(expand(lead.text), before)
+            or referents.person_object(expand(lead.text), before)
             or referents.newborn(clause.strip(), before))
     if told is None:
         return None

@@ -161,6 +161,25 @@ def newborn(clause: str, before: str) -> str | None:
     return f"{who}'s baby is named {m['name']}"
 
 
+# "report to him", "work under her" (not "her own", "her new ...": a possessive)
+_OBJECT = re.compile(r"\b(?P<prep>to|with|for|under)\s+(?P<pronoun>him|her)\b"
+                     r"(?!\s+(?:own|new|old)\b)", re.I)
+
+
+def person_object(clause: str, before: str) -> str | None:
+    """A clause whose "him" or "her" follows a preposition, with the person it stands for
+    in its place ("I report to him now" → "I report to Luis now", after "... with Luis
+    today."); None when there is none or nobody was named."""
+    m = _OBJECT.search(clause)
+    if m is None:
+        return None
+    who = _last_person(before)
+    if who is None:
+        return None
+    who = "my " + who.removeprefix("the user's ") if who.startswith("the user's ") else who
+    return f"{clause[:m.start('pronoun')]}{who}{clause[m.end('pronoun'):]}"
+
+
 def resolve(content: str, before: str) -> str | None:
     """``content`` with its opening pronoun replaced by what it stands for in ``before``
     (what the user said just before); ``content`` itself when it opens with none; None when
