@@ -584,7 +584,7 @@ def test_audit_routes_are_owner_only_and_refusals_are_recorded(client, db, tenan
 def test_cli_audit_verify_reports_ok_then_first_bad_seq(db, tenant, chain, make_tenant, client):
     """Given the test database in STRATA_DATABASE_URL and an intact chain, when `strata audit
     verify --tenant acme` runs, then it exits 0 with ok and checked == rows; after a row is
-    edited in SQL `--full` exits 1 naming the first bad seq, and without --tenant it reports
+    edited in SQL the same command exits 1 naming the first bad seq, and without --tenant it reports
     every tenant (the untouched one ok)."""
     code, out = cli(db, "audit", "verify", "--tenant", "acme")
     assert code == 0, out
@@ -594,8 +594,9 @@ def test_cli_audit_verify_reports_ok_then_first_bad_seq(db, tenant, chain, make_
 
     make_tenant("beta")
     sql(db, "UPDATE audit_log SET outcome = 'ok' WHERE tenant_id = %s AND seq = 7", (tenant.tenant_id,))
-    # the first run checkpointed seq 8, so the edit at 7 is behind it: --full walks it again
-    code, out = cli(db, "audit", "verify", "--tenant", "acme", "--full")
+    # the first run checkpointed seq 8, so the edit at 7 is behind it: the bare command walks
+    # every row again (only --incremental would start at the checkpoint)
+    code, out = cli(db, "audit", "verify", "--tenant", "acme")
     assert code == 1, out
     assert (out["ok"], out["tenants"][0]["first_bad_seq"]) == (False, 7)
 

@@ -255,10 +255,10 @@ def home_client(db, embedder, home_settings):
         yield c
 
 
-def cli_verify(db, home: Path, tenant: str) -> tuple[int, dict]:
+def cli_verify(db, home: Path, tenant: str, *flags: str) -> tuple[int, dict]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     environ |= {"STRATA_DATABASE_URL": db.url, "STRATA_HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-m", "strata.cli", "audit", "verify", "--full",
+    proc = subprocess.run([sys.executable, "-m", "strata.cli", "audit", "verify", *flags,
                            "--tenant", tenant], env=environ, capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip(), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
@@ -268,8 +268,9 @@ def cli_verify(db, home: Path, tenant: str) -> tuple[int, dict]:
 def test_the_api_and_the_cli_report_one_failed_verdict_naming_the_part(
         db, make_tenant, home_settings, home_client, kind, k):
     """Given a tenant whose digests live in its STRATA_HOME, when its chain is tampered with,
-    then POST /v1/audit/verify and `strata audit verify --full` both say ok false, exit 1,
-    and name the failed parts; before the tamper (control) both say ok."""
+    then POST /v1/audit/verify and the bare `strata audit verify` both say ok false, exit 1,
+    and name the failed parts; before the tamper (control) both say ok. (The bare command
+    walks everything: the edits behind its own checkpoint included.)"""
     tk = make_tenant()
     digests = audit.digests.from_settings(home_settings)
     build_chain(db, digests, tk.tenant_id)
@@ -287,6 +288,35 @@ def test_the_api_and_the_cli_report_one_failed_verdict_naming_the_part(
     [tenant_report] = report["tenants"]
     assert (code, report["ok"], tenant_report["ok"]) == (1, False, False), report
     assert tenant_report["failed"] == found["failed"]
+
+
+def test_the_bare_verify_walks_what_an_earlier_verify_vouched_for_and_says_what_it_covered(
+        db, make_tenant, home_settings):
+    """Given a chain a verify has already vouched for (its checkpoint at the head), when an
+    entry behind that checkpoint is edited, then the bare `strata audit verify` finds it
+    exactly as `--full` does, naming the rows it covered; `--incremental`, which by design
+    starts at the checkpoint, checks nothing and exits 3 saying so, never 0 as a pass.
+    Control: before the edit the bare and full commands pass, covering every row."""
+    tk = make_tenant()
+    tenant = str(tk.tenant_id)
+    build_chain(db, audit.digests.from_settings(home_settings), tk.tenant_id)
+    head = audit.verify(db, tk.tenant_id)["head_seq"]
+    code, before = cli_verify(db, home_settings.home, tenant)
+    [t] = before["tenants"]
+    assert (code, t["ok"], t["mode"], t["checked"], t["covered"]) == (0, True, "full", head, [f"seq 1..{head}"])
+
+    edit(db, tk.tenant_id, 5)
+    code, nothing = cli_verify(db, home_settings.home, tenant, "--incremental")
+    [t] = nothing["tenants"]
+    assert (code, t["checked"], t["covered"]) == (3, 0, []), nothing
+    assert "no row was checked" in nothing["note"]
+    verdicts = []
+    for flags in ((), ("--full",)):
+        code, report = cli_verify(db, home_settings.home, tenant, *flags)
+        [t] = report["tenants"]
+        assert (code, report["ok"], t["covered"]) == (1, False, [f"seq 1..{head}"]), (flags, report)
+        verdicts.append((t["failed"], t["problems"], t["first_bad_seq"]))
+    assert verdicts[0] == verdicts[1] and verdicts[0][2] == 5, verdicts
 
 
 def test_a_truncation_the_head_was_moved_for_is_named_against_the_digest(db, local_digests):

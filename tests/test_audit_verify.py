@@ -324,7 +324,8 @@ def test_two_prunes_at_once_delete_each_row_once(db):
 def test_cli_prune_floors_the_setting_and_verify_then_exits_zero(db):
     """Given STRATA_AUDIT_RETENTION_DAYS=7 and entries 200 and 10 days old, when `strata audit
     prune` runs, then it reports the 90-day floor and prunes only the old entry; `strata audit
-    verify` then exits 0, and after an edit `--full` exits 1."""
+    verify` then exits 0 over every retained row, and after an edit behind its own checkpoint
+    exits 1."""
     t = bare_tenant(db)
     seed(db, t, days_ago(200, 10))
     code, out = cli(db, "audit", "prune", "--dry-run", STRATA_AUDIT_RETENTION_DAYS="7")
@@ -333,8 +334,41 @@ def test_cli_prune_floors_the_setting_and_verify_then_exits_zero(db):
     [r] = out["tenants"]
     assert (code, out["ok"], r["tenant"], r["retention_days"], r["floored"], r["pruned"]) == (
         0, True, "acme", 90, True, 1)
-    code, out = cli(db, "audit", "verify")
-    assert (code, out["ok"], out["tenants"][0]["checked"]) == (0, True, 1)  # the prune entry
+    code, out = cli(db, "audit", "verify")  # every retained row: the kept one and the prune entry
+    assert (code, out["ok"], out["tenants"][0]["covered"]) == (0, True, ["seq 2..3"])
     sql(db, "UPDATE audit_log SET outcome = 'x' WHERE tenant_id = %s AND seq = 2", (t,))
-    code, out = cli(db, "audit", "verify", "--full")
+    code, out = cli(db, "audit", "verify")
     assert (code, out["ok"], out["tenants"][0]["first_bad_seq"]) == (1, False, 2)
+
+
+# --------------------------------------------------------------------------------------
+# digests, as `strata dev` publishes them
+# --------------------------------------------------------------------------------------
+
+
+def test_a_tenant_made_after_the_server_started_is_anchored_within_the_interval(db, settings, tmp_path):
+    """Given `strata dev`'s digest loop running (its interval shortened from a minute), when
+    a tenant that did not exist at its start gets its first entries, then its first digest is
+    published by the next round, holding its head; a round with nothing new publishes
+    nothing more (control: the loop is not simply writing a digest every round)."""
+    import time
+
+    from strata.cli import _publish_digests_every
+
+    settings = settings.model_copy(update={"home": tmp_path, "audit_digest_interval_minutes": 0.005})
+    digests = audit.digests.from_settings(settings)
+    stop = _publish_digests_every(db, settings)
+    try:
+        time.sleep(0.5)  # the loop's first round has run over an empty database
+        t = bare_tenant(db, "late")
+        assert digests.store.names(t) == []
+        seed(db, t, days_ago(0.2, 0.1))
+        deadline = time.monotonic() + 30
+        while not digests.store.names(t) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [name] = digests.store.names(t)
+        assert digests.read(name).head_seq == 2
+        time.sleep(1.0)  # several rounds, nothing appended
+        assert digests.store.names(t) == [name]
+    finally:
+        stop.set()

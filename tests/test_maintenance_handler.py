@@ -168,8 +168,9 @@ def test_audit_prune_function_prunes_past_the_retention_floor(maintenance, db, m
 def test_audit_digest_function_signs_with_kms_into_the_locked_bucket(maintenance, db, make_tenant,
                                                                       monkeypatch, capsys):
     """Given the stack's digest bucket (Object Lock, compliance) and KMS signing key, under moto
-    When the hourly digest function runs, then every tenant gets one signed digest and
-    AuditDigestsPublished counts them; a second run with no new entries publishes none
+    When the digest function (every minute) runs, then every tenant gets one signed digest
+    and AuditDigestsPublished counts them; a second run with no new entries touches no
+    tenant, and one after a new entry publishes that tenant's alone
     And when a tenant's tail is then deleted with its head moved back, the daily verify
     function (which reads the same bucket and verifies with KMS) reports that tenant broken
     by its digest, and the other (control) ok."""
@@ -197,9 +198,15 @@ def test_audit_digest_function_signs_with_kms_into_the_locked_bucket(maintenance
         assert emitted_metrics(capsys)["AuditDigestsPublished"] == 2
         objects = s3.list_objects_v2(Bucket="stack-audit-digests")["Contents"]
         assert sorted(o["Key"].split("/")[1] for o in objects) == sorted([str(a.tenant_id), str(b.tenant_id)])
+        # A run with no new entries touches no tenant (it runs every minute); one entry
+        # more for beta and the next run publishes beta's digest alone.
         again = maintenance.audit_digest(schedule_input(), Context())
-        assert not any(t["published"] for t in again["tenants"])
+        assert (again["ok"], again["tenants"]) == (True, []), again
         assert emitted_metrics(capsys)["AuditDigestsPublished"] == 0
+        seed(db, b.tenant_id, days_ago(0.5))
+        grown = maintenance.audit_digest(schedule_input(), Context())
+        assert [(t["tenant"], t["published"]) for t in grown["tenants"]] == [("beta", True)], grown
+        assert emitted_metrics(capsys)["AuditDigestsPublished"] == 1
 
         with db.transaction() as cur:
             cur.execute("DELETE FROM audit_log WHERE tenant_id = %s AND seq >= 3", (a.tenant_id,))

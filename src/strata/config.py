@@ -152,8 +152,10 @@ class Settings(BaseModel):
     # On AWS an Object Lock bucket and a KMS signing key; locally $STRATA_HOME/audit-digests.
     audit_digest_bucket: str | None = None
     audit_digest_key_id: str | None = None
-    # How often `strata dev` publishes digests (on AWS the hourly schedule does).
-    audit_digest_interval_minutes: float = Field(default=60, gt=0)
+    # How often `strata dev` looks for chains that grew and publishes their digests (on AWS
+    # the schedule does, every minute): a tenant's unanchored tail is at most about this old.
+    # A chain that did not grow costs nothing and gets no new digest.
+    audit_digest_interval_minutes: float = Field(default=1, gt=0)
     # The scheduled verification re-walks every retained row within this many daily runs.
     audit_full_verify_days: int = Field(default=7, ge=1, le=31)
 

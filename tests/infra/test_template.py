@@ -589,7 +589,7 @@ def maintenance_constant(name: str) -> int:
 def test_maintenance_jobs_are_scheduled_with_retries_and_a_dead_letter_queue(template):
     """Given the maintenance module's four entry points
     Then each is a function with its own EventBridge Scheduler schedule (lifecycle hourly,
-    audit verify daily, digests hourly, prune at most weekly) whose Input carries the scheduler's context
+    audit verify daily, digests every minute, prune at most weekly) whose Input carries the scheduler's context
     attributes, with a retry policy and the dead-letter queue, and the function's own async
     failures go to that queue too; its timeout leaves the handler's reserve to finish."""
     functions = resources_of(template, "AWS::Serverless::Function")
@@ -597,7 +597,7 @@ def test_maintenance_jobs_are_scheduled_with_retries_and_a_dead_letter_queue(tem
     reserve_s = maintenance_constant("RESERVE_MS") / 1000
     expected = {"handler.lifecycle": {"rate(1 hour)"},
                 "handler.audit_verify": {"rate(1 day)", "cron(15 3 * * ? *)"},
-                "handler.audit_digest": {"rate(1 hour)"},
+                "handler.audit_digest": {"rate(1 minute)"},
                 "handler.audit_prune": {"rate(1 day)", "rate(7 days)", "cron(45 4 ? * SUN *)"}}
     seen = {}
     for name, function in functions.items():

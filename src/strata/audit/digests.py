@@ -62,8 +62,9 @@ class Store(Protocol):
 
     def get(self, name: str) -> bytes: ...
 
-    def names(self, tenant_id: uuid.UUID) -> list[str]:
-        """The tenant's digest names, oldest first."""
+    def names(self, tenant_id: uuid.UUID, after: str | None = None) -> list[str]:
+        """The tenant's digest names, oldest first; with ``after``, only those that sort
+        after it (a name, or the start of one)."""
 
 
 # ---------------------------------------------------------------------------- local
@@ -125,11 +126,12 @@ class FileStore:
     def get(self, name: str) -> bytes:
         return (self.root / name).read_bytes()
 
-    def names(self, tenant_id: uuid.UUID) -> list[str]:
+    def names(self, tenant_id: uuid.UUID, after: str | None = None) -> list[str]:
         folder = self.root / str(tenant_id)
         if not folder.is_dir():
             return []
-        return sorted(f"{tenant_id}/{p.name}" for p in folder.glob("*.json"))
+        names = sorted(f"{tenant_id}/{p.name}" for p in folder.glob("*.json"))
+        return [n for n in names if after is None or n > after]
 
 
 # ---------------------------------------------------------------------------- AWS
@@ -203,9 +205,10 @@ class S3Store:
     def get(self, name: str) -> bytes:
         return self.client.get_object(Bucket=self.bucket, Key=self.prefix + name)["Body"].read()
 
-    def names(self, tenant_id: uuid.UUID) -> list[str]:
+    def names(self, tenant_id: uuid.UUID, after: str | None = None) -> list[str]:
+        start = {"StartAfter": self.prefix + after} if after else {}
         pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=f"{self.prefix}{tenant_id}/")
+            Bucket=self.bucket, Prefix=f"{self.prefix}{tenant_id}/", **start)
         keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
         return sorted(k[len(self.prefix):] for k in keys if k.endswith(".json"))
 
@@ -243,6 +246,10 @@ class Digest:
         return self.body["published_at"]
 
 
+# How far back :meth:`Digests.latest` lists before widening; None: everything.
+LATEST_WINDOWS_DAYS = (2, 60, None)
+
+
 def _name(tenant_id: uuid.UUID, published: datetime, head_seq: int) -> str:
     # Sorted by name is sorted by time: the latest digest is the last name.
     return f"{tenant_id}/{published:%Y%m%dT%H%M%S%fZ}-{head_seq:019d}.json"
@@ -267,9 +274,20 @@ class Digests:
             return Digest(name, {"head": {"seq": -1, "row_hash": ""}, "published_at": ""}, raw, False)
         return Digest(name, body, raw, ok)
 
-    def latest(self, tenant_id: uuid.UUID) -> tuple[Digest | None, Digest | None]:
-        """The latest digest and the one before it (either may be None)."""
-        names = self.store.names(tenant_id)
+    def latest(self, tenant_id: uuid.UUID, *, now: datetime | None = None
+               ) -> tuple[Digest | None, Digest | None]:
+        """The latest digest and the one before it (either may be None).
+
+        A busy tenant has a digest a minute, so listing all of its names on every call
+        would grow without end: the names are listed from a recent time on (names sort by
+        publication time), widening the window until two are found or the whole list is
+        read."""
+        now = now or datetime.now(UTC)
+        for days in LATEST_WINDOWS_DAYS:
+            after = f"{tenant_id}/{now - timedelta(days=days):%Y%m%dT%H%M%S%fZ}" if days else None
+            names = self.store.names(tenant_id, after=after)
+            if len(names) >= 2:
+                break
         latest = self.read(names[-1]) if names else None
         previous = self.read(names[-2]) if len(names) > 1 else None
         return latest, previous

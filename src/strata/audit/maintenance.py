@@ -40,17 +40,25 @@ def floored(days: int | None) -> dict[str, Any]:
     return {"retention_days": effective, "requested_days": days, "floored": effective != days}
 
 
-def tenants_due(db: Database, job: str, tenant_id: uuid.UUID | None = None) -> list[tuple[uuid.UUID, str]]:
-    """Every tenant (or the one asked for), least recently finished by ``job`` first."""
+def tenants_due(db: Database, job: str, tenant_id: uuid.UUID | None = None, *,
+                grown: bool = False) -> list[tuple[uuid.UUID, str]]:
+    """Every tenant (or the one asked for), least recently finished by ``job`` first.
+
+    ``grown``: only tenants whose audit chain has an entry past the ``head_seq`` the job's
+    last completed report recorded (or that have none yet). The digest job runs every minute
+    with it, so an idle tenant costs one row of this query and no store or signing call."""
     with db.connection() as conn:
         rows = conn.execute(
             """
             SELECT t.id, t.name FROM tenants t
             LEFT JOIN maintenance_state s ON s.tenant_id = t.id AND s.job = %(job)s
-            WHERE %(tenant)s::uuid IS NULL OR t.id = %(tenant)s
+            LEFT JOIN audit_heads h ON h.tenant_id = t.id
+            WHERE (%(tenant)s::uuid IS NULL OR t.id = %(tenant)s)
+              AND (NOT %(grown)s OR (h.seq IS NOT NULL AND
+                   h.seq > COALESCE((s.report ->> 'head_seq')::bigint, -1)))
             ORDER BY s.completed_at NULLS FIRST, t.name
             """,
-            {"job": job, "tenant": tenant_id},
+            {"job": job, "tenant": tenant_id, "grown": grown},
         ).fetchall()
     return [(r["id"], r["name"]) for r in rows]
 
@@ -76,16 +84,18 @@ def mark_completed(db: Database, tenant_id: uuid.UUID, job: str, report: dict[st
 def for_each_tenant(
     db: Database, job: str, work: Callable[[uuid.UUID], dict[str, Any]], *,
     tenant_id: uuid.UUID | None = None, keep_going: KeepGoing | None = None, record: bool = True,
+    grown: bool = False,
 ) -> dict[str, Any]:
     """Run ``work`` (one tenant's report, with ``ok`` and ``complete``) for each tenant due.
 
     One tenant's failure is reported and the others still run. A tenant whose work stopped
     early (the budget) ends the run; it stays unfinished, so it comes first next time.
-    ``record`` is off for dry runs, which write nothing at all.
+    ``record`` is off for dry runs, which write nothing at all; ``grown`` runs only the
+    tenants whose chain grew since the job last completed for them (see :func:`tenants_due`).
     """
     reports: list[dict[str, Any]] = []
     complete = True
-    for tid, name in tenants_due(db, job, tenant_id):
+    for tid, name in tenants_due(db, job, tenant_id, grown=grown):
         if reports and keep_going is not None and not keep_going():
             complete = False
             break

@@ -59,6 +59,8 @@ class Verification(BaseModel):
         "How much was walked; always `full` here."))
     from_seq: int = Field(description="The entry the walk started after.")
     checked: int = Field(description="How many entries were checked.")
+    covered: list[str] = Field(description=(
+        "The entries walked, as seq ranges (`seq 1..45`); empty when the chain has none."))
     first_bad_seq: int | None = Field(description="The first entry that does not verify.")
     gaps: list[list[int]] = Field(description="Missing ranges of entries, as [first, last].")
     head_seq: int = Field(description="The last entry recorded as the chain's head.")

@@ -27,6 +27,9 @@ though no single run walks everything. The digest and prune checks are point loo
 in every mode. The verified checkpoint only moves forward, over rows that verified and that
 the head vouches for; it is never trusted by a full walk.
 
+Every report says what it looked at: ``mode``, ``checked`` (rows walked) and ``covered`` (the
+seq ranges walked; empty when nothing was, which an incremental run after no appends is).
+
 Failed appends leave ``audit.missed`` entries (:func:`strata.audit.chain.append`); a walk
 sums their counts into ``missed_appends``: entries the trail lacks, not a tamper.
 """
@@ -283,6 +286,7 @@ def verify_tenant(
         "complete": w.complete,  # a rolling slice that ends early is its design, not a stop
         "verified_seq": max(w.good[0] if w.good else 0, verified["seq"] if verified else 0),
         "anchor": anchor, "missed_appends": w.missed,
+        "covered": [_covered(x) for x in (w, roll) if x is not None and x.checked],
     }
     if full and verified is not None:
         report["checkpoint"] = {"seq": verified["seq"], "ok": w.anchor_ok}
@@ -290,6 +294,12 @@ def verify_tenant(
         report["rolling"] = {"from_seq": roll.start_seq, "to_seq": roll.last_seq,
                              "checked": roll.checked, "pass_complete": roll.complete}
     return report
+
+
+def _covered(w: Walk) -> str:
+    """The rows a walk checked, as a person reads them ("seq 1..45", "seq 41..45")."""
+    first = w.start_seq + 1
+    return f"seq {first}" if w.last_seq == first else f"seq {first}..{w.last_seq}"
 
 
 def _chain_problem(w: Walk, head: tuple[int, bytes]) -> str:
