@@ -24,7 +24,7 @@ class Checkpoint(BaseModel):
 
 class JobRun(BaseModel):
     """The last run of a scheduled job (``strata audit verify``, the daily verify function,
-    the hourly digests) for this tenant."""
+    the digest job) for this tenant."""
 
     started_at: datetime = Field(description="When the run began.")
     completed_at: datetime | None = Field(

@@ -182,7 +182,7 @@ def _against_digest(
             problems.append(f"seq {d_seq} no longer carries the hash the digest recorded")
     elif d_seq == p_seq and d_seq > 0 and p_hash != d_hash:
         problems.append(f"the prune checkpoint at seq {p_seq} does not carry the digest's hash")
-    else:  # prunes cut only rows verified and 90 days old: the hourly digest is always past them
+    else:  # prunes cut only rows verified and 90 days old: the latest digest is always past them
         problems.append(f"the prune checkpoint (seq {p_seq}) is past the digest's head (seq {d_seq}):"
                         " rows no digest vouched for were removed")
     # The prune checkpoint: it moves forward only, by what the prunes since the digest record.
