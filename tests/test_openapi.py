@@ -293,3 +293,42 @@ def test_every_bound_is_stated_in_json_schema_words(document):
         ge: int = 0
 
     assert untranslated(Loose.model_json_schema()) == ["/properties/ttl/anyOf/0/ge"]
+
+
+def test_an_empty_query_value_is_refused_exactly_where_the_schema_excludes_it(client, tenant):
+    """Given every GET operation's string query parameters in the published document
+    When each is sent empty (`?cursor=`), as the owner
+    Then the server refuses it (422 naming the parameter) exactly when the parameter's
+    schema excludes the empty string, and otherwise answers it: a client generated from the
+    document is never refused a value the document allows (the first finding: an empty
+    `cursor=` was refused while the schema allowed it). Control: at least one parameter
+    is on each side."""
+    from jsonschema import Draft202012Validator
+
+    FORMATS = Draft202012Validator.FORMAT_CHECKER  # uuid, date-time, ...: what generators honour
+    document = client.get("/openapi.json").json()
+    checked = {"refused": [], "answered": []}
+    mismatches = []
+    for path, ops in document["paths"].items():
+        op = ops.get("get")
+        if op is None or path.startswith("/mcp"):
+            continue
+        url = path
+        for p in op.get("parameters", []):
+            if p["in"] == "path":
+                fill = "00000000-0000-4000-8000-000000000000" if "uuid" in str(p["schema"]) else "users"
+                url = url.replace("{" + p["name"] + "}", fill)
+        for p in op.get("parameters", []):
+            schema = p.get("schema", {})
+            if p["in"] != "query" or "string" not in str(schema):
+                continue
+            allowed = Draft202012Validator(schema, format_checker=FORMATS).is_valid("")
+            r = client.get(url, params={p["name"]: ""}, headers=tenant.headers)
+            assert r.status_code < 500, (path, p["name"], r.status_code)
+            refused = r.status_code == 422 and p["name"] in r.text
+            checked["refused" if refused else "answered"].append(f"{path}?{p['name']}")
+            if refused == allowed:
+                mismatches.append((path, p["name"], "allowed" if allowed else "excluded", r.status_code))
+    assert mismatches == [], mismatches
+    assert checked["refused"] and checked["answered"], checked
+    assert any(name.endswith("?cursor") for name in checked["refused"]), checked

@@ -157,7 +157,8 @@ def test_bad_keys_are_slowed_long_before_good_ones(live, tenant, caller_for, cap
     from loopback)
     When one address sends a wrong key, a malformed key and no key
     Then those are 401, and everything after from that address is 429 with Retry-After,
-    /mcp and a good key included; another address with a good key gets 10 × 200, more than
+    /mcp and a good key included, but not /healthz and /readyz, which take no key; another
+    address with a good key gets 10 × 200, more than
     the failure budget (control), before its own 429; the failures are counted and the log
     line names the address and the key's public prefix, never a key."""
     rate_limiter = limiter(key=(NEVER, 10), address=(NEVER, 10), auth_failures=(NEVER, 3))
@@ -177,11 +178,15 @@ def test_bad_keys_are_slowed_long_before_good_ones(live, tenant, caller_for, cap
                         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert_limited(mcp)
         assert_limited(http.get(LIST, headers={**bad, **support.bearer(tenant.key)}))
+        # liveness and readiness from the limited address still answer: a probe that
+        # shares an address with a key-guesser must not see the service as down
+        assert [http.get(p, headers=bad).status_code for p in ("/healthz", "/readyz")] == [200, 200]
+        assert_limited(http.get(LIST, headers=bad))  # and the address is still limited
         control = [http.get(LIST, headers={**good, **support.bearer(tenant.key)}).status_code
                    for _ in range(11)]
     assert control == [200] * 10 + [429]
     assert rate_limiter.counts["auth_failures"] == 3
-    assert rate_limiter.counts["refused_auth_failures"] == 2
+    assert rate_limiter.counts["refused_auth_failures"] == 3
     lines = [r.getMessage() for r in caplog.records if r.name == "strata.ratelimit"]
     assert any("auth_failures" in line and "198.51.100.7" in line for line in lines), lines
     assert any(f"sk_{prefix}_" in line for line in lines), lines

@@ -128,14 +128,20 @@ class RateLimiter:
             clock=clock,
         )
 
-    def admit(self, address: str, token: str | None) -> Refusal | None:
-        """None when the request may go on (its tokens are taken), else why not."""
+    def admit(self, address: str, token: str | None, *, probe: bool = False) -> Refusal | None:
+        """None when the request may go on (its tokens are taken), else why not.
+
+        ``probe``: a liveness or readiness check, which takes no key, so an address's failed
+        authentications do not hold it back (a load balancer or orchestrator probing from
+        an address a key-guesser shares must not see the service as down); its address's
+        bucket still applies."""
         with self._lock:
             now = self.clock()
-            wait = self.failures.wait(address, now)
+            wait = 0.0 if probe else self.failures.wait(address, now)
             if wait:
                 return self._refuse("auth_failures", address, address, wait, token)
-            self._refusing.discard(("auth_failures", address))
+            if not probe:
+                self._refusing.discard(("auth_failures", address))
             wait = self.addresses.take(address, now)
             if wait:
                 return self._refuse("address", address, address, wait, token)

@@ -109,7 +109,8 @@ def csv_pattern(allowed: tuple[str, ...]) -> str:
 # (tests/test_schemathesis.py draws issued cursors for it); what is checked here only keeps
 # what is plainly not one from the decoder.
 Cursor = Annotated[Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_-]+$"),
-                             WithJsonSchema({"type": "string", "format": "strata-cursor"})]
+                             WithJsonSchema({"type": "string", "format": "strata-cursor",
+                                             "minLength": 1, "maxLength": 200})]
                    | None, Query(description="The `next_cursor` of the page before.")]
 # Of the audit chain: a sequence number, ASCII digits (str.isdigit() would take "²", which
 # int() refuses).

@@ -3,7 +3,8 @@
 Every HTTP request is checked before routing, by its source address (the ASGI client:
 uvicorn takes it from ``X-Forwarded-For`` only when the peer is a trusted proxy, by default
 loopback) and its bearer token; a refusal is the API's error body with 429 and
-``Retry-After``. Each 401 the app answers counts as a failed authentication, and so does a
+``Retry-After``. Liveness and readiness are exempt from the failed-authentication budget.
+Each 401 the app answers counts as a failed authentication, and so does a
 403 from /mcp, which refuses a missing or wrong key with 403 rather than 401 (a 401 sends MCP
 clients looking for OAuth: strata.mcpserver.transport) and answers no other 403 itself.
 Not installed on AWS, where API Gateway throttles (template.yaml).
@@ -33,7 +34,8 @@ class RateLimits:
         address = (scope.get("client") or ("unknown",))[0]
         authorization = next((v.decode("latin-1") for k, v in scope["headers"]
                               if k == b"authorization"), None)
-        refusal = self.limiter.admit(address, bearer_token(authorization))
+        refusal = self.limiter.admit(address, bearer_token(authorization),
+                                     probe=scope.get("path") in PROBE_PATHS)
         if refusal is not None:
             response = JSONResponse(error_body("rate_limited", refusal.message), 429,
                                     headers={"Retry-After": str(refusal.retry_after)})
@@ -49,6 +51,7 @@ class RateLimits:
 
 
 MCP_PATH = "/mcp"  # strata.mcpserver.transport.PATH, named here without importing mcp
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})  # liveness and readiness: no key, no auth budget
 
 
 def _refused_key(scope: Scope, status: int) -> bool:
