@@ -742,6 +742,43 @@ def test_json_body_whatever_its_content_type(seed):
         assert got["content"] == content, ctype
 
 
+def test_a_body_past_the_byte_bound_is_refused_before_it_is_read(seed, db, embedder, settings):
+    """Given a server whose body bound is 64 KiB (STRATA_MAX_BODY_BYTES)
+    When a batch of memories over it is posted with its Content-Length, and again chunked
+    (no Content-Length), to every route that takes a body
+    Then each is 413 payload_too_large naming `body`, and nothing stored changed; a body of
+    the same items just under the bound is stored (control: the bound is in bytes, not items)."""
+    from fastapi.testclient import TestClient
+
+    from strata.api.app import create_app
+
+    limit = 64 * 1024
+    app = create_app(db=db, embedder=embedder, settings=settings.model_copy(
+        update={"max_body_bytes": limit, "rate_limit": False}))
+
+    def batch(n: int) -> bytes:
+        return json.dumps({"memories": [
+            {"content": f"Bulk fact number {i}: " + "lorem ipsum " * 80, "path": ALICE}
+            for i in range(n)]}).encode()
+
+    n = 1
+    while len(batch(n + 1)) <= limit:
+        n += 1
+    under, over = batch(n), batch(n + 1)
+    assert len(under) <= limit < len(over) and n >= 10
+    with TestClient(app, raise_server_exceptions=False) as c:
+        h = {**seed.headers, "Content-Type": "application/json"}
+        for method, url in _json_body_operations(app):
+            for body in (over, iter([over[:limit // 2], over[limit // 2:]])):
+                r = c.request(method, url, content=body, headers=h)
+                err = r.json().get("error", {})
+                assert (r.status_code, err.get("code"), err.get("field")) == (
+                    413, "payload_too_large", "body"), (method, url, r.status_code, r.text[:200])
+        seed.assert_unchanged("an oversized body")
+        r = c.post("/v1/memories", content=under, headers=h)
+        assert r.status_code == 200 and len(r.json()["results"]) == n, r.text[:300]
+
+
 def _json_body_operations(app) -> list[tuple[str, str]]:
     """Every (method, path) of the app whose route takes a JSON body, ids filled in."""
     from fastapi.routing import APIRoute

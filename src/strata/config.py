@@ -111,6 +111,10 @@ class Settings(BaseModel):
 
     max_content_bytes: int = 32 * 1024
     max_batch: int = 500
+    # A request body's bound (413 payload_too_large past it, before it is parsed): the 6 MB
+    # a Lambda function takes in a synchronous invocation, so the local server and the
+    # deployed API refuse the same bodies.
+    max_body_bytes: int = Field(default=6_000_000, ge=64 * 1024, le=100_000_000)
     log_level: str = "INFO"
 
     # Local rate limits (strata.ratelimit; on AWS API Gateway throttles instead): token

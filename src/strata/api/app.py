@@ -88,7 +88,8 @@ def create_app(
     # API Gateway throttles on AWS) inside the NeverLeak guard, so a fault there is the JSON
     # 500; CORS outside it, so every answer (a 429, the guard's 500) carries the CORS
     # headers and a preflight is answered before rate limits or auth see it. Every body is
-    # read as JSON whatever its Content-Type (strata.api.jsonbody).
+    # read as JSON whatever its Content-Type, and refused past STRATA_MAX_BODY_BYTES before
+    # it is read (strata.api.jsonbody).
     if rate_limiter is None and settings.rate_limit and settings.runtime == "local":
         from strata.ratelimit import RateLimiter
 
@@ -98,7 +99,7 @@ def create_app(
 
         throttle.install(app, rate_limiter)
     errors.install(app)
-    jsonbody.install(app)
+    jsonbody.install(app, settings.max_body_bytes)
     if settings.cors_origins:
         from strata.api import cors
 

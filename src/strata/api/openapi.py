@@ -9,8 +9,9 @@ operation is, so they are derived here, once, from each route rather than listed
   503 (``unavailable``: the database; ``provider_unavailable``: a model provider);
 - an operation that resolves a caller: 401 (with ``WWW-Authenticate``), 403 and 422, and it
   declares the bearer key as its security requirement;
-- one with a body: 400 ``invalid_json``; one with a path parameter: 404 (nothing the key can
-  see has that id); one that reads ``If-Match``: 412 ``version_conflict``.
+- one with a body: 400 ``invalid_json`` and 413 ``payload_too_large``; one with a path
+  parameter: 404 (nothing the key can see has that id); one that reads ``If-Match``: 412
+  ``version_conflict``.
 
 A query or header parameter is never null on the wire (``None`` is its absence), so the
 ``null`` FastAPI adds to an optional one's schema is dropped: generators would send "null".
@@ -148,6 +149,8 @@ DESCRIPTIONS: dict[int, str] = {
          "that does not allow it, concurrent writes (conflict, suppressed).",
     410: "The memory was forgotten: its content is erased (gone).",
     412: "If-Match or expected_version is not the current version (version_conflict).",
+    413: "The body is larger than the server takes (payload_too_large): 6 MB by default "
+         "(STRATA_MAX_BODY_BYTES).",
     422: "A parameter or field is invalid (invalid_input); `field` names it.",
     429: "Too many requests (rate_limited): retry after Retry-After seconds.",
     503: "The database is unavailable (unavailable) or a model provider failed "
@@ -251,7 +254,7 @@ def _statuses(route: Any, authenticated: bool) -> list[int]:
     if authenticated:
         statuses += [401, 403, 422]
     if route.body_field is not None:
-        statuses += [400, 422]
+        statuses += [400, 413, 422]
     if route.dependant.path_params:
         statuses += [404, 422]
     if any(p.alias.lower() == "if-match" for p in _all(route.dependant, "header_params")):
