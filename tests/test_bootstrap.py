@@ -246,6 +246,48 @@ def test_without_an_admin_key_secret_the_migration_creates_no_tenant(
         assert conn.execute("SELECT count(*) AS n FROM tenants").fetchone()["n"] == 0
 
 
+def test_a_deploy_that_changes_the_embedder_of_stored_vectors_fails_and_says_how_to_go_on(
+        migrate_handler, database, response_sink, monkeypatch):
+    """Given a migrated store at 384 dimensions holding a memory the hash embedder made
+    When a deploy keeps the embedder (control), asks for 512 dimensions, or keeps 384 and
+    switches to an OpenAI model
+    Then the control answers SUCCESS; the dimension change answers FAILED naming both
+    dimensions and EmbeddingDim, the embedder change FAILED naming both models (so
+    CloudFormation rolls back to the configuration that made the vectors); the memory keeps
+    its vector."""
+    from strata.db.migrate import migrate
+    from strata.memories.models import CreateRequest
+    from strata.memories.store import create_memories
+    from strata.providers.embedders import HashingEmbedder
+
+    url, received = response_sink
+    monkeypatch.setenv("STRATA_EMBEDDING_DIM", "384")
+    get_settings.cache_clear()
+    migrate(database.url, get_settings())
+    _, owner = create_tenant(database, "acme")
+    create_memories(database, authenticate(database, owner.key),
+                    CreateRequest(memories=[{"content": "Ana moved to Lisbon", "path": "ana"}]),
+                    HashingEmbedder(384))
+
+    deploy(migrate_handler, "Update", url)
+    monkeypatch.setenv("STRATA_EMBEDDING_DIM", "512")
+    deploy(migrate_handler, "Update", url)
+    monkeypatch.setenv("STRATA_EMBEDDING_DIM", "384")
+    monkeypatch.setenv("STRATA_EMBEDDER", "openai")
+    monkeypatch.setenv("STRATA_EMBEDDING_MODEL", "text-embedding-3-small")
+    deploy(migrate_handler, "Update", url)
+
+    assert received[0]["Status"] == "SUCCESS", received[0]
+    assert received[1]["Status"] == "FAILED"
+    assert "384-dimensional" in received[1]["Reason"] and "EmbeddingDim=512" in received[1]["Reason"]
+    assert received[2]["Status"] == "FAILED"
+    assert "1 stored memory vectors were embedded by strata-hash-v1-384" in received[2]["Reason"]
+    assert "openai:text-embedding-3-small:384" in received[2]["Reason"]
+    with database.connection() as conn:
+        row = conn.execute("SELECT embedding_model FROM memories").fetchone()
+    assert row["embedding_model"] == "strata-hash-v1-384"
+
+
 def test_template_declares_the_admin_key_secret_only_the_migration_may_write(template):
     """Given template.yaml
     Then AdminKeySecret holds a generated placeholder, its ARN is an output and the migrate

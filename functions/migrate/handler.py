@@ -56,12 +56,16 @@ def handler(event, context):
     try:
         if event["RequestType"] in ("Create", "Update"):
             applied = _migrate(context)
+            _check_stored_vectors()
             metrics.add_metric(name="MigrationsApplied", unit=MetricUnit.Count, value=len(applied))
             created = _bootstrap()
             reason = f"applied {len(applied)} migration(s)"
             if created:
                 reason += f"; created tenant {FIRST_TENANT}"
             data = {"Applied": ",".join(applied), "TenantCreated": str(created).lower()}
+    except StoredVectorsDiffer as exc:
+        log.error("stored vectors do not match the configured embedder", extra={"detail": str(exc)})
+        status, reason = "FAILED", str(exc)
     except Exception as exc:
         log.exception("migration failed")
         status = "FAILED"
@@ -79,6 +83,41 @@ def _migrate(context) -> list[str]:
                 raise
             log.warning("database not reachable yet", extra={"retry_in_s": RETRY_SECONDS})
             time.sleep(RETRY_SECONDS)
+
+
+class StoredVectorsDiffer(Exception):
+    """The stored vectors were made at another dimension, or by another model, than this
+    deploy configures. Its message (numbers and model names only) is the deploy's failure
+    reason: failing here rolls the stack back to the configuration that made them, where
+    letting it through would leave every API function refusing the schema (a dimension) or
+    search ranking a query from one model against vectors of another (a model)."""
+
+
+def _check_stored_vectors() -> None:
+    from strata.db.migrate import stored_embedding_dim
+    from strata.providers import get_embedder
+    from strata.reindex import stored_models
+
+    settings = get_settings()
+    db = get_database()
+    with db.connection() as conn:
+        stored_dim = stored_embedding_dim(conn)
+    if stored_dim != settings.embedding_dim:
+        raise StoredVectorsDiffer(
+            f"the database stores {stored_dim}-dimensional vectors but this deploy sets "
+            f"EmbeddingDim={settings.embedding_dim}: deploy with EmbeddingDim={stored_dim} and "
+            "the embedder that made them, or reindex first (docs/deploy.md)")
+    model = get_embedder(settings).model
+    stored = stored_models(db)
+    if stored is None:
+        log.warning("stored vectors not counted (a large store): embedder change not checked")
+        return
+    others = sorted(m for m in stored if m != model)
+    if others:
+        raise StoredVectorsDiffer(
+            f"{sum(stored[m] for m in others)} stored memory vectors were embedded by "
+            f"{', '.join(others)}, not by {model}: deploy with the Embedder and "
+            "EmbeddingModelId that made them, or reindex first (docs/deploy.md)")
 
 
 def _bootstrap() -> bool:

@@ -852,23 +852,38 @@ def test_database_is_encrypted_protected_and_sized_by_parameters(template):
 # ------------------------------------------------------------------------------ network
 
 NETWORK_TYPES = {"AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable",
-                 "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::VPCEndpoint"}
+                 "AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::VPCEndpoint",
+                 "AWS::EC2::InternetGateway", "AWS::EC2::VPCGatewayAttachment",
+                 "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::Route"}
 CREATED_OR_GIVEN_SUBNETS = {"Fn::If": ["CreateNetwork",
                                        [{"Ref": "PrivateSubnetA"}, {"Ref": "PrivateSubnetB"}],
                                        {"Ref": "ExistingPrivateSubnetIds"}]}
 CREATED_OR_GIVEN_VPC = {"Fn::If": ["CreateNetwork", {"Ref": "Vpc"}, {"Ref": "ExistingVpcId"}]}
 
 
+# Conditions that hold only with the stack's own network: CreateNetwork, and the ones that
+# add to it (the bedrock-runtime endpoint, the NAT gateway) as !And [CreateNetwork, ...].
+def network_conditions(template: dict) -> set[str]:
+    found = {"CreateNetwork"}
+    for name, expr in template["Conditions"].items():
+        if {"Condition": "CreateNetwork"} in expr.get("Fn::And", []):
+            found.add(name)
+    return found
+
+
+NETWORK_CONDITIONS = {"CreateNetwork", "CreateBedrockEndpoint", "CreateNatGateway"}
+
+
 def unguarded_refs(node, conditional: set[str], guarded: bool = False) -> list[str]:
     """Refs and GetAtts to `conditional` resources outside the true branch of
-    !If [CreateNetwork, ...]."""
+    !If [CreateNetwork, ...] (or of a condition that implies it)."""
     if isinstance(node, list):
         return [r for item in node for r in unguarded_refs(item, conditional, guarded)]
     if not isinstance(node, dict):
         return []
     if "Fn::If" in node:
         condition, yes, no = node["Fn::If"]
-        return (unguarded_refs(yes, conditional, guarded or condition == "CreateNetwork")
+        return (unguarded_refs(yes, conditional, guarded or condition in NETWORK_CONDITIONS)
                 + unguarded_refs(no, conditional, guarded))
     target = ref_target(node)
     if target in conditional and not guarded:
@@ -891,7 +906,8 @@ def test_network_is_created_unless_existing_subnets_are_given(template):
     assert template["Conditions"]["CreateNetwork"] == {
         "Fn::Equals": [{"Fn::Join": ["", {"Ref": "ExistingPrivateSubnetIds"}]}, ""]}
     resources = template["Resources"]
-    conditional = {n for n, r in resources.items() if r.get("Condition") == "CreateNetwork"}
+    assert network_conditions(template) == NETWORK_CONDITIONS
+    conditional = {n for n, r in resources.items() if r.get("Condition") in NETWORK_CONDITIONS}
     network = {n for n, r in resources.items() if r["Type"] in NETWORK_TYPES}
     assert network and network <= conditional, f"always created: {sorted(network - conditional)}"
     assert {"Vpc", "PrivateSubnetA", "PrivateSubnetB"} <= conditional
@@ -1125,9 +1141,19 @@ def test_transformed_roles_are_one_per_function_and_least_privilege(transformed)
     role_of = {n: ref_target(f["Properties"]["Role"]) for n, f in functions.items()}
     assert len(set(role_of.values())) == len(role_of), f"shared roles: {role_of}"
     assert set(role_of.values()) <= set(roles)
+    # The stack's own ModelAccessPolicy (tests/infra/test_models.py checks whom it goes to and
+    # which models it names): attached under its condition, and as clean as inline statements.
+    own = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::ManagedPolicy"}
+    assert set(own) == {"ModelAccessPolicy"}
+    own_attached = {"Fn::If": ["CallsModels", {"Ref": "ModelAccessPolicy"}, {"Ref": "AWS::NoValue"}]}
+    model_statements = [s["Fn::If"][1] if "Fn::If" in s else s for s in
+                        own["ModelAccessPolicy"]["Properties"]["PolicyDocument"]["Statement"]]
+    assert not policy_violations(model_statements)
     for name, role in roles.items():
         props = role["Properties"]
         for arn in props.get("ManagedPolicyArns", []):
+            if arn == own_attached:
+                continue
             text = arn if isinstance(arn, str) else json.dumps(arn)
             policy = re.sub(r"^.*:policy/", "", text).rstrip('"}')
             assert policy in MANAGED_POLICIES_ALLOWED, f"{name}: managed policy {text}"
