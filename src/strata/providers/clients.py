@@ -23,8 +23,9 @@ NO_KEY = "strata-no-key"
 
 class ModelCallFailed(Exception):
     """A model-backed step gave no usable answer. ``reason`` is a short code for receipts:
-    timeout, connection, rate_limited, http_error, credentials, client, refused, truncated,
-    filtered, empty, malformed, invalid (and for embedders: dimension)."""
+    timeout, connection, rate_limited, http_error, credentials, not_found (no such model),
+    client, refused, truncated, filtered, empty, malformed, invalid (and for embedders:
+    dimension)."""
 
     def __init__(self, message: str, *, reason: str, status_code: int | None = None) -> None:
         super().__init__(message)
@@ -112,6 +113,57 @@ def openai_failures(fail: Fail, *, timeout_s: float, max_retries: int, what: str
         # A 200 whose body is declared JSON but is not: the client lets the decoder's error
         # through unwrapped (and the embeddings parser raises ValueError on an empty list).
         raise fail(f"response is not {what}", "malformed") from exc
+
+
+_THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
+_NO_CREDENTIALS = {"UnrecognizedClientException", "ExpiredTokenException",
+                   "InvalidSignatureException"}
+
+
+@contextlib.contextmanager
+def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries: int,
+                     ) -> Iterator[None]:
+    """Turn what a ``bedrock-runtime`` call raises inside the block into ``fail(...)``, after
+    botocore's own retries. Messages name the error code and the model id, never the error
+    body's text (a validation message can quote the request)."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectTimeoutError,
+        NoCredentialsError,
+        ReadTimeoutError,
+    )
+
+    try:
+        yield
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "") or "an error"
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        answered = f"Bedrock answered {code} (HTTP {status})"
+        if code in _THROTTLED:
+            raise fail(f"{answered} after {max_retries} retries", "rate_limited", status) from exc
+        if code == "AccessDeniedException":
+            raise fail(f"{answered}: this role may not invoke {model_id}, or model access is "
+                       "not enabled for it in this region", "credentials", status) from exc
+        if code in _NO_CREDENTIALS:
+            raise fail(f"{answered}: the AWS credentials were refused", "credentials",
+                       status) from exc
+        if code == "ResourceNotFoundException":
+            raise fail(f"{answered}: no model {model_id} in this region (check the model id "
+                       "or inference profile)", "not_found", status) from exc
+        if code == "ModelTimeoutException":
+            raise fail(f"{answered}: the model did not finish in time", "timeout", status) from exc
+        if code == "ValidationException":
+            raise fail(f"{answered}: the request was refused for {model_id}", "client",
+                       status) from exc
+        raise fail(f"{answered} (retries: {max_retries})", "http_error", status) from exc
+    except NoCredentialsError as exc:
+        raise fail("no AWS credentials", "credentials") from exc
+    except (ReadTimeoutError, ConnectTimeoutError) as exc:
+        raise fail(f"no answer within {timeout_s:g} s (retries: {max_retries})", "timeout") from exc
+    except BotoCoreError as exc:
+        raise fail(f"endpoint unreachable ({type(exc).__name__}, retries: {max_retries})",
+                   "connection") from exc
 
 
 T = TypeVar("T")
