@@ -183,7 +183,8 @@ def test_judge_verdict_through_the_tool(bedrock):
     """Given an active memory and a model that calls the JudgeAnswer tool with a confident
     supersedes for it and one for an id it was not shown
     When the judge runs
-    Then only the shown one is a Verdict, decided by the Bedrock model id."""
+    Then only the shown one is a Verdict, decided by the Bedrock model id; throttling is a
+    JudgeFailed (rate_limited)."""
     client, stub, sent = bedrock
     mongo = Neighbour(id=uuid.uuid4(), content="The user prefers MongoDB.", kind="preference",
                       slot="user.preferred_database", value="mongodb", similarity=0.91,
@@ -200,6 +201,13 @@ def test_judge_verdict_through_the_tool(bedrock):
                                                                          MODEL)
     assert verdict.reason == "moved to PostgreSQL"
     assert str(mongo.id) in sent[0]["messages"][0]["content"][0]["text"]
+
+    # a judge failure is the judge's own exception, with the same reasons
+    stub.add_client_error("converse", service_error_code="ThrottlingException",
+                          http_status_code=429, expected_params=expected_request("JudgeAnswer"))
+    with pytest.raises(JudgeFailed) as info:
+        LLMJudge(bedrock_settings(), client=client).judge(Candidate(**POSTGRES), [mongo])
+    assert info.value.reason == "rate_limited"
 
 
 def test_a_text_answer_is_read_as_json(bedrock):
