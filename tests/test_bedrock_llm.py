@@ -123,9 +123,10 @@ def aws_clients(bedrock, monkeypatch):
     built: list[dict] = []
     real = boto3.client
 
-    def make(service: str, *args: Any, **kwargs: Any) -> Any:
+    def make(*args: Any, **kwargs: Any) -> Any:
+        service = args[0] if args else kwargs.get("service_name")
         if service != "bedrock-runtime":
-            return real(service, *args, **kwargs)
+            return real(*args, **kwargs)
         built.append(kwargs)
         return client
 
