@@ -23,8 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from strata.config import Settings
-from strata.providers.clients import Fail, bedrock_failures
-from strata.providers.llm import strict_schema
+from strata.providers.clients import Fail, bedrock_failures, strict_schema
 
 # Enough for an extraction of a long conversation, and within every tool-capable model's
 # output limit (Claude 3 Haiku's 4096 is the lowest).

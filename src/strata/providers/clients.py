@@ -1,9 +1,11 @@
 """What the model-backed providers share: the ``openai`` client for any OpenAI-compatible
 endpoint, its API key (a setting, or a Secrets Manager secret read through Powertools' cache),
-and one translation of the client's failures into ``ModelCallFailed`` with a reason code.
+one translation of that client's failures, and one of ``bedrock-runtime``'s, into
+``ModelCallFailed`` with a reason code, and the answer schema in the strict subset.
 
-Retries are the client's own (exponential backoff with jitter on connection errors, timeouts,
-408/409/429/5xx, honouring ``Retry-After``); ``max_retries`` and ``timeout`` set them.
+Retries are the clients' own: the ``openai`` client's (exponential backoff with jitter on
+connection errors, timeouts, 408/409/429/5xx, honouring ``Retry-After``), botocore's standard
+mode for Bedrock; ``max_retries`` and the timeout set them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from openai import OpenAI
+    from pydantic import BaseModel
+
+# Keywords strict structured output refuses: Azure and some OpenAI-compatible servers refuse
+# the whole request over them. Validation on our side still enforces every constraint.
+_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
 
 # Sent when no key is configured (a local server without auth). Passing ``None`` would make
 # the client read OPENAI_API_KEY and send that key to whatever base URL is configured.
@@ -164,6 +171,31 @@ def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries
     except BotoCoreError as exc:
         raise fail(f"endpoint unreachable ({type(exc).__name__}, retries: {max_retries})",
                    "connection") from exc
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema in the strict structured-output subset: every object closed
+    and all its properties required (optional ones stay nullable)."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        for key, value in node.items():
+            if key in _STRICT_UNSUPPORTED:
+                continue
+            if key in ("properties", "$defs"):  # mappings of names, not schema keywords
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        if out.get("type") == "object" and "properties" in out:
+            out["additionalProperties"] = False
+            out["required"] = list(out["properties"])
+        return out
+
+    return walk(model.model_json_schema())
 
 
 T = TypeVar("T")

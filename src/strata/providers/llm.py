@@ -27,7 +27,14 @@ from pydantic import BaseModel, ValidationError
 from strata.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
 from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
-from strata.providers.clients import Fail, Lazy, ModelCallFailed, openai_client, openai_failures
+from strata.providers.clients import (
+    Fail,
+    Lazy,
+    ModelCallFailed,
+    openai_client,
+    openai_failures,
+    strict_schema,
+)
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -38,7 +45,6 @@ if TYPE_CHECKING:
 MIN_VERDICT_CONFIDENCE = 0.75
 
 _REASON_MAX = 500
-_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -59,31 +65,6 @@ def make_client(settings: Settings) -> OpenAI:
         api_key_secret_arn=settings.llm_api_key_secret_arn,
         timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
     )
-
-
-def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON schema in the strict structured-output subset: every object closed
-    and all its properties required (optional ones stay nullable)."""
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        out = {}
-        for key, value in node.items():
-            if key in _STRICT_UNSUPPORTED:
-                continue
-            if key in ("properties", "$defs"):  # mappings of names, not schema keywords
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            else:
-                out[key] = walk(value)
-        if out.get("type") == "object" and "properties" in out:
-            out["additionalProperties"] = False
-            out["required"] = list(out["properties"])
-        return out
-
-    return walk(model.model_json_schema())
 
 
 def _response_format(model: type[BaseModel]) -> dict[str, Any]:
