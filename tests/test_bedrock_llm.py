@@ -73,9 +73,9 @@ def answered(name: str, arguments: Any) -> dict:
     return converse_response(tool_use(name, arguments))
 
 
-def expected_request(tool: str) -> dict:
+def expected_request(tool: str, choice: dict | None = None) -> dict:
     """What every structured call must send: the prompt as system + user text, temperature
-    0, and one tool named after the answer model, forced with toolChoice any."""
+    0, and one tool named after the answer model, forced with toolChoice any (the default)."""
     return {
         "modelId": MODEL,
         "system": [{"text": ANY}],
@@ -84,7 +84,7 @@ def expected_request(tool: str) -> dict:
         "toolConfig": {
             "tools": [{"toolSpec": {"name": tool, "description": ANY,
                                     "inputSchema": {"json": ANY}}}],
-            "toolChoice": {"any": {}},
+            "toolChoice": choice or {"any": {}},
         },
     }
 
@@ -277,6 +277,25 @@ def test_service_errors_have_their_reason_and_name_the_model(bedrock):
     for code, status, reason in cases:
         exc = extract_fails(client, reason)
         assert code in str(exc) and exc.status_code == status
+    assert "STRATA_LLM_TOOL_CHOICE" in str(exc)  # what a refused toolChoice needs
+
+
+def test_tool_choice_follows_the_setting(bedrock):
+    """Given STRATA_LLM_TOOL_CHOICE=tool, then auto (for models that refuse any)
+    When extraction runs
+    Then the request names the tool, then leaves the choice to the model, whose text answer
+    is read (expected_params fail the test on any other toolChoice)."""
+    client, stub, _ = bedrock
+    stub.add_response("converse", answered("Extraction", {"memories": [POSTGRES], "not_kept": []}),
+                      expected_request("Extraction", {"tool": {"name": "Extraction"}}))
+    stub.add_response("converse", converse_response(
+        {"text": '{"memories": [], "not_kept": [{"message": 0, "reason": "past", '
+                 '"text": "I used to prefer MongoDB."}]}'}, stop="end_turn"),
+        expected_request("Extraction", {"auto": {}}))
+    named = LLMExtractor(bedrock_settings(llm_tool_choice="tool"), client=client)
+    assert [m.value for m in named.extract(conversation(), NOW).memories] == ["postgresql"]
+    auto = LLMExtractor(bedrock_settings(llm_tool_choice="auto"), client=client)
+    assert [n.reason for n in auto.extract(conversation(), NOW).not_kept] == ["past"]
 
 
 @pytest.fixture

@@ -100,6 +100,11 @@ class Settings(BaseModel):
     llm_api_key: str | None = None
     llm_api_key_secret_arn: str | None = None
     llm_provider: Literal["none", "openai", "bedrock"] | None = None
+    # bedrock: how the answer tool is forced. "any" (the default) forces the one tool on
+    # Claude 3+, Mistral Large and Nova; "tool" names it (Claude 3+ and Nova); "auto" is for
+    # models that refuse both (Meta Llama, Cohere): the tool is offered and a JSON text
+    # answer is read as well.
+    llm_tool_choice: Literal["any", "tool", "auto"] = "any"
     llm_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0, le=10)
     # When the model fails or answers garbage: fall back to the rule extractor ("rule"), or

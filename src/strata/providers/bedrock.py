@@ -5,10 +5,11 @@
 The answer is asked for as a tool call: one tool whose input schema is the answer model's
 (``tool_schema``), and ``toolChoice: {"any": {}}``. With a single tool, ``any`` forces that
 tool exactly as ``{"tool": {"name": ...}}`` would, and it is the portable choice: Bedrock
-documents ``any`` for Anthropic Claude 3+, Mistral Large and Amazon Nova, while the named
-``tool`` choice is Claude 3+ and Nova only, and early Nova releases refused it with a
-ValidationException. A model that answers in text anyway (one that ignores ``toolChoice``) is
-read as JSON text, as the OpenAI path reads its content.
+documents ``any`` for Anthropic Claude 3+, Mistral Large and Amazon Nova (since Nova's tool
+choice update of March 2025), while the named ``tool`` choice is Claude 3+ and Nova only.
+Models that refuse both with a ValidationException (Meta Llama, Cohere) take
+``STRATA_LLM_TOOL_CHOICE=auto``: a setting, not a retry on the error's wording. A model that
+answers in text anyway is read as JSON text, as the OpenAI path reads its content.
 
 Retries are botocore's standard mode (throttling and 5xx, exponential backoff with jitter),
 ``llm_max_retries`` of them, each attempt bounded by ``llm_timeout_s``; what still fails is
@@ -67,10 +68,12 @@ def tool_schema(model: type[BaseModel]) -> dict[str, Any]:
     return walk(schema)
 
 
-def converse_request(model_id: str, messages: list[dict[str, str]],
-                     answer: type[BaseModel]) -> dict[str, Any]:
+def converse_request(model_id: str, messages: list[dict[str, str]], answer: type[BaseModel],
+                     tool_choice: str = "any") -> dict[str, Any]:
     """The Converse parameters for one structured answer: the prompt's system messages as
-    ``system``, the rest as text turns, one tool named after the answer model, forced."""
+    ``system``, the rest as text turns, one tool named after the answer model, forced as
+    ``tool_choice`` says (``Settings.llm_tool_choice``)."""
+    choice = {"tool": {"name": answer.__name__}} if tool_choice == "tool" else {tool_choice: {}}
     request: dict[str, Any] = {
         "modelId": model_id,
         "messages": [{"role": m["role"], "content": [{"text": m["content"]}]}
@@ -82,7 +85,7 @@ def converse_request(model_id: str, messages: list[dict[str, str]],
                 "description": f"Record the answer: one {answer.__name__} object.",
                 "inputSchema": {"json": tool_schema(answer)},
             }}],
-            "toolChoice": {"any": {}},
+            "toolChoice": choice,
         },
     }
     system = [{"text": m["content"]} for m in messages if m["role"] == "system"]
@@ -125,8 +128,12 @@ class BedrockConverse:
         s = self.settings
         model_id = s.llm_model or ""
         with bedrock_failures(fail, model_id=model_id, timeout_s=s.llm_timeout_s,
-                              max_retries=s.llm_max_retries):
-            response = client.converse(**converse_request(model_id, messages, answer))
+                              max_retries=s.llm_max_retries,
+                              invalid_hint="a model that refuses toolChoice "
+                                           f"{s.llm_tool_choice} needs another "
+                                           "STRATA_LLM_TOOL_CHOICE (auto for Llama)"):
+            response = client.converse(
+                **converse_request(model_id, messages, answer, s.llm_tool_choice))
 
         stop = response.get("stopReason")
         if stop == "guardrail_intervened":

@@ -129,10 +129,11 @@ _NO_CREDENTIALS = {"UnrecognizedClientException", "ExpiredTokenException",
 
 @contextlib.contextmanager
 def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries: int,
-                     ) -> Iterator[None]:
+                     invalid_hint: str = "") -> Iterator[None]:
     """Turn what a ``bedrock-runtime`` call raises inside the block into ``fail(...)``, after
     botocore's own retries. Messages name the error code and the model id, never the error
-    body's text (a validation message can quote the request)."""
+    body's text (a validation message can quote the request); ``invalid_hint`` is what the
+    caller knows a ValidationException usually means."""
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
@@ -161,7 +162,8 @@ def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries
         if code == "ModelTimeoutException":
             raise fail(f"{answered}: the model did not finish in time", "timeout", status) from exc
         if code == "ValidationException":
-            raise fail(f"{answered}: the request was refused for {model_id}", "client",
+            hint = f" ({invalid_hint})" if invalid_hint else ""
+            raise fail(f"{answered}: the request was refused for {model_id}{hint}", "client",
                        status) from exc
         raise fail(f"{answered} (retries: {max_retries})", "http_error", status) from exc
     except NoCredentialsError as exc:
