@@ -450,3 +450,25 @@ def test_ingest_api_falls_back_to_rules_when_bedrock_fails(bedrock_api, aws_clie
     assert receipt["extractor"] == f"rule (fallback from llm:{MODEL})"
     assert any("model extraction failed (rate_limited)" in n for n in receipt["notes"])
     assert len(active(bedrock_api, tenant)) == 1
+
+
+def test_reflection_runs_on_bedrock_too(aws_clients):
+    """Given STRATA_LLM_PROVIDER=bedrock and a model that calls the ReflectionAnswer tool
+    citing two of the memories shown and one it was not shown
+    When the reflector (taken from the settings) reflects
+    Then it is the Bedrock-backed reflector and keeps only the two shown ids."""
+    from strata.providers.reflector import get_reflector
+
+    _, stub, _, built = aws_clients
+    shown = [{"id": uuid.uuid4(), "kind": "preference", "content": f"The user prefers {x}."}
+             for x in ("tea", "green tea", "oolong")]
+    stub.add_response("converse", answered("ReflectionAnswer", {
+        "content": "The user  prefers tea.",
+        "evidence_ids": [str(shown[0]["id"]), str(shown[2]["id"]), str(uuid.uuid4())]}),
+        expected_request("ReflectionAnswer"))
+
+    content, cited = get_reflector(bedrock_settings()).reflect(shown)
+
+    assert content == "The user prefers tea."
+    assert cited == [shown[0]["id"], shown[2]["id"]]
+    assert len(built) == 1  # its client came from the settings
