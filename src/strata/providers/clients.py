@@ -139,6 +139,7 @@ def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries
         ClientError,
         ConnectTimeoutError,
         NoCredentialsError,
+        ParamValidationError,
         ReadTimeoutError,
     )
 
@@ -168,6 +169,9 @@ def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries
         raise fail(f"{answered} (retries: {max_retries})", "http_error", status) from exc
     except NoCredentialsError as exc:
         raise fail("no AWS credentials", "credentials") from exc
+    except ParamValidationError as exc:  # refused by botocore before sending
+        raise fail(f"the request for {model_id} is not valid for this botocore",
+                   "client") from exc
     except (ReadTimeoutError, ConnectTimeoutError) as exc:
         raise fail(f"no answer within {timeout_s:g} s (retries: {max_retries})", "timeout") from exc
     except BotoCoreError as exc:
