@@ -16,7 +16,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 ENV_PREFIX = "STRATA_"
 
@@ -82,12 +89,22 @@ class Settings(BaseModel):
     bedrock_region: str | None = None
     bedrock_concurrency: int = Field(default=4, ge=1, le=32)
 
-    # Model-backed extraction and conflict judging (any OpenAI-compatible endpoint). Without
-    # a base URL/model the rule-based extractor and judge run: no key needed.
+    # Model-backed extraction, conflict judging and reflection. "openai": any
+    # OpenAI-compatible endpoint (llm_base_url + llm_model, a key if it needs one); "bedrock":
+    # Bedrock Converse in bedrock_region (llm_model is the model id or inference profile, no
+    # key: the function's role); "none": the rule-based extractor and judge. Unset: "openai"
+    # when a base URL and a model are set, else "none" (how deployments chose before the
+    # setting existed). Declared after what it needs, so its validator can check them.
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_api_key_secret_arn: str | None = None
+    llm_provider: Literal["none", "openai", "bedrock"] | None = None
+    # bedrock: how the answer tool is forced. "any" (the default) forces the one tool on
+    # Claude 3+, Mistral Large and Nova; "tool" names it (Claude 3+ and Nova); "auto" is for
+    # models that refuse both (Meta Llama, Cohere): the tool is offered and a JSON text
+    # answer is read as well.
+    llm_tool_choice: Literal["any", "tool", "auto"] = "any"
     llm_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0, le=10)
     # When the model fails or answers garbage: fall back to the rule extractor ("rule"), or
@@ -100,8 +117,31 @@ class Settings(BaseModel):
     conflict_threshold: float | None = Field(default=None, gt=0, le=1)
 
     @property
+    def llm_backend(self) -> Literal["none", "openai", "bedrock"]:
+        """The model provider in use: ``llm_provider``, or inferred when it is unset."""
+        if self.llm_provider is not None:
+            return self.llm_provider
+        return "openai" if self.llm_base_url and self.llm_model else "none"
+
+    @property
     def llm_configured(self) -> bool:
-        return bool(self.llm_base_url and self.llm_model)
+        return self.llm_backend != "none"
+
+    @field_validator("llm_provider")
+    @classmethod
+    def _llm_provider_complete(cls, provider: str | None, info: ValidationInfo) -> str | None:
+        """A provider chosen explicitly must have what it needs: failing here names the
+        missing variable, where a lazily built client would fail on the first conversation.
+        A field validator, not a model one: its error shows only this field's value, never
+        the other settings (keys, database URLs)."""
+        needs = {"openai": ("llm_base_url", "llm_model"), "bedrock": ("llm_model",)}
+        for field in needs.get(provider or "none", ()):
+            if not info.data.get(field):
+                raise ValueError(
+                    f"{ENV_PREFIX}{field.upper()} is required when "
+                    f"{ENV_PREFIX}LLM_PROVIDER={provider}"
+                )
+        return provider
 
     # AWS: the ingest state machine; unset = the pipeline runs in-process.
     ingest_state_machine_arn: str | None = None

@@ -1,9 +1,11 @@
 """What the model-backed providers share: the ``openai`` client for any OpenAI-compatible
 endpoint, its API key (a setting, or a Secrets Manager secret read through Powertools' cache),
-and one translation of the client's failures into ``ModelCallFailed`` with a reason code.
+one translation of that client's failures, and one of ``bedrock-runtime``'s, into
+``ModelCallFailed`` with a reason code, and the answer schema in the strict subset.
 
-Retries are the client's own (exponential backoff with jitter on connection errors, timeouts,
-408/409/429/5xx, honouring ``Retry-After``); ``max_retries`` and ``timeout`` set them.
+Retries are the clients' own: the ``openai`` client's (exponential backoff with jitter on
+connection errors, timeouts, 408/409/429/5xx, honouring ``Retry-After``), botocore's standard
+mode for Bedrock; ``max_retries`` and the timeout set them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from openai import OpenAI
+    from pydantic import BaseModel
+
+# Keywords strict structured output refuses: Azure and some OpenAI-compatible servers refuse
+# the whole request over them. Validation on our side still enforces every constraint.
+_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
 
 # Sent when no key is configured (a local server without auth). Passing ``None`` would make
 # the client read OPENAI_API_KEY and send that key to whatever base URL is configured.
@@ -23,8 +30,9 @@ NO_KEY = "strata-no-key"
 
 class ModelCallFailed(Exception):
     """A model-backed step gave no usable answer. ``reason`` is a short code for receipts:
-    timeout, connection, rate_limited, http_error, credentials, client, refused, truncated,
-    filtered, empty, malformed, invalid (and for embedders: dimension)."""
+    timeout, connection, rate_limited, http_error, credentials, not_found (no such model),
+    client, refused, truncated, filtered, empty, malformed, invalid (and for embedders:
+    dimension)."""
 
     def __init__(self, message: str, *, reason: str, status_code: int | None = None) -> None:
         super().__init__(message)
@@ -112,6 +120,88 @@ def openai_failures(fail: Fail, *, timeout_s: float, max_retries: int, what: str
         # A 200 whose body is declared JSON but is not: the client lets the decoder's error
         # through unwrapped (and the embeddings parser raises ValueError on an empty list).
         raise fail(f"response is not {what}", "malformed") from exc
+
+
+_THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
+_NO_CREDENTIALS = {"UnrecognizedClientException", "ExpiredTokenException",
+                   "InvalidSignatureException"}
+
+
+@contextlib.contextmanager
+def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries: int,
+                     invalid_hint: str = "") -> Iterator[None]:
+    """Turn what a ``bedrock-runtime`` call raises inside the block into ``fail(...)``, after
+    botocore's own retries. Messages name the error code and the model id, never the error
+    body's text (a validation message can quote the request); ``invalid_hint`` is what the
+    caller knows a ValidationException usually means."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectTimeoutError,
+        NoCredentialsError,
+        ParamValidationError,
+        ReadTimeoutError,
+    )
+
+    try:
+        yield
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "") or "an error"
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        answered = f"Bedrock answered {code} (HTTP {status})"
+        if code in _THROTTLED:
+            raise fail(f"{answered} after {max_retries} retries", "rate_limited", status) from exc
+        if code == "AccessDeniedException":
+            raise fail(f"{answered}: this role may not invoke {model_id}, or model access is "
+                       "not enabled for it in this region", "credentials", status) from exc
+        if code in _NO_CREDENTIALS:
+            raise fail(f"{answered}: the AWS credentials were refused", "credentials",
+                       status) from exc
+        if code == "ResourceNotFoundException":
+            raise fail(f"{answered}: no model {model_id} in this region (check the model id "
+                       "or inference profile)", "not_found", status) from exc
+        if code == "ModelTimeoutException":
+            raise fail(f"{answered}: the model did not finish in time", "timeout", status) from exc
+        if code == "ValidationException":
+            hint = f" ({invalid_hint})" if invalid_hint else ""
+            raise fail(f"{answered}: the request was refused for {model_id}{hint}", "client",
+                       status) from exc
+        raise fail(f"{answered} (retries: {max_retries})", "http_error", status) from exc
+    except NoCredentialsError as exc:
+        raise fail("no AWS credentials", "credentials") from exc
+    except ParamValidationError as exc:  # refused by botocore before sending
+        raise fail(f"the request for {model_id} is not valid for this botocore",
+                   "client") from exc
+    except (ReadTimeoutError, ConnectTimeoutError) as exc:
+        raise fail(f"no answer within {timeout_s:g} s (retries: {max_retries})", "timeout") from exc
+    except BotoCoreError as exc:
+        raise fail(f"endpoint unreachable ({type(exc).__name__}, retries: {max_retries})",
+                   "connection") from exc
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema in the strict structured-output subset: every object closed
+    and all its properties required (optional ones stay nullable)."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        for key, value in node.items():
+            if key in _STRICT_UNSUPPORTED:
+                continue
+            if key in ("properties", "$defs"):  # mappings of names, not schema keywords
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        if out.get("type") == "object" and "properties" in out:
+            out["additionalProperties"] = False
+            out["required"] = list(out["properties"])
+        return out
+
+    return walk(model.model_json_schema())
 
 
 T = TypeVar("T")

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from strata.config import Settings
 from strata.db.vector import Vector
-from strata.providers.clients import Lazy, ModelCallFailed, openai_client, openai_failures
+from strata.providers.clients import (
+    Lazy,
+    ModelCallFailed,
+    bedrock_failures,
+    openai_client,
+    openai_failures,
+)
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -205,10 +211,6 @@ class OpenAIEmbedder(_RemoteEmbedder):
 # bedrock
 # --------------------------------------------------------------------------------------
 
-_THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
-_DENIED = {"AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException"}
-
-
 class BedrockEmbedder(_RemoteEmbedder):
     """Amazon Titan Text Embeddings v2 (``amazon.titan-embed-text-v2:0``) through
     ``bedrock-runtime`` InvokeModel: 256, 512 or 1024 dimensions, ``normalize: true``.
@@ -260,32 +262,20 @@ class BedrockEmbedder(_RemoteEmbedder):
         return unit_rows(raw, self.dim, self._fail)
 
     def _one(self, text: str) -> list[float]:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
-
         body = json.dumps({
             "inputText": text, "dimensions": self.dim, "normalize": True,
             "embeddingTypes": ["float"],
         })
-        try:
+        s = self.settings
+        with bedrock_failures(self._fail, model_id=self.model_id, timeout_s=s.embedding_timeout_s,
+                              max_retries=s.embedding_max_retries):
             response = self.client.invoke_model(
                 modelId=self.model_id, body=body, contentType="application/json",
                 accept="application/json",
             )
-            payload = json.loads(response["body"].read())
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            reason = ("rate_limited" if code in _THROTTLED
-                      else "credentials" if code in _DENIED else "http_error")
-            raise self._fail(f"Bedrock answered {code or 'an error'} (HTTP {status})",
-                             reason, status) from exc
-        except NoCredentialsError as exc:
-            raise self._fail("no AWS credentials", "credentials") from exc
-        except ReadTimeoutError as exc:
-            raise self._fail(f"no answer within {self.settings.embedding_timeout_s:g} s",
-                             "timeout") from exc
-        except BotoCoreError as exc:
-            raise self._fail(f"client error ({type(exc).__name__})", "connection") from exc
+            raw = response["body"].read()
+        try:
+            payload = json.loads(raw)
         except ValueError as exc:
             raise self._fail("response is not JSON", "malformed") from exc
         vector = None

@@ -1,5 +1,7 @@
 """Model-backed extractor and conflict judge, through the ``openai`` client against any
-OpenAI-compatible endpoint (``STRATA_LLM_BASE_URL`` / ``STRATA_LLM_MODEL``).
+OpenAI-compatible endpoint (``STRATA_LLM_BASE_URL`` / ``STRATA_LLM_MODEL``) or through
+Bedrock Converse (``STRATA_LLM_PROVIDER=bedrock``, ``strata.providers.bedrock``). The provider
+makes the one call; prompts, validation of the answer and what is kept are the same for both.
 
 Retries are the client's own (see ``strata.providers.clients``); ``llm_max_retries`` and
 ``llm_timeout_s`` set them.
@@ -25,16 +27,24 @@ from pydantic import BaseModel, ValidationError
 from strata.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
 from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
-from strata.providers.clients import Lazy, ModelCallFailed, openai_client, openai_failures
+from strata.providers.clients import (
+    Fail,
+    Lazy,
+    ModelCallFailed,
+    openai_client,
+    openai_failures,
+    strict_schema,
+)
 
 if TYPE_CHECKING:
     from openai import OpenAI
+
+    from strata.providers.bedrock import BedrockConverse
 
 # DESIGN "Truth maintenance": model verdicts count only at this confidence or above.
 MIN_VERDICT_CONFIDENCE = 0.75
 
 _REASON_MAX = 500
-_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -57,31 +67,6 @@ def make_client(settings: Settings) -> OpenAI:
     )
 
 
-def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON schema in the strict structured-output subset: every object closed
-    and all its properties required (optional ones stay nullable)."""
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        out = {}
-        for key, value in node.items():
-            if key in _STRICT_UNSUPPORTED:
-                continue
-            if key in ("properties", "$defs"):  # mappings of names, not schema keywords
-                out[key] = {name: walk(sub) for name, sub in value.items()}
-            else:
-                out[key] = walk(value)
-        if out.get("type") == "object" and "properties" in out:
-            out["additionalProperties"] = False
-            out["required"] = list(out["properties"])
-        return out
-
-    return walk(model.model_json_schema())
-
-
 def _response_format(model: type[BaseModel]) -> dict[str, Any]:
     return {
         "type": "json_schema",
@@ -99,22 +84,76 @@ def _strip_fence(text: str) -> str:
     return text.strip()
 
 
+class OpenAIChat:
+    """One structured chat completion on an OpenAI-compatible endpoint: the answer schema as a
+    strict ``json_schema`` response format, the answer the message's content."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def make_client(self) -> OpenAI:
+        return make_client(self.settings)
+
+    def ask(self, client: OpenAI, messages: list[dict[str, str]], answer: type[BaseModel],
+            fail: Fail) -> str:
+        from openai.types.chat import ChatCompletion
+
+        s = self.settings
+        with openai_failures(fail, timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
+                             what="a chat completion"):
+            completion = client.chat.completions.create(
+                model=s.llm_model, messages=messages, response_format=_response_format(answer),
+            )
+
+        # Without strict response validation the client returns a plain ``str`` for a
+        # non-JSON content type, and a ChatCompletion with ``choices=None`` for any JSON.
+        choices = getattr(completion, "choices", None)
+        if not isinstance(completion, ChatCompletion) or choices is None:
+            raise fail("response is not a chat completion", "malformed")
+        if not choices:
+            raise fail("answer has no choices", "empty")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise fail("response is not a chat completion", "malformed")
+        if getattr(message, "refusal", None):
+            raise fail("model refused to answer", "refused")
+        if choice.finish_reason == "length":
+            raise fail("answer cut off at the token limit", "truncated")
+        if choice.finish_reason == "content_filter":
+            raise fail("answer withheld by a content filter", "filtered")
+        content = message.content
+        return content if isinstance(content, str) else ""
+
+
+def chat_provider(settings: Settings) -> OpenAIChat | BedrockConverse:
+    """The configured model provider (``Settings.llm_backend``)."""
+    if settings.llm_backend == "bedrock":
+        from strata.providers.bedrock import BedrockConverse
+
+        return BedrockConverse(settings)
+    return OpenAIChat(settings)
+
+
 class _ModelCaller:
-    """What the extractor and judge share: a lazily created client and one structured call."""
+    """What the extractor, judge and reflector share, whichever the provider: a lazily created
+    client, one structured call (the provider's ``ask``, which returns the answer's JSON text)
+    and the validation of its answer against the pydantic model."""
 
     failure: type[ModelCallFailed] = ModelCallFailed
     what = "model call"
 
-    def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
+    def __init__(self, settings: Settings, client: Any = None) -> None:
         if not settings.llm_model:
             raise ValueError("llm_model is not set")
         self.settings = settings
         self.model = settings.llm_model
         self.name = f"llm:{self.model}"
-        self._client = Lazy(lambda: make_client(settings), client)
+        self.provider = chat_provider(settings)
+        self._client = Lazy(self.provider.make_client, client)
 
     @property
-    def client(self) -> OpenAI:
+    def client(self) -> Any:
         return self._client.get()
 
     def _fail(self, detail: str, reason: str, status_code: int | None = None) -> ModelCallFailed:
@@ -123,34 +162,8 @@ class _ModelCaller:
         )
 
     def _call(self, messages: list[dict[str, str]], answer: type[M]) -> M:
-        from openai.types.chat import ChatCompletion
-
-        s = self.settings
-        with openai_failures(self._fail, timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
-                             what="a chat completion"):
-            completion = self.client.chat.completions.create(
-                model=self.model, messages=messages, response_format=_response_format(answer),
-            )
-
-        # Without strict response validation the client returns a plain ``str`` for a
-        # non-JSON content type, and a ChatCompletion with ``choices=None`` for any JSON.
-        choices = getattr(completion, "choices", None)
-        if not isinstance(completion, ChatCompletion) or choices is None:
-            raise self._fail("response is not a chat completion", "malformed")
-        if not choices:
-            raise self._fail("answer has no choices", "empty")
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        if message is None:
-            raise self._fail("response is not a chat completion", "malformed")
-        if getattr(message, "refusal", None):
-            raise self._fail("model refused to answer", "refused")
-        if choice.finish_reason == "length":
-            raise self._fail("answer cut off at the token limit", "truncated")
-        if choice.finish_reason == "content_filter":
-            raise self._fail("answer withheld by a content filter", "filtered")
-        content = message.content
-        if not isinstance(content, str) or not content.strip():
+        content = self.provider.ask(self.client, messages, answer, self._fail)
+        if not content.strip():
             raise self._fail("answer is empty", "empty")
         try:
             return answer.model_validate_json(_strip_fence(content))
@@ -235,7 +248,8 @@ class LLMJudge(_ModelCaller):
 
 
 def get_extractor(settings: Settings) -> LLMExtractor | None:
-    """The model-backed extractor when a model is configured; ``None`` means use the rules."""
+    """The model-backed extractor when a model provider is configured (OpenAI-compatible or
+    Bedrock, ``Settings.llm_backend``); ``None`` means use the rules."""
     return LLMExtractor(settings) if settings.llm_configured else None
 
 

@@ -1,8 +1,9 @@
 """The model that draws an inference from memories (reflection) or writes one memory for
 several (consolidation): prompts as plain functions from context to chat messages, each
-paired with the pydantic model its answer must parse into, sent as a strict JSON schema
-through the configured LLM (``STRATA_LLM_BASE_URL`` / ``STRATA_LLM_MODEL``, as the
-extractor). Only the memories' ids and text go into a prompt: no tenant, path or key.
+paired with the pydantic model its answer must parse into, asked of the configured model
+as the extractor asks (``STRATA_LLM_PROVIDER``: a strict JSON schema on an OpenAI-compatible
+endpoint, a forced tool on Bedrock). Only the memories' ids and text go into a prompt: no
+tenant, path or key.
 """
 
 from __future__ import annotations
