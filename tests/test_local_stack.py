@@ -26,7 +26,7 @@ def _free_port() -> int:
 
 def _env(home: Path, port: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    env.update(STRATA_HOME=str(home), STRATA_PORT=str(port))
+    env.update(STRATA_HOME=str(home), STRATA_PORT=str(port), STRATA_EMBEDDER="hash")
     return env
 
 

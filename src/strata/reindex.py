@@ -65,6 +65,8 @@ class ReindexReport:
     tombstones: dict[str, int] = field(default_factory=lambda: {
         "refilled": 0, "without_vector": 0})
     indexes: list[str] = field(default_factory=list)
+    # The store's embedder is now this one (every memory vector is its model's).
+    recorded: bool = False
     batches: int = 0
     seconds: float = 0.0
 
@@ -188,6 +190,7 @@ class Reindex:
                 self._candidates()
                 self._tombstones()
                 self._count_remaining()
+                self._record()
             finally:
                 self.report.seconds = round(time.perf_counter() - started, 3)
                 lock.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
@@ -294,6 +297,20 @@ class Reindex:
         # A retired value whose memory is gone (or could not be re-embedded) keeps its hash
         # check but loses the semantic one.
         self.report.tombstones["without_vector"] = row["tombstones"]
+
+    def _record(self) -> None:
+        """Once every memory vector in the store is the new model's (a run over one tenant
+        counts the others too), the store's embedder is the new one: processes that do not
+        configure one follow it (strata.store_embedder)."""
+        from strata.store_embedder import record
+
+        with self.db.connection() as conn:
+            left = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM memories WHERE embedding_model IS DISTINCT FROM"
+                " %(model)s) AS left", {"model": self.embedder.model}).fetchone()["left"]
+        if not left:
+            record(self.db, self.embedder)
+            self.report.recorded = True
 
     # -- helpers ---------------------------------------------------------------------------
 
