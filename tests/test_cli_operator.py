@@ -389,7 +389,7 @@ def test_the_stored_models_count_gives_up_rather_than_wait(db, tenant):
     skipped); once the lock is gone it counts (control)."""
     import psycopg
 
-    from strata.reindex import STORED_MODELS_TIMEOUT_MS, stored_models
+    from strata.store_embedder import STORED_MODELS_TIMEOUT_MS, stored_models
 
     _hash_memories(db, tenant, n=1)
     with psycopg.connect(db.url) as locker:

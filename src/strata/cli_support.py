@@ -65,8 +65,8 @@ def warn_embedder_mismatch(db, embedder=None) -> str | None:
     embedded by another model than ``embedder`` (default: the store's; see
     :func:`strata.reindex.model_mismatch`). A configuration the embedder refuses is left to
     the command to report."""
-    from strata.reindex import model_mismatch, stored_models
-    from strata.store_embedder import EmbedderMismatch
+    from strata.reindex import model_mismatch
+    from strata.store_embedder import EmbedderMismatch, stored_models
 
     if embedder is None:
         try:

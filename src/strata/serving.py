@@ -102,6 +102,14 @@ class Runtime:
             return resolve(self.database, self.settings, strict=True).embedder
         return get_embedder(self.settings)
 
+    @property
+    def known_embedder(self) -> Embedder | None:
+        """The embedder when naming it needs no database (what ``/healthz`` describes): given,
+        configured, or already read from the store; None while the store's is unread."""
+        if self._embedder is not None or self.settings.embedder is not None:
+            return self.embedder
+        return self.__dict__.get("embedder")
+
     @cached_property
     def ingest(self) -> IngestRuntime:
         from strata.ingest.pipeline import IngestRuntime

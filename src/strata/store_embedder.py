@@ -29,6 +29,9 @@ import logging
 import re
 from dataclasses import asdict, dataclass
 
+from psycopg import errors as pg_errors
+from psycopg import sql
+
 from strata.config import Settings
 from strata.db import Database
 from strata.providers import Embedder
@@ -96,7 +99,7 @@ class StoreEmbedder:
 class Resolved:
     embedder: Embedder
     settings: Settings  # the caller's settings choosing ``embedder``
-    source: str  # "configured", "store" (its record or its vectors' stamp), "default"
+    source: str  # "configured" (STRATA_EMBEDDER) or "store" (its record)
     warning: str | None = None  # a configured embedder the command did not follow
 
 
@@ -120,15 +123,41 @@ def has_vectors(db: Database) -> bool:
         return conn.execute(_HAS_VECTORS).fetchone()["any"]
 
 
+# Which models the stored vectors come from. A full scan of ``memories`` (no index leads with
+# embedding_model), bounded by a statement timeout: the check is advice at start-up, never a
+# reason to wait.
+_STORED_MODELS = """
+SELECT embedding_model AS model, count(*) AS n FROM memories
+WHERE embedding_model IS NOT NULL
+GROUP BY embedding_model ORDER BY n DESC, embedding_model
+"""
+STORED_MODELS_TIMEOUT_MS = 2000
+
+
+def stored_models(db: Database) -> dict[str, int] | None:
+    """How many memory vectors each model stamped; None when counting them took longer than
+    STORED_MODELS_TIMEOUT_MS (a very large store: the check is skipped)."""
+    try:
+        with db.connection() as conn, conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(
+                sql.Literal(STORED_MODELS_TIMEOUT_MS)))
+            return {r["model"]: r["n"] for r in conn.execute(_STORED_MODELS).fetchall()}
+    except pg_errors.QueryCanceled:
+        return None
+
+
 def _stamped(db: Database) -> StoreEmbedder | None:
     """The model most of the store's memory vectors are stamped with (a store from before the
     record), else the one ``strata reindex`` last switched to."""
-    from strata.reindex import stored_models
-
-    for stamp in stored_models(db) or {}:
-        if found := StoreEmbedder.from_stamp(stamp):
-            return found
+    counted = stored_models(db)
     with db.connection() as conn:
+        if counted is None:  # too many to count in time: any one row's stamp says it
+            row = conn.execute("SELECT embedding_model FROM memories"
+                               " WHERE embedding_model IS NOT NULL LIMIT 1").fetchone()
+            counted = {row["embedding_model"]: 1} if row else {}
+        for stamp in counted:
+            if found := StoreEmbedder.from_stamp(stamp):
+                return found
         row = conn.execute("SELECT value FROM strata_meta WHERE key = 'embedding_model'").fetchone()
     return StoreEmbedder.from_stamp(row["value"]) if row else None
 

@@ -14,9 +14,12 @@ router = APIRouter(tags=["health"])
 
 
 class Embedding(BaseModel):
-    provider: str = Field(description="The embedder (`hash`, `local`, `openai`, `bedrock`).")
-    model: str = Field(description="The model, as stamped on the rows it embeds.")
-    dim: int = Field(description="The vectors' dimension.")
+    provider: str = Field(description=(
+        "The embedder (`hash`, `local`, `openai`, `bedrock`), or `store` when STRATA_EMBEDDER "
+        "is unset and this process has not read the store's yet (the first request that "
+        "embeds does; liveness never asks the database)."))
+    model: str | None = Field(description="The model, as stamped on the rows it embeds.")
+    dim: int | None = Field(description="The vectors' dimension.")
     default: bool = Field(description=(
         "True when STRATA_EMBEDDER is not set: the store's embedder (recorded in the database; "
         "a new local store's is `local` when installed, else `hash`)."))
@@ -25,7 +28,7 @@ class Embedding(BaseModel):
 class Health(BaseModel):
     status: Literal["ok"] = Field(description="Always `ok`: the process answers.")
     runtime: Literal["local", "aws"] = Field(description="Where it runs.")
-    embedder: str = Field(description="The embedder in use (`hash`, `local`, `openai`, `bedrock`).")
+    embedder: str = Field(description="`embedding.provider`.")
     embedding: Embedding = Field(description="The embedder in use.")
     audit_failures: int = Field(description=(
         "Audit entries this process failed to write since it started (audit fails open)."))
@@ -45,7 +48,9 @@ def healthz(request: Request) -> Health:
     """
     runtime = request.app.state.runtime
     # provider, model (as stamped on rows), dim, and whether STRATA_EMBEDDER was left unset
-    embedding = describe(runtime.settings, runtime.embedder)
+    embedder = runtime.known_embedder
+    embedding = (describe(runtime.settings, embedder) if embedder is not None else
+                 {"provider": "store", "model": None, "dim": None, "default": True})
     return {
         "status": "ok",
         "runtime": runtime.settings.runtime,
