@@ -86,10 +86,12 @@ def test_a_configured_embedder_other_than_the_stores(db, tenant):
 
 def test_a_store_without_vectors_adopts_the_configured_embedder(db, tenant):
     """Given a store whose record says hash but that holds no vector (an operator command
-    recorded it) When a server starts with STRATA_EMBEDDER=openai Then nothing needs
-    re-embedding: the store adopts openai (and hash again). Once it holds vectors (control),
-    openai is refused."""
+    recorded it) When an operator command runs with STRATA_EMBEDDER=openai Then it follows the
+    store; when a server starts with it, nothing needs re-embedding: the store adopts openai
+    (and hash again). Once it holds vectors (control), openai is refused."""
     resolve(db, settings("hash"), strict=True)
+    command = resolve(db, settings("openai"), strict=False)  # a command never switches it
+    assert command.embedder.model == HASH and recorded(db).model == HASH
     assert resolve(db, settings("openai"), strict=True).embedder.model == OPENAI
     assert recorded(db).model == OPENAI
     back = resolve(db, settings("hash"), strict=True)  # still empty: adopted again

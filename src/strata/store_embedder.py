@@ -14,8 +14,8 @@ Resolution (:func:`resolve`):
   vectors are stamped with (stores written before the record existed), else this machine's
   default for a new store (``local`` when installed, else ``hash``; see
   :func:`strata.providers.embedders.default_provider`).
-- STRATA_EMBEDDER set to the store's embedder, or the store holds no vector yet: that one
-  (recorded, nothing needs re-embedding).
+- STRATA_EMBEDDER set to the store's embedder: that one. A server configured with another on
+  a store that holds no vector yet adopts it (recorded; nothing needs re-embedding).
 - Set to another embedder while the store holds vectors: a query embedded by one model ranks
   another model's vectors as noise, so servers refuse to start (:class:`EmbedderMismatch`,
   naming both and the fix), and operator commands follow the store and say so. ``strata
@@ -187,8 +187,9 @@ def resolve(db: Database, settings: Settings, *, strict: bool) -> Resolved:
     configured = get_embedder(settings)
     if configured.model == store.model:
         return Resolved(configured, settings, source="configured")
-    if not has_vectors(db):
-        # Nothing is embedded yet: switching costs nothing, so the configured one is adopted.
+    if strict and not has_vectors(db):
+        # A server on a store with nothing embedded yet: switching costs nothing, so the
+        # configured one is adopted. (A command leaves the store's choice to its servers.)
         record(db, configured)
         log.info("embedder: the store holds no vectors yet; it now uses %s", configured.model)
         return Resolved(configured, settings, source="configured")
