@@ -52,7 +52,8 @@ def settings() -> Settings:
     # No rate limits: their buckets refill by the wall clock, so how many of a test's requests
     # a limit refuses would depend on how loaded the machine is (tests/test_rate_limits.py
     # builds limiters of its own, on a clock it advances).
-    return Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"), rate_limit=False)
+    return Settings(embedder="hash", embedding_dim=384, home=Path("/nonexistent-strata-home"),
+                    rate_limit=False)
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +92,7 @@ def module_db(pg_server, template_db) -> Iterator[tuple[Database, Settings]]:
     with settings that configure no model."""
     name = fresh_database(pg_server, template_db)
     database = Database(pg_server.get_uri(name), max_size=4)
-    yield database, Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"),
+    yield database, Settings(embedder="hash", embedding_dim=384, home=Path("/nonexistent-strata-home"),
                              llm_base_url=None, llm_model=None)
     database.close()
     drop_database(pg_server, name)
@@ -180,10 +181,13 @@ def caller_for(db):
 
 @pytest.fixture(autouse=True)
 def _no_ambient_strata_env(monkeypatch):
-    """Tests configure strata explicitly; a developer's STRATA_* must not leak in."""
+    """Tests configure strata explicitly; a developer's STRATA_* must not leak in. The
+    embedder is hash (fast, and what the tests' expectations were written with) unless a test
+    says otherwise: unset, a new store would take the local model when it is installed."""
     for name in list(os.environ):
         if name.startswith("STRATA_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("STRATA_EMBEDDER", "hash")
 
 
 @pytest.fixture

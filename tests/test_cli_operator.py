@@ -287,7 +287,10 @@ def test_the_installed_command_into_a_closed_pipe_is_quiet(db, tmp_path):
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     env.update(STRATA_HOME=str(tmp_path / "home"), STRATA_PROFILES=str(tmp_path / "none.toml"),
-               HOME=str(tmp_path), **extra)
+               HOME=str(tmp_path), STRATA_EMBEDDER="hash")
+    env.update(extra)  # STRATA_EMBEDDER="" leaves it unset, as in a shell that never set it
+    if not env["STRATA_EMBEDDER"]:
+        del env["STRATA_EMBEDDER"]
     return env
 
 
@@ -352,7 +355,7 @@ def test_dev_closed_pipe_is_quiet(db, tmp_path):
 
 
 # --------------------------------------------------------------------------------------
-# The embedder changed: a warning naming `strata reindex`
+# The embedder is the store's: commands follow it, a server refuses another
 # --------------------------------------------------------------------------------------
 
 
@@ -386,7 +389,7 @@ def test_the_stored_models_count_gives_up_rather_than_wait(db, tenant):
     skipped); once the lock is gone it counts (control)."""
     import psycopg
 
-    from strata.reindex import STORED_MODELS_TIMEOUT_MS, stored_models
+    from strata.store_embedder import STORED_MODELS_TIMEOUT_MS, stored_models
 
     _hash_memories(db, tenant, n=1)
     with psycopg.connect(db.url) as locker:
@@ -397,12 +400,16 @@ def test_the_stored_models_count_gives_up_rather_than_wait(db, tenant):
     assert stored_models(db) == {"strata-hash-v1-384": 1}
 
 
-def test_cli_commands_warn_when_the_configured_embedder_differs(db, tenant, tmp_path):
-    """Given memories embedded by the hash embedder
-    When an operator command runs (a real process) with STRATA_EMBEDDER=openai at the same
-    dimension
-    Then stderr warns that those vectors are another model's and names `strata reindex`, and
-    stdout stays the command's JSON; with the hash embedder (control) there is no warning."""
+def test_cli_commands_follow_the_store_and_say_when_the_shell_differs(db, tenant, tmp_path):
+    """Given memories embedded by the hash embedder (a store from before the record: its rows'
+    stamps say whose it is)
+    When an operator command runs (a real process) from a shell with no STRATA_EMBEDDER, then
+    from one with STRATA_EMBEDDER=openai at the same dimension
+    Then the first says nothing about embedders and records the store's embedder (hash); the
+    second follows the store too and says on stderr that STRATA_EMBEDDER is not the store's,
+    naming both and `strata reindex`, with stdout still the command's JSON."""
+    from strata.store_embedder import recorded
+
     _hash_memories(db, tenant)
 
     def run(**extra: str) -> subprocess.CompletedProcess:
@@ -410,26 +417,39 @@ def test_cli_commands_warn_when_the_configured_embedder_differs(db, tenant, tmp_
                               text=True, timeout=120,
                               env=_env(tmp_path, STRATA_DATABASE_URL=db.url, **extra))
 
-    same = run()
-    assert same.returncode == 0 and json.loads(same.stdout)[0]["memories"] == 3
-    assert "strata reindex" not in same.stderr
+    unset = run(STRATA_EMBEDDER="")
+    assert unset.returncode == 0 and json.loads(unset.stdout)[0]["memories"] == 3
+    assert "strata reindex" not in unset.stderr and "embedder" not in unset.stderr
+    assert recorded(db).model == "strata-hash-v1-384"
     changed = run(STRATA_EMBEDDER="openai")
     assert changed.returncode == 0 and json.loads(changed.stdout)[0]["name"] == "acme"
-    assert "3 of 3 stored memory vectors were embedded by strata-hash-v1-384" in changed.stderr
-    assert "openai:text-embedding-3-small:384" in changed.stderr
+    assert ("STRATA_EMBEDDER=openai (openai:text-embedding-3-small:384) is not this store's "
+            "embedder (strata-hash-v1-384): this command uses the store's") in changed.stderr
     assert "`strata reindex`" in changed.stderr
+    assert "stored memory vectors were embedded by" not in changed.stderr  # it follows them
+    assert recorded(db).model == "strata-hash-v1-384"  # a command never switches the store
 
 
-def test_dev_warns_at_start_when_the_configured_embedder_differs(db, tenant, tmp_path):
+def test_dev_refuses_a_configured_embedder_that_is_not_the_stores(db, tenant, tmp_path):
     """Given memories embedded by the hash embedder When `strata dev` starts with
-    STRATA_EMBEDDER=openai Then its startup log and its --json say so, naming `strata reindex`
-    (the hash start in test_dev_json_* has no warning: the control)."""
+    STRATA_EMBEDDER=openai Then it exits 2 before serving, naming both models and both fixes
+    (`strata reindex`, or unset STRATA_EMBEDDER); with STRATA_EMBEDDER unset (control) it
+    starts on the store's embedder, hash."""
     _hash_memories(db, tenant)
-    started, _, err = _dev_json(db, tmp_path, STRATA_EMBEDDER="openai",
-                                STRATA_EMBEDDING_API_KEY="sk-unused")
-    [warning] = started["warnings"]
-    assert "3 of 3" in warning and "`strata reindex`" in warning
-    assert "WARNING strata: 3 of 3 stored memory vectors" in err
+    refused = subprocess.run(
+        STRATA + ["dev", "--json"], capture_output=True, text=True, timeout=120,
+        env=_env(tmp_path, STRATA_DATABASE_URL=db.url, STRATA_PORT=str(_free_port()),
+                 STRATA_EMBEDDER="openai", STRATA_EMBEDDING_API_KEY="sk-unused"))
+    assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+    error = json.loads(refused.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "embedder_mismatch" and error["field"] == "embedder"
+    for part in ("STRATA_EMBEDDER=openai", "openai:text-embedding-3-small:384",
+                 "strata-hash-v1-384", "`strata reindex`", "unset STRATA_EMBEDDER"):
+        assert part in error["message"], part
+    started, _, _ = _dev_json(db, tmp_path, STRATA_EMBEDDER="")
+    assert started["embedding"] == {"provider": "hash", "model": "strata-hash-v1-384",
+                                    "dim": 384, "default": True}
+    assert started["warnings"] == []
 
 
 # --------------------------------------------------------------------------------------

@@ -313,9 +313,15 @@ def test_local_is_lazy_and_refuses_other_dimensions():
 
 
 def test_get_embedder_and_describe():
-    assert isinstance(get_embedder(Settings()), HashingEmbedder)
-    assert describe(Settings(), HashingEmbedder(384)) == {
+    assert isinstance(get_embedder(Settings(embedder="hash")), HashingEmbedder)
+    unset = Settings(embedder=None)
+    assert describe(unset, HashingEmbedder(384)) == {
         "provider": "hash", "model": "strata-hash-v1-384", "dim": 384, "default": True}
+    # Unset and no store to ask: a new local store's default, local when it is installed;
+    # on AWS (the template sets STRATA_EMBEDDER) nothing is inferred.
+    expected = HashingEmbedder if _local_installed() else LocalEmbedder
+    assert isinstance(get_embedder(unset), expected)
+    assert isinstance(get_embedder(Settings(embedder=None, runtime="aws")), HashingEmbedder)
     chosen = Settings(embedder="openai", embedding_dim=64)
     assert isinstance(get_embedder(chosen), OpenAIEmbedder)
     assert describe(chosen, get_embedder(chosen))["default"] is False
@@ -325,7 +331,7 @@ def test_healthz_names_the_embedder_and_model(client):
     body = client.get("/healthz").json()
     assert body["embedder"] == "hash"
     assert body["embedding"] == {"provider": "hash", "model": "strata-hash-v1-384", "dim": 384,
-                                 "default": True}
+                                 "default": False}  # the tests' settings name hash
 
 
 # --------------------------------------------------------------------------------------

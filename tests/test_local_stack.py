@@ -24,16 +24,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env(home: Path, port: int) -> dict[str, str]:
+def _env(home: Path, port: int, *, embedder: str | None = "hash") -> dict[str, str]:
+    """A user's shell: no STRATA_* but these. The embedder is hash unless a test asks for
+    make run's own default (None: STRATA_EMBEDDER unset)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     env.update(STRATA_HOME=str(home), STRATA_PORT=str(port))
+    if embedder:
+        env["STRATA_EMBEDDER"] = embedder
     return env
 
 
-def _start(home: Path, port: int) -> subprocess.Popen:
+def _start(home: Path, port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
     proc = subprocess.Popen(
-        STRATA + ["dev"], env=_env(home, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True,
+        STRATA + ["dev"], env=env or _env(home, port), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -160,3 +164,64 @@ def test_cli_starts_embedded_server_when_none_runs(home: Path):
     )
     assert dup.returncode == 2
     assert json.loads(dup.stderr.strip().splitlines()[-1])["error"]["code"] == "conflict"
+
+
+def test_make_run_recalls_by_meaning_with_the_local_embedder(home: Path):
+    """Given a fresh STRATA_HOME, strata[local] installed (as `make run` installs it) and
+    STRATA_EMBEDDER unset
+    When `strata dev` starts and the README's terminal example runs (remember, remember,
+    remember --as-is, recall "which database"), and a memory of an allergy is searched for
+    by the word "allergy"
+    Then /healthz names the local embedder (the store's, not configured), the meant memory
+    ranks first with a score above the other's (so not by a tie's order), and a command from
+    another shell without STRATA_EMBEDDER agrees with the server (no warning)."""
+    from strata.providers.embedders import local_available
+
+    if not local_available():
+        pytest.skip("strata[local] is not installed: `make install-local` (CI installs it)")
+    port = _free_port()
+    env = _env(home, port, embedder=None)
+    proc = _start(home, port, env)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        health = httpx.get(f"{base}/healthz").json()
+        assert health["embedder"] == "local"
+        assert health["embedding"] == {"provider": "local", "model": "local:all-MiniLM-L6-v2:384",
+                                       "dim": 384, "default": True}
+        key = (home / "admin.key").read_text().strip()
+        client = {**env, "STRATA_URL": base, "STRATA_KEY": key,
+                  "STRATA_PROFILES": str(home / "none.toml")}
+
+        def strata(*argv: str) -> str:
+            out = subprocess.run(STRATA + list(argv), env=client, capture_output=True,
+                                 text=True, timeout=300)
+            assert out.returncode == 0, (argv, out.stderr)
+            return out.stdout
+
+        strata("remember", "I prefer MongoDB", "--path", "users.carol")
+        strata("remember", "I've switched to PostgreSQL", "--path", "users.carol")
+        strata("remember", "--as-is", "I drive a Volvo", "--path", "users.carol")
+        hits = json.loads(strata("recall", "which database", "--path", "users.carol", "--json"))
+        assert "PostgreSQL" in hits[0]["content"], hits
+        assert any("Volvo" in h["content"] for h in hits[1:]), hits  # control: it was there
+        assert hits[0]["score"] > max(h["score"] for h in hits[1:])
+
+        headers = {"Authorization": f"Bearer {key}"}
+        written = httpx.post(f"{base}/v1/memories", headers=headers, json={"memories": [
+            {"content": "The user is allergic to peanuts", "path": "users.dave"},
+            {"content": "The user lives in Lisbon", "path": "users.dave"}]}, timeout=60)
+        assert written.status_code == 200, written.text
+        found = httpx.post(f"{base}/v1/search", headers=headers, timeout=60,
+                           json={"query": "allergy", "paths": ["users.dave"]}).json()["results"]
+        assert [r["content"] for r in found] == ["The user is allergic to peanuts",
+                                                 "The user lives in Lisbon"]
+        assert found[0]["score"] > found[1]["score"]
+
+        # An operator command from a shell that never set STRATA_EMBEDDER: the store's.
+        listed = subprocess.run(STRATA + ["tenants", "list", "--json"], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert listed.returncode == 0, listed.stderr
+        assert "embedder" not in listed.stderr and "reindex" not in listed.stderr
+    finally:
+        out = _stop(proc)
+    assert "embedder: local, model local:all-MiniLM-L6-v2:384 (the store's)" in out

@@ -375,7 +375,7 @@ def test_strata_dev_restarts_its_embedded_postgres(tmp_path):
     strata the memory written before answers again and /readyz says ready."""
     home, port = tmp_path / "home", _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    env.update(STRATA_HOME=str(home), STRATA_PORT=str(port))
+    env.update(STRATA_HOME=str(home), STRATA_PORT=str(port), STRATA_EMBEDDER="hash")
     proc = subprocess.Popen([sys.executable, "-m", "strata.cli", "dev"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"

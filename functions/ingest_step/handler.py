@@ -20,7 +20,7 @@ from strata import logs
 from strata.config import get_settings
 from strata.db import get_database
 from strata.ingest.pipeline import STEPS, IngestRuntime, record_failure, run_step
-from strata.providers import get_embedder
+from strata.store_embedder import resolve
 
 # Nothing patched: X-Ray's httpx patch (the model calls) replaces httpx.Client, and only on
 # Lambda, where tracing is on: the tests would never run what production runs.
@@ -34,8 +34,10 @@ def runtime() -> IngestRuntime:
     """Built once per container: the pool, embedder and model clients outlive invocations."""
     global _runtime
     if _runtime is None:
-        settings = get_settings()
-        _runtime = IngestRuntime(get_database(), get_embedder(settings), settings)
+        settings, db = get_settings(), get_database()
+        # The store's embedder (a configured other one, on a store with vectors, is refused,
+        # as the API refuses it): what the API searches with is what this step writes with.
+        _runtime = IngestRuntime(db, resolve(db, settings, strict=True).embedder, settings)
     return _runtime
 
 

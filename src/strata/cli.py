@@ -23,7 +23,7 @@ from typing import Any
 
 from strata.cli_support import (
     EXIT_CLOSED_PIPE, EXIT_USAGE, fail, find_tenant, finish, open_database, print_json,
-    system_caller, table, when,
+    store_embedder, system_caller, table, when,
 )
 from strata.config import get_settings
 from strata.errors import StrataError
@@ -57,24 +57,36 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from strata.db.migrate import check_schema
     from strata.errors import Conflict
     from strata.providers.embedders import describe, get_embedder
+    from strata.store_embedder import EmbedderMismatch, resolve
 
     from strata.cli_support import warn_embedder_mismatch
 
     settings = get_settings()
     settings.home.mkdir(parents=True, exist_ok=True)
+    if settings.embedder:
+        try:
+            get_embedder(settings)  # a model that cannot give STRATA_EMBEDDING_DIM
+        except ValueError as exc:
+            return fail(args, str(exc), field="embedder")
+    db = open_database(check_embedder=False)
     try:
-        embedder = get_embedder(settings)  # a model that cannot give STRATA_EMBEDDING_DIM
+        # The store's embedder; a configured one that is not (on a store with vectors) is
+        # refused rather than served: its queries would rank the store's vectors as noise.
+        chosen = resolve(db, settings, strict=True)
+    except EmbedderMismatch as exc:
+        return fail(args, str(exc), code="embedder_mismatch", field="embedder")
     except ValueError as exc:
         return fail(args, str(exc), field="embedder")
-    db = open_database(check_embedder=False)
+    embedder = chosen.embedder
     with db.connection() as conn:
         try:
-            check_schema(conn, settings)  # a dimension the database does not store
+            check_schema(conn, chosen.settings)  # a dimension the database does not store
         except RuntimeError as exc:
             return fail(args, str(exc), code="schema")
-    # Vectors of another model than the configured one: the server starts (they are still
-    # read, written and exported), but recall ranks them as noise until `strata reindex`.
-    stale = warn_embedder_mismatch(db)
+    # Vectors of another model than the store's (an unfinished `strata reindex`): the server
+    # starts (they are still read, written and exported), but recall ranks them as noise
+    # until the reindex finishes.
+    stale = warn_embedder_mismatch(db, embedder)
     # --json: the startup facts as one JSON object on stdout; everything else on stderr.
     say = (lambda *a, **k: print(*a, file=sys.stderr, **k)) if args.json else print
     started: dict[str, Any] = {"tenant": "default", "key_file": str(settings.admin_key_file)}
@@ -93,7 +105,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
             f"{path}):\n\n    {key.key}\n")
         started.update(created=True, key=key.key)
     info = describe(settings, embedder)
-    default = " (the default: set STRATA_EMBEDDER for a real model)" if info["default"] else ""
+    default = ""
+    if info["default"]:
+        default = " (the store's)" if info["provider"] != "hash" else (
+            " (the store's: lexical only; for recall by meaning run `strata reindex` with "
+            "STRATA_EMBEDDER=local)")
     url = f"http://{settings.host}:{settings.port}"
     say(f"strata: API on {url}, MCP on {url}/mcp "
         f"(embedder: {info['provider']}, model {info['model']}{default})")
@@ -108,7 +124,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
     watchdog = embedded.watch(settings)
     stop_digests = _publish_digests_every(db, settings)
     try:
-        uvicorn.run(create_app(db=db, embedder=embedder), host=settings.host, port=settings.port,
+        # The settings as given (healthz says whether STRATA_EMBEDDER was set), with the
+        # store's dimension, which requests check the schema against.
+        served = settings.model_copy(update={"embedding_dim": embedder.dim})
+        uvicorn.run(create_app(db=db, embedder=embedder, settings=served),
+                    host=settings.host, port=settings.port,
                     log_level="info", log_config=logs.uvicorn_log_config(stderr=args.json))
     finally:
         stop_digests.set()
@@ -369,11 +389,17 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     settings = get_settings()
     if args.dim is not None:
         settings = settings.model_copy(update={"embedding_dim": args.dim})
+    db = open_database(check_embedder=False)  # the fix for a mismatch, not a victim of it
     try:
+        # The configured embedder is the one to switch to; without one, the store's (which
+        # finishes an interrupted run to it), at --dim when given.
+        if settings.embedder is None:
+            settings = store_embedder(db, settings).settings
+            if args.dim is not None:
+                settings = settings.model_copy(update={"embedding_dim": args.dim})
         embedder = get_embedder(settings)
     except ValueError as exc:
         return fail(args, str(exc), field="dim" if args.dim is not None else None)
-    db = open_database(check_embedder=False)  # the fix for a mismatch, not a victim of it
     tenant_id = find_tenant(db, args.tenant).id if args.tenant else None
 
     from strata.progress import bar

@@ -572,20 +572,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from strata.config import get_settings
-    from strata.providers.embedders import get_embedder
+    from strata.cli_support import store_embedder, warn_embedder_mismatch
+    from strata.store_embedder import EmbedderMismatch
 
-    settings = get_settings()
-    try:
-        embedder = get_embedder(settings)
-    except ValueError as exc:
-        return _operator_error(args, exc)
     try:
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
     except OSError as exc:
         return _operator_error(args, f"cannot read {args.file}: {exc.strerror}", field="file")
     try:
-        return _import(args, open_database(), settings, embedder, source)
+        db = open_database(check_embedder=False)
+        try:  # what the import embeds with is the store's embedder, as the server's is
+            chosen = store_embedder(db)
+        except (ValueError, EmbedderMismatch) as exc:
+            return _operator_error(args, exc)
+        warn_embedder_mismatch(db, chosen.embedder)
+        return _import(args, db, chosen.settings, chosen.embedder, source)
     finally:
         if source is not sys.stdin:
             source.close()

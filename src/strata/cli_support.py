@@ -37,8 +37,10 @@ JSON_HELP = "machine-readable output: JSON on stdout and nothing else (errors: J
 def open_database(*, check_embedder: bool = True):
     """The process database, migrated (idempotent) so every command works on a fresh home.
 
-    Unless told not to (``strata reindex`` is the fix, not a victim), it warns on stderr when
-    the stored vectors come from another model than the configured embedder's."""
+    Unless told not to (``strata reindex`` is the fix, not a victim), it resolves the store's
+    embedder (:func:`strata.store_embedder.resolve`: a STRATA_EMBEDDER other than the store's
+    is not followed, and said so on stderr) and warns on stderr when stored vectors come from
+    another model than the store's embedder (an unfinished ``strata reindex``)."""
     from strata.db import get_database
     from strata.db.migrate import migrate
 
@@ -49,25 +51,29 @@ def open_database(*, check_embedder: bool = True):
     return db
 
 
-def warn_embedder_mismatch(db) -> str | None:
+def store_embedder(db, settings=None):
+    """What an operator command embeds with: the store's embedder
+    (:class:`strata.store_embedder.Resolved`; ``warning`` set when the configured one differs)."""
+    from strata.config import get_settings
+    from strata.store_embedder import resolve
+
+    return resolve(db, settings or get_settings(), strict=False)
+
+
+def warn_embedder_mismatch(db, embedder=None) -> str | None:
     """Log (WARNING, on stderr) and return the warning when stored memory vectors were
-    embedded by another model than the configured embedder (see
+    embedded by another model than ``embedder`` (default: the store's; see
     :func:`strata.reindex.model_mismatch`). A configuration the embedder refuses is left to
     the command to report."""
-    from strata.config import get_settings
-    from strata.providers.embedders import get_embedder
-    from strata.reindex import model_mismatch, stored_models
+    from strata.reindex import model_mismatch
+    from strata.store_embedder import EmbedderMismatch, stored_models
 
-    embedders = logging.getLogger("strata.providers.embedders")
-    level = embedders.level
-    embedders.setLevel(logging.WARNING)  # its line about the default is the server's to say
-    try:
-        model = get_embedder(get_settings()).model
-    except ValueError:
-        return None
-    finally:
-        embedders.setLevel(level)
-    warning = model_mismatch(stored_models(db), model)
+    if embedder is None:
+        try:
+            embedder = store_embedder(db).embedder
+        except (ValueError, EmbedderMismatch):
+            return None
+    warning = model_mismatch(stored_models(db), embedder.model)
     if warning:
         logging.getLogger("strata").warning(warning)
     return warning

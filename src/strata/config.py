@@ -63,10 +63,12 @@ class Settings(BaseModel):
     pool_timeout_s: float = Field(default=2.0, gt=0, le=60)
     pool_job_timeout_s: float = Field(default=30.0, gt=0, le=900)
 
-    # The embedder (strata.providers.embedders). "hash" needs nothing and is the default;
-    # "openai" is any OpenAI-compatible /embeddings endpoint, "bedrock" Amazon Titan Text
-    # Embeddings v2, "local" all-MiniLM-L6-v2 on CPU (extra `strata[local]`).
-    embedder: Literal["hash", "openai", "bedrock", "local"] = "hash"
+    # The embedder (strata.providers.embedders): "hash" (lexical, needs nothing), "openai"
+    # (any OpenAI-compatible /embeddings endpoint), "bedrock" (Amazon Titan Text Embeddings
+    # v2), "local" (all-MiniLM-L6-v2 on CPU, extra `strata[local]`). None (unset): the
+    # store's own, recorded in the database (strata.store_embedder); a new local store gets
+    # "local" when it is installed, else "hash".
+    embedder: Literal["hash", "openai", "bedrock", "local"] | None = None
     # The vector columns' dimension, and the dimension asked of the model. Changing it for an
     # existing database takes `strata reindex`.
     embedding_dim: int = Field(default=384, ge=16, le=4000)

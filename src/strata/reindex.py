@@ -41,6 +41,7 @@ from strata.write import embeddings
 from strata.db import Database
 from strata.errors import Conflict
 from strata.providers import Embedder
+from strata.store_embedder import record
 
 VECTOR_TABLES = ("memories", "tombstones", "ingest_candidates")
 _LOCK_KEY = 0x5374726152  # "StraR": one reindex at a time
@@ -65,6 +66,8 @@ class ReindexReport:
     tombstones: dict[str, int] = field(default_factory=lambda: {
         "refilled": 0, "without_vector": 0})
     indexes: list[str] = field(default_factory=list)
+    # The store's embedder is now this one (every memory vector is its model's).
+    recorded: bool = False
     batches: int = 0
     seconds: float = 0.0
 
@@ -118,33 +121,11 @@ ORDER BY id LIMIT %(batch)s
 
 
 
-# Which models the stored vectors come from. A full scan of ``memories`` (no index leads with
-# embedding_model), bounded by a statement timeout: the check is advice at start-up, never a
-# reason to wait.
-_STORED_MODELS = """
-SELECT embedding_model AS model, count(*) AS n FROM memories
-WHERE embedding_model IS NOT NULL
-GROUP BY embedding_model ORDER BY n DESC, embedding_model
-"""
-STORED_MODELS_TIMEOUT_MS = 2000
-
-
-def stored_models(db: Database) -> dict[str, int] | None:
-    """How many memory vectors each model stamped; None when counting them took longer than
-    STORED_MODELS_TIMEOUT_MS (a very large store: the check is skipped)."""
-    try:
-        with db.connection() as conn, conn.transaction():
-            conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(
-                sql.Literal(STORED_MODELS_TIMEOUT_MS)))
-            return {r["model"]: r["n"] for r in conn.execute(_STORED_MODELS).fetchall()}
-    except pg_errors.QueryCanceled:
-        return None
-
-
 def model_mismatch(stored: dict[str, int] | None, model: str) -> str | None:
-    """The warning when stored vectors come from another model than ``model`` (the configured
-    embedder's): search compares a query embedded by one model with vectors of another, so
-    the vector arm ranks noise until ``strata reindex`` re-embeds them. None when they match."""
+    """The warning when stored vectors come from another model than ``model`` (the store's
+    embedder's; an unfinished ``strata reindex`` leaves a store so): search compares a query
+    embedded by one model with vectors of another, so the vector arm ranks noise until the
+    reindex finishes. None when they match."""
     if not stored:
         return None
     others = {m: n for m, n in stored.items() if m != model}
@@ -152,9 +133,9 @@ def model_mismatch(stored: dict[str, int] | None, model: str) -> str | None:
         return None
     total, stale = sum(stored.values()), sum(others.values())
     return (f"{stale} of {total} stored memory vectors were embedded by "
-            f"{', '.join(others)}, not by the configured embedder {model}: recall ranks them "
-            "as noise until you run `strata reindex` (it re-embeds them with the configured "
-            "embedder), or set STRATA_EMBEDDER back")
+            f"{', '.join(others)}, not by the store's embedder {model}: recall ranks them "
+            "as noise until a `strata reindex` finishes (run it again with STRATA_EMBEDDER set "
+            "to the embedder it switches to; it resumes)")
 
 
 class Reindex:
@@ -188,6 +169,7 @@ class Reindex:
                 self._candidates()
                 self._tombstones()
                 self._count_remaining()
+                self._record()
             finally:
                 self.report.seconds = round(time.perf_counter() - started, 3)
                 lock.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
@@ -294,6 +276,18 @@ class Reindex:
         # A retired value whose memory is gone (or could not be re-embedded) keeps its hash
         # check but loses the semantic one.
         self.report.tombstones["without_vector"] = row["tombstones"]
+
+    def _record(self) -> None:
+        """Once every memory vector in the store is the new model's (a run over one tenant
+        counts the others too), the store's embedder is the new one: processes that do not
+        configure one follow it (strata.store_embedder)."""
+        with self.db.connection() as conn:
+            left = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM memories WHERE embedding_model IS DISTINCT FROM"
+                " %(model)s) AS left", {"model": self.embedder.model}).fetchone()["left"]
+        if not left:
+            record(self.db, self.embedder)
+            self.report.recorded = True
 
     # -- helpers ---------------------------------------------------------------------------
 

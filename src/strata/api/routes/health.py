@@ -14,16 +14,21 @@ router = APIRouter(tags=["health"])
 
 
 class Embedding(BaseModel):
-    provider: str = Field(description="The embedder setting (`hash`, `local`, `openai`, ...).")
-    model: str = Field(description="The model, as stamped on the rows it embeds.")
-    dim: int = Field(description="The vectors' dimension.")
-    default: bool = Field(description="True when no embedder was configured (the hash default).")
+    provider: str = Field(description=(
+        "The embedder (`hash`, `local`, `openai`, `bedrock`), or `store` when STRATA_EMBEDDER "
+        "is unset and this process has not read the store's yet (the first request that "
+        "embeds does; liveness never asks the database)."))
+    model: str | None = Field(description="The model, as stamped on the rows it embeds.")
+    dim: int | None = Field(description="The vectors' dimension.")
+    default: bool = Field(description=(
+        "True when STRATA_EMBEDDER is not set: the store's embedder (recorded in the database; "
+        "a new local store's is `local` when installed, else `hash`)."))
 
 
 class Health(BaseModel):
     status: Literal["ok"] = Field(description="Always `ok`: the process answers.")
     runtime: Literal["local", "aws"] = Field(description="Where it runs.")
-    embedder: str = Field(description="The embedder setting.")
+    embedder: str = Field(description="`embedding.provider`.")
     embedding: Embedding = Field(description="The embedder in use.")
     audit_failures: int = Field(description=(
         "Audit entries this process failed to write since it started (audit fails open)."))
@@ -42,12 +47,15 @@ def healthz(request: Request) -> Health:
     The process answers. It asks nothing of the database (readiness does) and takes no key.
     """
     runtime = request.app.state.runtime
+    # provider, model (as stamped on rows), dim, and whether STRATA_EMBEDDER was left unset
+    embedder = runtime.known_embedder
+    embedding = (describe(runtime.settings, embedder) if embedder is not None else
+                 {"provider": "store", "model": None, "dim": None, "default": True})
     return {
         "status": "ok",
         "runtime": runtime.settings.runtime,
-        "embedder": runtime.settings.embedder,
-        # provider, model (as stamped on rows), dim, and whether it is the hash default
-        "embedding": describe(runtime.settings, runtime.embedder),
+        "embedder": embedding["provider"],
+        "embedding": embedding,
         "audit_failures": failure_count(),
     }
 
