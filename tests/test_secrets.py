@@ -239,7 +239,8 @@ def luhn_check_digit(body: str) -> str:
 @st.composite
 def card_numbers(draw, valid: bool = True) -> str:
     n = draw(st.integers(13, 19))
-    body = draw(st.text("0123456789", min_size=n - 1, max_size=n - 1))
+    body = draw(st.text("123456789", min_size=1, max_size=1)) + draw(
+        st.text("0123456789", min_size=n - 2, max_size=n - 2))
     check = int(luhn_check_digit(body))
     if not valid:
         check = (check + draw(st.integers(1, 9))) % 10
@@ -295,6 +296,19 @@ def test_a_number_failing_luhn_is_not_a_card(digits, four, before, after):
     fixed = number[:-1] + fixed_digits[-1]
     control = " ".join(p for p in (before, fixed, after) if p)
     assert [s.kind for s in find(control)] == ["card_number"]
+
+
+@FUZZ
+@given(digits=card_numbers(), before=words, after=words)
+def test_a_luhn_valid_number_beginning_with_0_is_not_a_card(digits, before, after):
+    """Given a Luhn-valid 13-19 digit number whose first digit is 0 (ISO/IEC 7812's
+         industry digit no card issuer has: "0000000000000" passes Luhn)
+    When it is scanned
+    Then nothing is found; control: the card it was made from (first digit 1-9) is one."""
+    zeroed = "0" + digits[1:-1]
+    zeroed += luhn_check_digit(zeroed)
+    assert find(" ".join(p for p in (before, zeroed, after) if p)) == []
+    assert [s.kind for s in find(" ".join(p for p in (before, digits, after) if p))] == ["card_number"]
 
 
 # --------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ Three kinds of evidence, each precise on its own:
   flagged), ``KeywordDetector`` (built for code: it misses "the wifi password is hunter2";
   the prose rules below replace it) and ``IPPublicDetector`` (an address is not a secret).
 - **Checksummed numbers**: 13-19 digits, ungrouped or grouped by one kind of separator
-  (space or dash; the first group 4+ digits, inner groups 3+) that pass Luhn are a card; an
+  (space or dash; the first group 4+ digits, inner groups 3+), not beginning with 0 (the
+  industry digit no card issuer has), that pass Luhn are a card; an
   IBAN has its country's length and passes mod-97; ``NNN-NN-NNNN`` in the SSA's valid ranges
   is a US SSN.
 - **Prose forms**: a secret noun, then a stated value: "the wifi password is hunter2",
@@ -272,6 +273,8 @@ def _card_window(text: str, groups: list[tuple[int, int]], i: int) -> int | None
         if not 13 <= sum(sizes) <= 19 or sizes[0] < 4 or any(n < 3 for n in sizes[1:-1]):
             continue
         if len({text[groups[k][1]] for k in range(i, j)}) > 1:  # one kind of separator
+            continue
+        if text[groups[i][0]] == "0":  # no issuer's numbers begin with 0 (ISO/IEC 7812)
             continue
         if _luhn("".join(text[s:e] for s, e in groups[i:j + 1])):
             return j
