@@ -53,7 +53,7 @@ THRESHOLDS = (0.3, 0.5, 0.7)
 # relevant results of the tuning split twice as much in total as the others, so that a score
 # of 0.5 is where dropping a result is right when missing a relevant one costs twice as much
 # as showing one more that is not -- whatever share of a store's results is relevant.
-PRIOR_ODDS = 2.0
+PRIOR_ODDS = 1.5
 BINS = 10
 # The fit's L2 penalty on the coefficients (not the intercept), per result: keeps collinear
 # features (cosine and the fused margin) from trading huge opposite weights.
@@ -160,7 +160,8 @@ def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, l2: flo
 def report(scores: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """Recall (relevant kept), drop (others dropped) and precision at each threshold, and the
     expected calibration error over ``BINS`` equal-width bins: ``ece`` at the score's prior
-    (the results weighted as the fit weighs them), ``ece_observed`` against the share of
+    (the results weighted as the fit weighs them; :func:`group_report` takes it over the
+    foreign questions' results too, as the fit does), ``ece_observed`` against the share of
     relevant results as it is (LoCoMo's prior: a score at the prior odds is not calibrated
     to it, and this says by how much)."""
     pos, neg = y == 1, y == 0
@@ -220,6 +221,8 @@ def group_report(rows: Sequence[dict[str, Any]], scores: np.ndarray) -> dict[str
     own = np.array([not r.get("foreign") for r in rows], dtype=bool)
     y = np.array([r["label"] for r in rows])
     out = report(scores[own], y[own])
+    # at the score's prior: every result, weighted as the fit weighs the tuning ones
+    out["ece"] = round(ece(scores, y, prior_weights(y)), 4)
     if (~own).any():
         by_q: dict[tuple, list[float]] = {}
         for r, s in zip(rows, scores, strict=True):

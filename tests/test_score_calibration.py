@@ -20,7 +20,7 @@ support.load_module("locomo_eval", ROOT / "eval" / "locomo_eval.py", register=Tr
 calib = support.load_module("score_calibration", ROOT / "eval" / "score_calibration.py")
 
 TRUE_INTERCEPT = -3.0
-TRUE = {"relevance": 0.5, "cosine": 1.0, "text": 1.5, "margin": 2.0, "reciprocal_rank": 1.0}
+TRUE = {"cosine": 1.0, "text": 1.5, "rank_match": 2.0, "margin_match": 1.0}
 
 
 def synthetic_rows(n: int, seed: int) -> list[dict]:

@@ -75,13 +75,14 @@ def test_search_finds_by_words_and_explains_the_score(client, tenant):
         rel = r["explain"]["relevance"]
         assert r["score"] == r["explain"]["score"] == rel["score"] and 0 < r["score"] < 1
         assert rel["calibration"] == "hash"  # the tests' embedder
-        assert rel["features"]["reciprocal_rank"] == 1 / r["rank"]
+        assert rel["features"]["rank_match"] <= 1 / r["rank"]
         assert abs(rel["logit"] - rel["intercept"] - sum(rel["contributions"].values())) < 1e-9
         assert abs(r["score"] - 1 / (1 + math.exp(-rel["logit"]))) < 1e-12
     x = ex["relevance"]["features"]
-    assert abs(x["relevance"] - (w * max(0.0, ex["vector"]["score"]) + (1 - w) * min(
-        1.0, ex["text"]["score"] / ex["text"]["idf_sum"]))) < 1e-6
-    assert x["margin"] == 0.0  # the best fused score of the query
+    match = w * max(0.0, ex["vector"]["score"]) + (1 - w) * min(
+        1.0, ex["text"]["score"] / ex["text"]["idf_sum"])
+    # first, and the best fused score of the query: both place features are the match itself
+    assert abs(x["rank_match"] - match) < 1e-6 and abs(x["margin_match"] - match) < 1e-6
 
 
 def test_search_respects_paths_grants_and_tenants(client, tenant, make_tenant, db):

@@ -103,30 +103,35 @@ Relevance (:func:`calibrated`)
     vector part is min-max normalised, so some candidate always gets 1), and its scale is
     nobody's: with the ``local`` embedder a query's results scored ~0.01 whether they answered
     it or not. A result's ``score`` is instead the probability that it is relevant -- on
-    LoCoMo, that it cites an evidence turn of the question -- from features search already has
-    (:func:`score_features`, each 0..1 and each higher for a likelier hit): :func:`relevance`
-    (the query's weighted sum of the raw cosine and the text score over the query's total
-    idf: how close the memory is and how much of the query's information it holds, whatever
-    else was found), the cosine and the text score alone, the ``margin`` (its fused score
-    less the query's best, -1..0) and the reciprocal of its rank. A logistic function of
-    them: ``score = 1 / (1 + exp(-(intercept + sum(coefficient * feature))))``, with one
-    :class:`Calibration` per embedder (:data:`CALIBRATIONS`: a ``hash`` cosine and a
-    ``local`` one mean different things), fitted by eval/score_calibration.py on LoCoMo's
-    tuning conversations and checked on the held-out ones (docs/relevance.md has the
-    figures). Every coefficient is positive, so the score rises with each feature.
+    LoCoMo, that it cites an evidence turn of the question -- from what search already knows
+    of it (:class:`ScoreInputs`), as four features (:func:`score_features`, each 0..1): the
+    raw cosine, the text score over the query's total idf (how much of the query's
+    information the memory holds), and its *match* -- :func:`relevance`, the query's weighted
+    sum of those two -- discounted by its place: ``match / rank`` and ``match * (1 +
+    margin)``, the margin being its fused score less the query's best (-1..0). A first place
+    counts only as much as the match is good: every question of LoCoMo has its answer in the
+    store, so a first result there is usually relevant, but the first result of a question
+    nothing answers is not. The score is ``1 / (1 + exp(-(intercept + sum(coefficient *
+    feature))))``, one :class:`Calibration` per embedder (:data:`CALIBRATIONS`: a ``hash``
+    cosine and a ``local`` one mean different things), fitted by eval/score_calibration.py on
+    LoCoMo's tuning conversations -- their own questions, and each asked the other's, which
+    nothing in it answers -- and checked on the held-out ones (docs/relevance.md has the
+    figures). Every coefficient is positive, so the score rises with the cosine, the text
+    score, the fused score and the rank.
 
-    The probability is at prior odds of 2:1 for relevance, not at the share of a store's
-    results that are relevant (LoCoMo's is about 1:10, and it is a property of the corpus and
-    the query, not of a result): ``min_score`` 0.5 then drops a result exactly when missing a
-    relevant result costs twice what showing an irrelevant one does. On held-out LoCoMo
-    that keeps ~81 % of the relevant results and drops ~76 % of the others. For the
-    probability at a base rate ``b``: ``logit + ln(b / (1 - b)) - ln 2``.
+    The probability is at prior odds of 1.5:1 for relevance, not at the share of a store's
+    results that are relevant (LoCoMo's is about 1:10, and it belongs to the corpus and the
+    question, not to a result): ``min_score`` 0.5 drops a result when missing a relevant one
+    costs 1.5 times what showing an irrelevant one does. On held-out LoCoMo, 0.5 keeps 82 %
+    of the relevant results, drops 71 % of the others and 99 % of the results of questions
+    nothing answers. The probability at a base rate ``b`` is the logistic of ``logit +
+    ln(b / (1 - b)) - ln 1.5``.
 
-    The score is computed once the order is final (the rank is a feature) and never changes
+    The score is computed once the order is final (the rank is an input) and never changes
     it: it replaces the number shown and what ``min_score`` compares with. ``explain.relevance``
     carries the features, each coefficient's contribution, the logit and the score -- the
-    same :class:`Scored` the result's ``score`` comes from. The time boost and an asked
-    attribute enter only through the fused score (the margin and the rank).
+    same :class:`Scored` the result's ``score`` is. The time boost and an asked attribute
+    enter only through the fused score (the margin and the rank).
 """
 
 from __future__ import annotations
@@ -358,18 +363,18 @@ class Scored:
                 "logit": self.logit, "score": self.score}
 
 
-# The score's features, each higher for a likelier hit (see "Relevance").
-FEATURES = ("relevance", "cosine", "text", "margin", "reciprocal_rank")
+# The score's features (see "Relevance").
+FEATURES = ("cosine", "text", "rank_match", "margin_match")
 
 # Fitted by eval/score_calibration.py --fit on LoCoMo's tuning conversations (26, 30),
-# observations mode, hybrid top 10; refit with the same command after a change to the
-# fusion, to a feature, or to an embedder, and paste its ``fit``. Held-out figures:
-# docs/relevance.md.
+# observations mode, hybrid top 10, at prior odds 1.5; refit with the same command after a
+# change to the fusion, to a feature, or to an embedder, and paste its ``fit``. Held-out
+# figures: docs/relevance.md.
 CALIBRATIONS = {
-    "local": Calibration("local", -3.0, (("relevance", 0.0), ("cosine", 2.0), ("text", 2.0),
-                                          ("margin", 4.0), ("reciprocal_rank", 1.0))),
-    "hash": Calibration("hash", -3.0, (("relevance", 0.0), ("cosine", 2.0), ("text", 2.0),
-                                        ("margin", 4.0), ("reciprocal_rank", 1.0))),
+    "local": Calibration("local", -3.5687, (("cosine", 3.2296), ("text", 0.6429),
+                                             ("rank_match", 3.342), ("margin_match", 2.3075))),
+    "hash": Calibration("hash", -2.2265, (("cosine", 1.6361), ("text", 1.409),
+                                           ("rank_match", 2.5068), ("margin_match", 2.3194))),
 }
 
 
@@ -387,13 +392,14 @@ def score_inputs(hit: Ranked, fused: Fused, rank: int) -> ScoreInputs:
 
 
 def score_features(x: ScoreInputs) -> dict[str, float]:
-    """The features of :data:`FEATURES`, each 0..1 (``margin`` -1..0)."""
+    """The features of :data:`FEATURES`, each 0..1 and each rising with the cosine, the text
+    score, the fused score and the rank (see "Relevance")."""
+    match = relevance(weight=x.weight, cosine=x.cosine, text=x.text)
     return {
-        "relevance": relevance(weight=x.weight, cosine=x.cosine, text=x.text),
         "cosine": 0.0 if x.cosine is None else max(0.0, min(1.0, x.cosine)),
         "text": max(0.0, min(1.0, x.text)),
-        "margin": max(-1.0, min(0.0, x.fused - x.best)),
-        "reciprocal_rank": 1.0 / max(1, x.rank),
+        "rank_match": match / max(1, x.rank),
+        "margin_match": match * (1.0 + max(-1.0, min(0.0, x.fused - x.best))),
     }
 
 
