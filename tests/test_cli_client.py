@@ -248,12 +248,12 @@ def test_remember_as_is_with_context_is_recalled_by_the_question(env, capsys):
     are not part of it (control: the same words find nothing before it is stored); --context
     without --as-is is bad input naming it."""
     code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
-    assert code == 0 and json.loads(out) == []
+    assert code == 0 and json.loads(out)["results"] == []
     code, out, _ = run(capsys, "remember", "--as-is", "Five years already", "--context",
                        "How long have you been married?", "--path", PATH, "--json")
     assert code == 0 and json.loads(out)["items"][0]["outcome"] == "created", out
     code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
-    [hit] = json.loads(out)
+    [hit] = json.loads(out)["results"]
     assert (hit["content"], hit["context"]) == ("Five years already",
                                                 "How long have you been married?")
     code, _, err = run(capsys, "remember", "Five years", "--context", "When?", "--path", PATH)
