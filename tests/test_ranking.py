@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from strata.ranking import (
     CALIBRATIONS, DEFAULT, FEATURES, Candidate, FusionParams, ScoreInputs, calibrated,
-    calibration_for, fuse, has_identifier, relevance, vector_weight,
+    calibration_for, fuse, has_identifier, vector_weight,
 )
 
 scores = st.one_of(st.none(), st.floats(min_value=-1.0, max_value=1.0, allow_nan=False))
@@ -125,8 +125,7 @@ def test_score_is_a_probability_made_as_explained_and_never_reorders(cands, mode
     for rank, r in enumerate(fused.ranked, 1):
         s = r.scored
         assert 0.0 <= r.relevance <= 1.0 and r.relevance == s.score
-        match = relevance(weight=fused.weight, cosine=r.candidate.cosine, text=r.text_by_idf)
-        assert s.features["rank_match"] == match / rank
+        assert s.features["rank_match"] == (s.features["cosine"] + s.features["text"]) / 2 / rank
         assert s.contributions == {n: coef[n] * s.features[n] for n in FEATURES}
         assert math.isclose(s.logit, cal.intercept + sum(s.contributions.values()),
                             abs_tol=1e-12)
@@ -140,15 +139,15 @@ unit = st.floats(0.0, 1.0)
 
 
 @settings(max_examples=300, deadline=None)
-@given(calibrations, st.one_of(st.none(), st.floats(-1.0, 1.0)), unit, unit,
+@given(calibrations, st.one_of(st.none(), st.floats(-1.0, 1.0)), unit,
        st.floats(-2.0, 0.0), st.integers(1, 50),
        st.sampled_from(["cosine", "text", "fused", "rank"]), st.floats(0.0, 1.0))
-def test_score_rises_with_each_input(cal, cosine, text, weight, margin, rank, which, step):
+def test_score_rises_with_each_input(cal, cosine, text, margin, rank, which, step):
     """Each calibration's score never falls when one input gets better -- the cosine, the text
     score, the fused score (nearer the query's best) or the rank (nearer the first) -- the
     rest held; and it stays in 0..1."""
     assert all(c > 0 for _, c in cal.coefficients)
-    base = ScoreInputs(cosine=cosine, text=text, weight=weight, fused=margin, best=0.0, rank=rank)
+    base = ScoreInputs(cosine=cosine, text=text, fused=margin, best=0.0, rank=rank)
     better = {
         "cosine": replace(base, cosine=min(1.0, (cosine or 0.0) + step)),
         "text": replace(base, text=min(1.0, text + step)),

@@ -32,7 +32,7 @@ def synthetic_rows(n: int, seed: int) -> list[dict]:
         best = float(rng.uniform(0.3, 1.5))
         x = ranking.ScoreInputs(
             cosine=float(rng.uniform(-0.2, 1.0)), text=float(rng.uniform(0, 1)),
-            weight=float(rng.uniform(0.05, 0.95)), fused=best - float(rng.uniform(0, 1.2)),
+            fused=best - float(rng.uniform(0, 1.2)),
             best=best, rank=int(rng.integers(1, 11)))
         f = ranking.score_features(x)
         z = TRUE_INTERCEPT + sum(TRUE[k] * f[k] for k in TRUE)

@@ -69,8 +69,8 @@ def test_search_finds_by_words_and_explains_the_score(client, tenant):
     assert [r["explain"]["rank_score"] for r in results] == sorted(
         (r["explain"]["rank_score"] for r in results), reverse=True)
     assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
-    # the score: a logistic of features, the first the raw cosine and the text score over the
-    # query's idf, weighed by the query's weight
+    # the score: a logistic of features made of the raw cosine and the text score over the
+    # query's idf
     for r in results:
         rel = r["explain"]["relevance"]
         assert r["score"] == r["explain"]["score"] == rel["score"] and 0 < r["score"] < 1
@@ -79,8 +79,8 @@ def test_search_finds_by_words_and_explains_the_score(client, tenant):
         assert abs(rel["logit"] - rel["intercept"] - sum(rel["contributions"].values())) < 1e-9
         assert abs(r["score"] - 1 / (1 + math.exp(-rel["logit"]))) < 1e-12
     x = ex["relevance"]["features"]
-    match = w * max(0.0, ex["vector"]["score"]) + (1 - w) * min(
-        1.0, ex["text"]["score"] / ex["text"]["idf_sum"])
+    match = (max(0.0, ex["vector"]["score"]) + min(
+        1.0, ex["text"]["score"] / ex["text"]["idf_sum"])) / 2
     # first, and the best fused score of the query: both place features are the match itself
     assert abs(x["rank_match"] - match) < 1e-6 and abs(x["margin_match"] - match) < 1e-6
 

@@ -106,9 +106,13 @@ Relevance (:func:`calibrated`)
     LoCoMo, that it cites an evidence turn of the question -- from what search already knows
     of it (:class:`ScoreInputs`), as four features (:func:`score_features`, each 0..1): the
     raw cosine, the text score over the query's total idf (how much of the query's
-    information the memory holds), and its *match* -- :func:`relevance`, the query's weighted
-    sum of those two -- discounted by its place: ``match / rank`` and ``match * (1 +
-    margin)``, the margin being its fused score less the query's best (-1..0). A first place
+    information the memory holds), and its *match* -- the mean of those two -- discounted by
+    its place: ``match / rank`` and ``match * (1 + margin)``, the margin being its fused
+    score less the query's best (-1..0). Not the query's vector weight: that is the
+    ranking's device, and it can put 95 % on a text arm that found nothing ("which
+    database" against "The user prefers MongoDB": no shared word), which scored the right
+    answer ~0.01 (measured with the query's weight in the match, the held-out figures were
+    a point lower too). A first place
     counts only as much as the match is good: every question of LoCoMo has its answer in the
     store, so a first result there is usually relevant, but the first result of a question
     nothing answers is not. The score is ``1 / (1 + exp(-(intercept + sum(coefficient *
@@ -122,9 +126,9 @@ Relevance (:func:`calibrated`)
     The probability is at prior odds of 1.5:1 for relevance, not at the share of a store's
     results that are relevant (LoCoMo's is about 1:10, and it belongs to the corpus and the
     question, not to a result): ``min_score`` 0.5 drops a result when missing a relevant one
-    costs 1.5 times what showing an irrelevant one does. On held-out LoCoMo, 0.5 keeps 82 %
-    of the relevant results, drops 71 % of the others and 99 % of the results of questions
-    nothing answers. The probability at a base rate ``b`` is the logistic of ``logit +
+    costs 1.5 times what showing an irrelevant one does. On held-out LoCoMo (local
+    embedder), 0.5 keeps 83 % of the relevant results, drops 72 % of the others and 99 % of
+    the results of questions nothing answers. The probability at a base rate ``b`` is the logistic of ``logit +
     ln(b / (1 - b)) - ln 1.5``.
 
     The score is computed once the order is final (the rank is an input) and never changes
@@ -315,21 +319,12 @@ def _by_idf(values: list[float | None], idf_sum: float) -> list[float]:
     return [min(1.0, max(0.0, v / idf_sum)) if v is not None else 0.0 for v in values]
 
 
-def relevance(*, weight: float, cosine: float | None, text: float) -> float:
-    """The query's weighted sum of the raw cosine (clamped to 0..1) and the text score over the
-    query's idf: how close the memory is and how much of the query's information it holds,
-    0..1, whatever else was found (a feature of the score, see "Relevance")."""
-    vec = 0.0 if cosine is None else max(0.0, min(1.0, cosine))
-    return max(0.0, min(1.0, weight * vec + (1.0 - weight) * max(0.0, min(1.0, text))))
-
-
 @dataclass(frozen=True)
 class ScoreInputs:
     """What search knows of one result when it scores it (see "Relevance")."""
 
     cosine: float | None  # raw cosine to the query (None: no vector arm, or no embedding)
     text: float  # BM25 over the query's total idf, 0..1
-    weight: float  # the query's vector weight
     fused: float  # the score that ranked it (boosts included)
     best: float  # the best fused score of the query
     rank: int  # its place in the final order, 1-based
@@ -371,10 +366,10 @@ FEATURES = ("cosine", "text", "rank_match", "margin_match")
 # change to the fusion, to a feature, or to an embedder, and paste its ``fit``. Held-out
 # figures: docs/relevance.md.
 CALIBRATIONS = {
-    "local": Calibration("local", -3.5687, (("cosine", 3.2296), ("text", 0.6429),
-                                             ("rank_match", 3.342), ("margin_match", 2.3075))),
-    "hash": Calibration("hash", -2.2265, (("cosine", 1.6361), ("text", 1.409),
-                                           ("rank_match", 2.5068), ("margin_match", 2.3194))),
+    "local": Calibration("local", -3.6899, (("cosine", 2.8764), ("text", 0.9404),
+                                             ("rank_match", 3.4952), ("margin_match", 2.5947))),
+    "hash": Calibration("hash", -2.3044, (("cosine", 0.8777), ("text", 2.341),
+                                           ("rank_match", 2.9715), ("margin_match", 2.6469))),
 }
 
 
@@ -387,17 +382,19 @@ def calibration_for(embedder_model: str) -> Calibration:
 
 def score_inputs(hit: Ranked, fused: Fused, rank: int) -> ScoreInputs:
     best = max((r.score for r in fused.ranked), default=hit.score)
-    return ScoreInputs(cosine=hit.candidate.cosine, text=hit.text_by_idf, weight=fused.weight,
-                       fused=hit.score, best=best, rank=rank)
+    return ScoreInputs(cosine=hit.candidate.cosine, text=hit.text_by_idf, fused=hit.score,
+                       best=best, rank=rank)
 
 
 def score_features(x: ScoreInputs) -> dict[str, float]:
     """The features of :data:`FEATURES`, each 0..1 and each rising with the cosine, the text
     score, the fused score and the rank (see "Relevance")."""
-    match = relevance(weight=x.weight, cosine=x.cosine, text=x.text)
+    cosine = 0.0 if x.cosine is None else max(0.0, min(1.0, x.cosine))
+    text = max(0.0, min(1.0, x.text))
+    match = (cosine + text) / 2
     return {
-        "cosine": 0.0 if x.cosine is None else max(0.0, min(1.0, x.cosine)),
-        "text": max(0.0, min(1.0, x.text)),
+        "cosine": cosine,
+        "text": text,
         "rank_match": match / max(1, x.rank),
         "margin_match": match * (1.0 + max(-1.0, min(0.0, x.fused - x.best))),
     }
