@@ -310,9 +310,12 @@ def _explain_line(explain: dict[str, Any] | None) -> str:
         parts.append(f"ranked by {explain['rank_score']:.4f}")
     rel = explain.get("relevance") or {}
     if rel.get("contributions"):
+        # the score shown, as it was made (strata.ranking, "Relevance")
         terms = " ".join(f"{c:+.2f} {name}" for name, c in rel["contributions"].items())
-        parts.append(f"score = σ({rel['intercept']:+.2f} {terms} = {rel['logit']:+.2f})")
-    parts.append(f"= {explain.get('score', 0):.4f}")
+        parts.append(f"score = σ({rel['intercept']:+.2f} {terms} = {rel['logit']:+.2f})"
+                     f" = {explain.get('score', 0):.4f}")
+    else:
+        parts.append(f"= {explain.get('score', 0):.4f}")
     return " · ".join(parts)
 
 

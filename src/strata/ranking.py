@@ -380,8 +380,11 @@ def calibration_for(embedder_model: str) -> Calibration:
     return CALIBRATIONS["hash"] if embedder_model.startswith("strata-hash") else CALIBRATIONS["local"]
 
 
-def score_inputs(hit: Ranked, fused: Fused, rank: int) -> ScoreInputs:
-    best = max((r.score for r in fused.ranked), default=hit.score)
+def score_inputs(hit: Ranked, fused: Fused, rank: int, best: float | None = None) -> ScoreInputs:
+    """What search knows of ``hit`` at ``rank`` of ``fused`` (``best``: the query's best fused
+    score, when the caller has it)."""
+    if best is None:
+        best = max((r.score for r in fused.ranked), default=hit.score)
     return ScoreInputs(cosine=hit.candidate.cosine, text=hit.text_by_idf, fused=hit.score,
                        best=best, rank=rank)
 
@@ -458,8 +461,9 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
     fused = Fused(ranked, w, strength, top_cos)
     # Scored after the order is final (a feature is the rank), and never reordering it.
     cal = calibration or CALIBRATIONS["local"]
+    best = max((r.score for r in ranked), default=0.0)
     for rank, r in enumerate(ranked, 1):
-        r.scored = calibrated(score_inputs(r, fused, rank), cal)
+        r.scored = calibrated(score_inputs(r, fused, rank, best), cal)
         r.relevance = r.scored.score
     return fused
 
