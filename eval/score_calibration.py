@@ -26,7 +26,7 @@ dropped and of questions left with no result; and the same for the scores the co
 replaces the number shown and what ``min_score`` compares with.
 
 Usage: python eval/score_calibration.py --data DIR [--embedder local|hash]
-           [--conversations 26,30,41] [--rows FILE] [--fit]
+           [--mode observations|ingest] [--conversations 26,30,41] [--rows FILE] [--fit]
 ``--rows FILE`` keeps the collected results (features and labels, no text) in FILE, and
 reads them from it when it exists: the fit can be redone without loading LoCoMo again.
 ``--fit`` adds ``fit``: the coefficients to paste into ``strata.ranking.CALIBRATIONS``.
@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_eval as L  # noqa: E402
-from harness import scratch_database  # noqa: E402
+from harness import api_client, scratch_database  # noqa: E402
 
 THRESHOLDS = (0.3, 0.5, 0.7)
 # The score's prior odds of relevance (strata.ranking, "Relevance"): the fit weighs the
@@ -67,36 +67,49 @@ L2 = 1e-3
 # --------------------------------------------------------------------------------------
 
 
-def collect(db, embedder, settings, convs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def collect(db, embedder, settings, convs: dict[str, dict[str, Any]],
+            mode: str = "observations") -> list[dict[str, Any]]:
     """Per question of every conversation, its top ``LIMIT`` results in production order, each
-    with its raw parts (:class:`strata.ranking.ScoreInputs`) and whether it is relevant."""
-    from strata import ranking
-    from strata.search import SearchRequest, candidates
+    with its raw parts (:class:`strata.ranking.ScoreInputs`) and whether it is relevant.
+    ``mode``: how LoCoMo is stored (locomo_eval's ``observations``, or ``ingest``: through
+    the real pipeline, a memory citing the turns its evidence names)."""
+    import contextlib
 
     all_q = {cid: L.questions(c) for cid, c in convs.items()}
     cached = L.CachedEmbedder(embedder, [q["question"] for qs in all_q.values() for q in qs])
     foreign = foreign_of(list(convs))
     rows: list[dict[str, Any]] = []
-    for cid, conv in convs.items():
-        t0 = time.perf_counter()
-        loaded = L.load_conversation(db, cached, settings, cid, conv, "observations", "score")
-        asked = [(q, False) for q in all_q[cid]]
-        asked += [(q, True) for q in all_q.get(foreign.get(cid, ""), [])]
-        for q, other in asked:
-            req = SearchRequest(query=q["question"], limit=L.LIMIT)
-            found = candidates(db, loaded["caller"], req, cached, now=loaded["now"])
-            fused = ranking.fuse(found.candidates, mode="hybrid", query=q["question"],
-                                 idf_sum=found.idf_sum, telling=found.telling)
-            want = set() if other else set(q["evidence"])
-            for rank, hit in enumerate(fused.ranked[:L.LIMIT], 1):
-                rows.append({"conv": cid, "q": q["i"], "category": q["category"],
-                             "foreign": other,
-                             "label": int(bool(loaded["cites"].get(hit.candidate.id, set())
-                                               & want)),
-                             **ranking.score_inputs(hit, fused, rank).__dict__})
-        print(f"score_calibration: conversation {cid}: {len(asked)} questions, "
-              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        client = (stack.enter_context(api_client(db, cached, settings))
+                  if mode == "ingest" else None)
+        for cid, conv in convs.items():
+            t0 = time.perf_counter()
+            loaded = (L.ingest_conversation(client, db, cid, conv, "score") if mode == "ingest"
+                      else L.load_conversation(db, cached, settings, cid, conv, mode, "score"))
+            asked = [(q, False) for q in all_q[cid]]
+            asked += [(q, True) for q in all_q.get(foreign.get(cid, ""), [])]
+            for q, other in asked:
+                rows += results_of(db, cached, loaded, cid, q, set() if other else
+                                   set(q["evidence"]), other)
+            print(f"score_calibration: conversation {cid}: {len(asked)} questions, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return rows
+
+
+def results_of(db, embedder, loaded: dict[str, Any], cid: str, q: dict[str, Any],
+               want: set[str], other: bool) -> list[dict[str, Any]]:
+    """One question's top ``LIMIT`` results, through the production path, as rows."""
+    from strata import ranking
+    from strata.search import SearchRequest, candidates
+
+    req = SearchRequest(query=q["question"], limit=L.LIMIT)
+    found = candidates(db, loaded["caller"], req, embedder, now=loaded["now"])
+    fused = ranking.fuse(found.candidates, mode="hybrid", query=q["question"],
+                         idf_sum=found.idf_sum, telling=found.telling)
+    return [{"conv": cid, "q": q["i"], "category": q["category"], "foreign": other,
+             "label": int(bool(loaded["cites"].get(hit.candidate.id, set()) & want)),
+             **ranking.score_inputs(hit, fused, rank).__dict__}
+            for rank, hit in enumerate(fused.ranked[:L.LIMIT], 1)]
 
 
 def foreign_of(conv_ids: Sequence[str]) -> dict[str, str]:
@@ -269,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     L.data_argument(parser)
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
+    parser.add_argument("--mode", choices=("observations", "ingest"), default="observations",
+                        help="how LoCoMo is stored (ingest: through the rule pipeline; a "
+                        "check of the constants, which are fitted in observations mode)")
     parser.add_argument("--conversations", help="comma-separated ids (default all)")
     parser.add_argument("--rows", type=Path, help="keep the collected results here (JSON)")
     parser.add_argument("--fit", action="store_true", help="fit on tune, print coefficients")
@@ -283,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         convs = L.read_conversations(args.data, only)
         with scratch_database(embedding_dim=embedder.dim, embedder=args.embedder,
                               llm_base_url=None, llm_model=None) as (db, settings):
-            rows = collect(db, embedder, settings, convs)
+            rows = collect(db, embedder, settings, convs, args.mode)
         if args.rows:
             args.rows.write_text(json.dumps(rows))
     print(json.dumps(evaluate(rows, embedder.model, args.fit), indent=2))

@@ -109,3 +109,25 @@ def test_foreign_questions_stay_within_their_group():
     pairs = calib.foreign_of(["26", "30", "41", "42", "43"])
     assert pairs == {"26": "30", "30": "26", "41": "42", "42": "43", "43": "41"}
     assert calib.foreign_of(["26", "41"]) == {}
+
+
+def test_collect_labels_results_by_their_evidence_through_the_production_path(module_db):
+    """Given the tiny LoCoMo-shaped conversation (tests/data/locomo_tiny), in observations
+    mode with the hashing embedder
+    When the script collects its questions' results
+    Then the single-hop question's evidence is among them, labelled relevant, and the other
+    results are labelled irrelevant (control: both labels occur); every row carries what the
+    score is computed from, and each question's ranks run 1, 2, ... as search returns them."""
+    from strata.providers import HashingEmbedder
+
+    db, settings = module_db
+    convs = calib.L.read_conversations(ROOT / "tests" / "data" / "locomo_tiny", None)
+    rows = calib.collect(db, HashingEmbedder(384), settings, convs)
+    labels = {r["label"] for r in rows}
+    assert labels == {0, 1}
+    assert any(r["label"] == 1 and r["category"] == 4 for r in rows)
+    for q in {r["q"] for r in rows}:
+        assert [r["rank"] for r in rows if r["q"] == q] == list(
+            range(1, 1 + sum(r["q"] == q for r in rows)))
+    scores = calib.current_scores(rows, "strata-hash-v1-384")
+    assert ((scores > 0) & (scores < 1)).all()
