@@ -9,7 +9,7 @@ Graph expansion, when asked for, is a second statement over those hits.
 Ranking
     See :mod:`strata.ranking`: BM25, the fusion and its per-query weight, the time-window boost,
     the tie-breakers, and every constant with the benchmark that chose it. ``mode`` picks the
-    arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the score is that arm's,
+    arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the fused score is that arm's,
     normalised). Results come in the fused order (``rank``); each one's ``score`` is its
     *relevance*: the probability that it is relevant, fitted per embedder (comparable across
     queries: see "Relevance" there). ``explain.relevance`` shows how it was made (features,
