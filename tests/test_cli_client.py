@@ -56,7 +56,7 @@ def remember_at(capsys, monkeypatch, text: str, at: datetime, path: str = PATH) 
 def test_remember_then_recall_as_a_table_json_and_explained(env, capsys):
     """Given a remembered preference (and a memory in another path)
     When it is recalled
-    Then the table shows its score, kind, path, content and id; --json is the API's results;
+    Then the table shows its score, kind, path, content and id; --json is the API's answer;
     --explain adds each score's breakdown; --path excludes the other path (control: it is
     found without the filter)."""
     code, out, _ = run(capsys, "remember", "I prefer PostgreSQL", "--path", PATH)
@@ -69,14 +69,46 @@ def test_remember_then_recall_as_a_table_json_and_explained(env, capsys):
     assert len(rows) == 1 and "The user prefers PostgreSQL" in rows[0] and PATH in rows[0]
 
     code, out, _ = run(capsys, "recall", "cat", "--json")
-    results = json.loads(out)
+    results = json.loads(out)["results"]
     assert rid in [r["id"] for r in results] and all("score" in r for r in results)
 
     code, out, _ = run(capsys, "recall", "which database", "--path", PATH, "--explain")
     assert code == 0 and "vector #1" in out and "weights vector" in out and "text" in out
+    assert "score = σ(" in out and "rank_match" in out
 
     code, out, _ = run(capsys, "recall", "nothing like this", "--path", "users.nobody")
     assert code == 0 and out.strip() == "no memories match"
+
+
+def test_recall_json_is_the_api_answer_and_min_score_filters_by_the_score(env, server, capsys):
+    """Given three memories
+    When recalled with --json (and --explain), and with --min-score between two results' scores
+    Then --json prints exactly what POST /v1/search answers for the same request; --min-score
+    keeps the results scoring at least it, in their ranks (control: without it a result
+    below the floor comes back), and the table shows only those."""
+    import httpx
+
+    for text in ("I prefer PostgreSQL", "I have a cat named Tom", "I live in Berlin"):
+        remember(capsys, text)
+    code, out, _ = run(capsys, "recall", "which database do I prefer", "--json", "--explain")
+    cli = json.loads(out)
+    api = httpx.post(f"{server}/v1/search", headers=env.headers, json={
+        "query": "which database do I prefer", "explain": True}).json()
+    assert code == 0 and set(cli) == {"results", "why_not"} and cli == api
+    results = cli["results"]
+    assert len(results) >= 2 and results[0]["score"] > results[-1]["score"]
+    assert all(r["score"] == r["explain"]["score"] for r in results)
+
+    floor = (results[0]["score"] + results[-1]["score"]) / 2
+    code, out, _ = run(capsys, "recall", "which database do I prefer", "--json",
+                       "--min-score", str(floor))
+    kept = json.loads(out)["results"]
+    assert code == 0 and kept and [r["id"] for r in kept] == [
+        r["id"] for r in results if r["score"] >= floor]
+    assert results[-1]["id"] not in {r["id"] for r in kept}
+    assert [r["rank"] for r in kept] == [r["rank"] for r in results if r["score"] >= floor]
+    code, out, _ = run(capsys, "recall", "which database do I prefer", "--min-score", str(floor))
+    assert code == 0 and len(out.strip().splitlines()) == 1 + len(kept)
 
 
 def test_memories_show_history_forget_restore(env, capsys, monkeypatch):
@@ -216,12 +248,12 @@ def test_remember_as_is_with_context_is_recalled_by_the_question(env, capsys):
     are not part of it (control: the same words find nothing before it is stored); --context
     without --as-is is bad input naming it."""
     code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
-    assert code == 0 and json.loads(out) == []
+    assert code == 0 and json.loads(out)["results"] == []
     code, out, _ = run(capsys, "remember", "--as-is", "Five years already", "--context",
                        "How long have you been married?", "--path", PATH, "--json")
     assert code == 0 and json.loads(out)["items"][0]["outcome"] == "created", out
     code, out, _ = run(capsys, "recall", "married", "--path", PATH, "--json")
-    [hit] = json.loads(out)
+    [hit] = json.loads(out)["results"]
     assert (hit["content"], hit["context"]) == ("Five years already",
                                                 "How long have you been married?")
     code, _, err = run(capsys, "remember", "Five years", "--context", "When?", "--path", PATH)
@@ -291,6 +323,8 @@ def test_remember_json_into_a_closed_pipe_is_quiet(server, tenant, tmp_path):
     (["remember", "--as-is", "I like tea", "--no-wait", "--path", PATH], 2, "--no-wait"),
     (["remember", "--as-is", "--path", PATH], 2, "give the statement"),
     (["remember", "--as-is", "I like tea", "--kind", "gossip"], 2, "invalid choice"),
+    (["recall", "tea", "--min-score", "1.5"], 2, "must be between 0 and 1"),
+    (["recall", "tea", "--min-score", "high"], 2, "is not a number"),
 ])
 def test_bad_input_is_a_message_and_a_status(env, capsys, argv, status, message):
     try:

@@ -4,12 +4,17 @@ may read."""
 
 from __future__ import annotations
 
+import math
 import uuid
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata.ranking import DEFAULT, Candidate, FusionParams, fuse, has_identifier, vector_weight
+from strata.ranking import (
+    CALIBRATIONS, DEFAULT, FEATURES, Candidate, FusionParams, ScoreInputs, calibrated,
+    calibration_for, fuse, has_identifier, vector_weight,
+)
 
 scores = st.one_of(st.none(), st.floats(min_value=-1.0, max_value=1.0, allow_nan=False))
 bm25s = st.one_of(st.none(), st.floats(min_value=0.0, max_value=40.0, allow_nan=False))
@@ -65,37 +70,101 @@ def test_fusion_orders_every_candidate_by_a_bounded_score(cands, mode, query, p,
 @settings(max_examples=300, deadline=None)
 @given(candidate_sets(), candidate_sets(), st.sampled_from(["vector", "keyword"]), queries,
        params, st.one_of(st.none(), st.floats(0.01, 60)))
-def test_relevance_is_bounded_and_independent_of_what_else_was_found(cands, others, mode,
-                                                                      query, p, idf_sum):
-    """A candidate's relevance stays in 0..1, is the clamped cosine in vector mode and BM25
-    over the query's idf in keyword mode, whatever its neighbours; the time boost never
-    enters it. Control: the fused score of the same candidate does change with neighbours
-    (min-max), which is why relevance exists."""
+def test_match_features_are_bounded_and_independent_of_what_else_was_found(
+        cands, others, mode, query, p, idf_sum):
+    """The score's cosine and text features stay in 0..1 and are the clamped cosine and BM25
+    over the query's idf, whatever the candidate's neighbours; the time boost never enters
+    them. Control: the fused score of the same candidate does change with neighbours
+    (min-max), which is why the score is not made from it alone."""
     others = [Candidate(**{**o.__dict__, "id": uuid.UUID(int=10_000 + i)})
               for i, o in enumerate(others)]
-    alone = {r.candidate.id: r.relevance
-             for r in fuse(cands, mode=mode, query=query, idf_sum=idf_sum, params=p).ranked}
-    crowd = {r.candidate.id: r.relevance for r in fuse(
-        cands + others, mode=mode, query=query, idf_sum=idf_sum, params=p).ranked}
+
+    def features(cs):
+        return {r.candidate.id: r.scored.features
+                for r in fuse(cs, mode=mode, query=query, idf_sum=idf_sum, params=p).ranked}
+
+    alone, crowd = features(cands), features(cands + others)
     for c in cands:
-        assert 0.0 <= alone[c.id] <= 1.0
-        assert abs(alone[c.id] - crowd[c.id]) < 1e-12
-        if mode == "vector":
-            expected = 0.0 if c.cosine is None else max(0.0, min(1.0, c.cosine))
-        else:
-            expected = min(1.0, (c.bm25 or 0.0) / idf_sum) if idf_sum else 0.0
-        assert abs(alone[c.id] - expected) < 1e-12
+        for name in ("cosine", "text"):
+            assert 0.0 <= alone[c.id][name] <= 1.0
+            assert alone[c.id][name] == crowd[c.id][name]
+        cosine = 0.0 if c.cosine is None else max(0.0, min(1.0, c.cosine))
+        text = min(1.0, (c.bm25 or 0.0) / idf_sum) if idf_sum else 0.0
+        assert alone[c.id]["cosine"] == cosine
+        assert abs(alone[c.id]["text"] - text) < 1e-12
 
 
-def test_fused_score_depends_on_neighbours_relevance_does_not():
+def test_fused_score_depends_on_neighbours_the_cosine_feature_does_not():
     """The control of the property above, on one fixed case."""
     a = Candidate(uuid.UUID(int=1), 1, 0.5, None, None)
     b = Candidate(uuid.UUID(int=2), 2, 0.2, None, None)
     alone = fuse([a], mode="vector", query="q", idf_sum=None).ranked[0]
     pair = {r.candidate.id: r for r in fuse([a, b], mode="vector", query="q", idf_sum=None).ranked}
     assert alone.score == pair[a.id].score == 1.0  # min-max: the best is 1 either way
-    assert pair[b.id].score == 0.0 and pair[b.id].relevance == 0.2
-    assert alone.relevance == pair[a.id].relevance == 0.5
+    assert pair[b.id].score == 0.0 and pair[b.id].scored.features["cosine"] == 0.2
+    assert alone.scored.features["cosine"] == pair[a.id].scored.features["cosine"] == 0.5
+
+
+calibrations = st.sampled_from(sorted(CALIBRATIONS.values(), key=lambda c: c.name))
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidate_sets(), st.sampled_from(["hybrid", "vector", "keyword"]), queries,
+       st.one_of(st.none(), st.floats(0.01, 60)), calibrations)
+def test_score_is_a_probability_made_as_explained_and_never_reorders(cands, mode, query,
+                                                                      idf_sum, cal):
+    """Whatever the candidates: each result's score is in 0..1 and is exactly the logistic of
+    its explained parts (intercept plus each coefficient times its feature); the order is
+    the fused order whichever calibration scores it (control: the two calibrations give
+    different scores for some result)."""
+    fused = fuse(cands, mode=mode, query=query, idf_sum=idf_sum, calibration=cal)
+    other = next(c for c in CALIBRATIONS.values() if c.name != cal.name)
+    again = fuse(cands, mode=mode, query=query, idf_sum=idf_sum, calibration=other)
+    assert [r.candidate.id for r in fused.ranked] == [r.candidate.id for r in again.ranked]
+    coef = dict(cal.coefficients)
+    for rank, r in enumerate(fused.ranked, 1):
+        s = r.scored
+        assert 0.0 <= r.relevance <= 1.0 and r.relevance == s.score
+        assert s.features["rank_match"] == (s.features["cosine"] + s.features["text"]) / 2 / rank
+        assert s.contributions == {n: coef[n] * s.features[n] for n in FEATURES}
+        assert math.isclose(s.logit, cal.intercept + sum(s.contributions.values()),
+                            abs_tol=1e-12)
+        assert math.isclose(s.score, 1.0 / (1.0 + math.exp(-s.logit)), rel_tol=1e-12)
+    if fused.ranked:
+        assert any(a.relevance != b.relevance
+                   for a, b in zip(fused.ranked, again.ranked, strict=True))
+
+
+unit = st.floats(0.0, 1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(calibrations, st.one_of(st.none(), st.floats(-1.0, 1.0)), unit,
+       st.floats(-2.0, 0.0), st.integers(1, 50),
+       st.sampled_from(["cosine", "text", "fused", "rank"]), st.floats(0.0, 1.0))
+def test_score_rises_with_each_input(cal, cosine, text, margin, rank, which, step):
+    """Each calibration's score never falls when one input gets better -- the cosine, the text
+    score, the fused score (nearer the query's best) or the rank (nearer the first) -- the
+    rest held; and it stays in 0..1."""
+    assert all(c > 0 for _, c in cal.coefficients)
+    base = ScoreInputs(cosine=cosine, text=text, fused=margin, best=0.0, rank=rank)
+    better = {
+        "cosine": replace(base, cosine=min(1.0, (cosine or 0.0) + step)),
+        "text": replace(base, text=min(1.0, text + step)),
+        "fused": replace(base, fused=min(0.0, margin + step)),
+        "rank": replace(base, rank=max(1, rank - int(step * 10))),
+    }[which]
+    low, high = calibrated(base, cal).score, calibrated(better, cal).score
+    assert 0.0 <= low <= high <= 1.0
+
+
+def test_calibration_belongs_to_the_embedder():
+    """The hash embedder's model gets the hash calibration; the local one, and a provider with
+    no fit of its own, the local one."""
+    assert calibration_for("strata-hash-v1-384").name == "hash"
+    assert calibration_for("local:all-MiniLM-L6-v2:384").name == "local"
+    assert calibration_for("openai:text-embedding-3-small:1536").name == "local"
+    assert CALIBRATIONS["hash"] != CALIBRATIONS["local"]
 
 
 def test_single_arm_modes_order_by_that_arm_and_ties_break_stably():

@@ -3,6 +3,7 @@ the caller cannot read, filters inside the statement."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -47,7 +48,9 @@ def test_search_finds_by_words_and_explains_the_score(client, tenant):
     """Given a few memories
     When searching for words of one of them with explain
     Then it ranks first, and explain shows both arms' ranks, raw and normalised scores, the
-    query's vector weight and the fused score they add up to."""
+    query's vector weight and the fused score they add up to (which ranks); and how the
+    score shown was made: its features, each coefficient's contribution, the logit, and the
+    logistic of it, which is the score shown (the one number explain.score also carries)."""
     h = tenant.headers
     client.post("/v1/memories", headers=h, json={"memories": [
         {"content": "The deploy region is eu-west-1", "path": "shared.ops"},
@@ -62,13 +65,24 @@ def test_search_finds_by_words_and_explains_the_score(client, tenant):
     w = ex["fusion"]["vector_weight"]
     assert 0 < w < 1
     fused = w * ex["vector"]["normalized"] + (1 - w) * ex["text"]["normalized"]
-    assert abs(ex["score"] - fused) < 1e-9
-    assert [r["explain"]["score"] for r in results] == sorted(
-        (r["explain"]["score"] for r in results), reverse=True)
+    assert abs(ex["rank_score"] - fused) < 1e-9
+    assert [r["explain"]["rank_score"] for r in results] == sorted(
+        (r["explain"]["rank_score"] for r in results), reverse=True)
     assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
-    # score: the relevance, from the raw cosine and the text score over the query's idf
-    rel = w * max(0.0, ex["vector"]["score"]) + (1 - w) * ex["text"]["score"] / ex["text"]["idf_sum"]
-    assert 0 < results[0]["score"] <= 1 and abs(results[0]["score"] - rel) < 1e-6
+    # the score: a logistic of features made of the raw cosine and the text score over the
+    # query's idf
+    for r in results:
+        rel = r["explain"]["relevance"]
+        assert r["score"] == r["explain"]["score"] == rel["score"] and 0 < r["score"] < 1
+        assert rel["calibration"] == "hash"  # the tests' embedder
+        assert rel["features"]["rank_match"] <= 1 / r["rank"]
+        assert abs(rel["logit"] - rel["intercept"] - sum(rel["contributions"].values())) < 1e-9
+        assert abs(r["score"] - 1 / (1 + math.exp(-rel["logit"]))) < 1e-12
+    x = ex["relevance"]["features"]
+    match = (max(0.0, ex["vector"]["score"]) + min(
+        1.0, ex["text"]["score"] / ex["text"]["idf_sum"])) / 2
+    # first, and the best fused score of the query: both place features are the match itself
+    assert abs(x["rank_match"] - match) < 1e-6 and abs(x["margin_match"] - match) < 1e-6
 
 
 def test_search_respects_paths_grants_and_tenants(client, tenant, make_tenant, db):
@@ -264,7 +278,7 @@ def test_time_window_boost_reorders_close_candidates_and_is_explained(client, te
         ex = r["explain"]
         w = ex["fusion"]["vector_weight"]
         arms = w * ex["vector"]["normalized"] + (1 - w) * ex["text"]["normalized"]
-        assert abs(ex["score"] - (arms + ex["boosts"]["time_window"]["value"])) < 1e-9
+        assert abs(ex["rank_score"] - (arms + ex["boosts"]["time_window"]["value"])) < 1e-9
 
 
 def test_expansion_follows_refines_coexists_derived_from_within_access_and_truth(

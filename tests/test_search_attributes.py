@@ -63,7 +63,7 @@ def _search(client, headers, query: str, path: str) -> list[dict]:
 
 
 def _shown(question: str, got: list[dict]) -> list:
-    return [question, *((r["content"], round(r["explain"]["score"], 3)) for r in got)]
+    return [question, *((r["content"], round(r["explain"]["rank_score"], 3)) for r in got)]
 
 
 def _store(client, headers, path: str, answer: str, slot: str | None, value: str,

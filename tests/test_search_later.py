@@ -69,7 +69,7 @@ def _search(client, headers, query: str, path: str, mode: str = "hybrid") -> lis
 
 
 def _fused_order(results: list[dict]) -> bool:
-    scores = [r["explain"]["score"] for r in results]
+    scores = [r["explain"]["rank_score"] for r in results]
     return scores == sorted(scores, reverse=True)
 
 
@@ -88,7 +88,7 @@ def test_the_later_statement_ranks_first_whichever_was_said_first(client, tenant
     got = _search(client, h, question, path, mode)
     first, second = got[0], got[1]
     assert [first["id"], second["id"]] == [ids[_later(c)], ids[_earlier(c)]]
-    assert first["explain"]["score"] < second["explain"]["score"]  # control: fusion alone
+    assert first["explain"]["rank_score"] < second["explain"]["rank_score"]  # control: fusion alone
     assert first["explain"]["later_than"] == second["id"]
     assert second["explain"]["later_than"] is None
     assert {r["status"] for r in got} == {"active"}
@@ -112,7 +112,7 @@ def test_a_question_about_the_past_keeps_the_fused_order(client, tenant, c):
                      f"Where did {c['subject']} have the {c['thing']}?",
                      f"Where has {c['subject']}'s {c['thing']} been?"):
         got = _search(client, h, question, path)
-        score = {r["id"]: r["explain"]["score"] for r in got}
+        score = {r["id"]: r["explain"]["rank_score"] for r in got}
         assert score[ids[_earlier(c)]] > score[ids[_later(c)]], question  # fusion's choice
         assert _fused_order(got), question
     now = _search(client, h, f"Where is {c['subject']}'s {c['thing']}?", path)

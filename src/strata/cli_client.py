@@ -51,6 +51,16 @@ def _instant(value: str) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
+def _fraction(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return x
+
+
 def _limit(value: str) -> int:
     try:
         n = int(value)
@@ -296,7 +306,16 @@ def _explain_line(explain: dict[str, Any] | None) -> str:
     if tw and tw.get("value"):
         texts = ", ".join(w["text"] for w in tw.get("windows", []))
         parts.append(f"time +{tw['value']:.4f} ({tw.get('match')}: {texts})")
-    parts.append(f"= {explain.get('score', 0):.4f}")
+    if explain.get("rank_score") is not None:
+        parts.append(f"ranked by {explain['rank_score']:.4f}")
+    rel = explain.get("relevance") or {}
+    if rel.get("contributions"):
+        # the score shown, as it was made (strata.ranking, "Relevance")
+        terms = " ".join(f"{c:+.2f} {name}" for name, c in rel["contributions"].items())
+        parts.append(f"score = σ({rel['intercept']:+.2f} {terms} = {rel['logit']:+.2f})"
+                     f" = {explain.get('score', 0):.4f}")
+    else:
+        parts.append(f"= {explain.get('score', 0):.4f}")
     return " · ".join(parts)
 
 
@@ -305,9 +324,12 @@ def cmd_recall(client, args: argparse.Namespace) -> int:
     results = client.search(
         args.query, paths=args.path, kinds=args.kind, tags=args.tag, limit=args.limit,
         valid_at=args.valid_at, include=args.include, mode=args.mode,
-        expand=args.expand or None, explain=args.explain or None)
+        expand=args.expand or None, explain=args.explain or None, min_score=args.min_score)
     if args.json:
-        _print_json(results)
+        # the answer of POST /v1/search as it came, not a shape of the CLI's own
+        from strata.search_models import SearchResponse
+
+        _print_json(SearchResponse(results=results))
         return 0
     if not results:
         print("no memories match")
@@ -732,6 +754,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--mode", choices=("hybrid", "vector", "keyword"))
     p.add_argument("--expand", action="store_true", help="add linked memories (graph expansion)")
     p.add_argument("--explain", action="store_true", help="show each score's breakdown")
+    p.add_argument("--min-score", type=_fraction, metavar="X",
+                   help="only results scoring at least X (0..1: the probability that a result "
+                   "is relevant; 0.5 keeps most relevant results and drops most others)")
 
     memories = sub.add_parser("memories", help="look at and manage single memories") \
         .add_subparsers(dest="action", required=True)

@@ -98,19 +98,49 @@ Asked attribute
     the present (see "Ended states"), nor in vector mode. Memories without a slot (most of
     LoCoMo's) are untouched.
 
-Relevance (:func:`relevance`)
+Relevance (:func:`calibrated`)
     The fused score orders one query's candidates; it is not comparable across queries (the
-    vector part is min-max normalised, so some candidate always gets 1). ``relevance`` is:
-    ``w * cosine + (1 - w) * text`` with the query's weight ``w``, the raw cosine (clamped to
-    0..1) and the text score over the query's total idf -- how close the memory is to the
-    query and how much of the query's information it holds, whatever else was found. A
-    query nothing in the store answers scores low on every result, so a threshold on it
-    (``min_score``) means "only relevant hits". A vector search's relevance is the cosine, a
-    keyword search's the text part; the time boost is not relevance (it reorders).
+    vector part is min-max normalised, so some candidate always gets 1), and its scale is
+    nobody's: with the ``local`` embedder a query's results scored ~0.01 whether they answered
+    it or not. A result's ``score`` is instead the probability that it is relevant -- on
+    LoCoMo, that it cites an evidence turn of the question -- from what search already knows
+    of it (:class:`ScoreInputs`), as four features (:func:`score_features`, each 0..1): the
+    raw cosine, the text score over the query's total idf (how much of the query's
+    information the memory holds), and its *match* -- the mean of those two -- discounted by
+    its place: ``match / rank`` and ``match * (1 + margin)``, the margin being its fused
+    score less the query's best (-1..0). Not the query's vector weight: that is the
+    ranking's device, and it can put 95 % on a text arm that found nothing ("which
+    database" against "The user prefers MongoDB": no shared word), which scored the right
+    answer ~0.01 (measured with the query's weight in the match, the held-out figures were
+    a point lower too). A first place
+    counts only as much as the match is good: every question of LoCoMo has its answer in the
+    store, so a first result there is usually relevant, but the first result of a question
+    nothing answers is not. The score is ``1 / (1 + exp(-(intercept + sum(coefficient *
+    feature))))``, one :class:`Calibration` per embedder (:data:`CALIBRATIONS`: a ``hash``
+    cosine and a ``local`` one mean different things), fitted by eval/score_calibration.py on
+    LoCoMo's tuning conversations -- their own questions, and each asked the other's, which
+    nothing in it answers -- and checked on the held-out ones (docs/relevance.md has the
+    figures). Every coefficient is positive, so the score rises with the cosine, the text
+    score, the fused score and the rank.
+
+    The probability is at prior odds of 1.5:1 for relevance, not at the share of a store's
+    results that are relevant (LoCoMo's is about 1:10, and it belongs to the corpus and the
+    question, not to a result): ``min_score`` 0.5 drops a result when missing a relevant one
+    costs 1.5 times what showing an irrelevant one does. On held-out LoCoMo (local
+    embedder), 0.5 keeps 83 % of the relevant results, drops 72 % of the others and 99 % of
+    the results of questions nothing answers. The probability at a base rate ``b`` is the logistic of ``logit +
+    ln(b / (1 - b)) - ln 1.5``.
+
+    The score is computed once the order is final (the rank is an input) and never changes
+    it: it replaces the number shown and what ``min_score`` compares with. ``explain.relevance``
+    carries the features, each coefficient's contribution, the logit and the score -- the
+    same :class:`Scored` the result's ``score`` is. The time boost and an asked attribute
+    enter only through the fused score (the margin and the rank).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -218,7 +248,11 @@ class Ranked:
     vector: float  # normalised vector score, 0..1
     text: float  # normalised text score, 0..1
     time_boost: float
-    relevance: float = 0.0  # 0..1, comparable across queries (see "Relevance")
+    text_by_idf: float = 0.0  # BM25 over the query's total idf, 0..1, whatever ranked
+    # The score: the probability that it is relevant, comparable across queries, and how it
+    # was made (see "Relevance"); set once the order is final.
+    relevance: float = 0.0
+    scored: Scored | None = None
     # The earlier statement this one was moved up before (see "Later statements"), if any.
     before: uuid.UUID | None = None
     # The attribute the question asks about that its slot holds (see "Asked attribute").
@@ -285,16 +319,105 @@ def _by_idf(values: list[float | None], idf_sum: float) -> list[float]:
     return [min(1.0, max(0.0, v / idf_sum)) if v is not None else 0.0 for v in values]
 
 
-def relevance(*, weight: float, cosine: float | None, text: float) -> float:
-    """How well one memory matches the query, 0..1, from its raw cosine and its text score
-    over the query's idf (see "Relevance")."""
-    vec = 0.0 if cosine is None else max(0.0, min(1.0, cosine))
-    return max(0.0, min(1.0, weight * vec + (1.0 - weight) * max(0.0, min(1.0, text))))
+@dataclass(frozen=True)
+class ScoreInputs:
+    """What search knows of one result when it scores it (see "Relevance")."""
+
+    cosine: float | None  # raw cosine to the query (None: no vector arm, or no embedding)
+    text: float  # BM25 over the query's total idf, 0..1
+    fused: float  # the score that ranked it (boosts included)
+    best: float  # the best fused score of the query
+    rank: int  # its place in the final order, 1-based
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A logistic function from :func:`score_features` to the probability that a result is
+    relevant, fitted for one embedder by eval/score_calibration.py."""
+
+    name: str
+    intercept: float
+    coefficients: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A result's score and how it was made: ``score = 1 / (1 + exp(-logit))``, ``logit =
+    intercept + sum(contributions)``, each contribution a coefficient times its feature."""
+
+    calibration: str
+    features: dict[str, float]
+    contributions: dict[str, float]
+    intercept: float
+    logit: float
+    score: float
+
+    def explain(self) -> dict[str, Any]:
+        return {"calibration": self.calibration, "features": self.features,
+                "contributions": self.contributions, "intercept": self.intercept,
+                "logit": self.logit, "score": self.score}
+
+
+# The score's features (see "Relevance").
+FEATURES = ("cosine", "text", "rank_match", "margin_match")
+
+# Fitted by eval/score_calibration.py --fit on LoCoMo's tuning conversations (26, 30),
+# observations mode, hybrid top 10, at prior odds 1.5; refit with the same command after a
+# change to the fusion, to a feature, or to an embedder, and paste its ``fit``. Held-out
+# figures: docs/relevance.md.
+CALIBRATIONS = {
+    "local": Calibration("local", -3.6899, (("cosine", 2.8764), ("text", 0.9404),
+                                             ("rank_match", 3.4952), ("margin_match", 2.5947))),
+    "hash": Calibration("hash", -2.3044, (("cosine", 0.8777), ("text", 2.341),
+                                           ("rank_match", 2.9715), ("margin_match", 2.6469))),
+}
+
+
+def calibration_for(embedder_model: str) -> Calibration:
+    """The calibration fitted for this embedder (its ``model``: ``local:...``,
+    ``strata-hash-v1-384``). Providers with no LoCoMo fit of their own (openai, bedrock) take
+    the ``local`` one: a trained sentence embedder's cosines are the nearest kind."""
+    return CALIBRATIONS["hash"] if embedder_model.startswith("strata-hash") else CALIBRATIONS["local"]
+
+
+def score_inputs(hit: Ranked, fused: Fused, rank: int, best: float | None = None) -> ScoreInputs:
+    """What search knows of ``hit`` at ``rank`` of ``fused`` (``best``: the query's best fused
+    score, when the caller has it)."""
+    if best is None:
+        best = max((r.score for r in fused.ranked), default=hit.score)
+    return ScoreInputs(cosine=hit.candidate.cosine, text=hit.text_by_idf, fused=hit.score,
+                       best=best, rank=rank)
+
+
+def score_features(x: ScoreInputs) -> dict[str, float]:
+    """The features of :data:`FEATURES`, each 0..1 and each rising with the cosine, the text
+    score, the fused score and the rank (see "Relevance")."""
+    cosine = 0.0 if x.cosine is None else max(0.0, min(1.0, x.cosine))
+    text = max(0.0, min(1.0, x.text))
+    match = (cosine + text) / 2
+    return {
+        "cosine": cosine,
+        "text": text,
+        "rank_match": match / max(1, x.rank),
+        "margin_match": match * (1.0 + max(-1.0, min(0.0, x.fused - x.best))),
+    }
+
+
+def calibrated(x: ScoreInputs, calibration: Calibration) -> Scored:
+    """The probability that the result is relevant, and its parts (see "Relevance")."""
+    features = score_features(x)
+    contributions = {n: c * features[n] for n, c in calibration.coefficients}
+    logit = calibration.intercept + sum(contributions.values())
+    # 1 / (1 + e^-z), written for either sign of z so neither side overflows
+    score = 1.0 / (1.0 + math.exp(-logit)) if logit >= 0 else math.exp(logit) / (1.0 + math.exp(logit))
+    return Scored(calibration.name, features, contributions, calibration.intercept, logit, score)
 
 
 def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float | None,
-         params: FusionParams = DEFAULT, telling: frozenset[str] | None = None) -> Fused:
-    """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword).
+         params: FusionParams = DEFAULT, telling: frozenset[str] | None = None,
+         calibration: Calibration | None = None) -> Fused:
+    """Order ``candidates`` (best first) for a ``mode`` search (hybrid, vector, keyword), and
+    score each (its ``relevance``) by ``calibration`` (default: the ``local`` embedder's).
     ``telling``: the query's lexemes some but not every memory the caller may read holds
     (see "Later statements"; without them, or in vector mode, the fused score alone
     orders)."""
@@ -328,15 +451,21 @@ def fuse(candidates: list[Candidate], *, mode: str, query: str, idf_sum: float |
         # the attribute asked about, when its slot holds it (see "Asked attribute")
         attribute = answers(c.slot, question) if question and not over else None
         a = params.asked_attribute if attribute else 0.0
-        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b + a - ended, v, t, b,
-                             relevance(weight=w, cosine=c.cosine, text=ta),
+        ranked.append(Ranked(c, w * v + (1.0 - w) * t + b + a - ended, v, t, b, ta,
                              attribute=attribute, attribute_boost=a))
     ranked.sort(key=lambda r: (-r.score, -_said(r.candidate) if present else 0.0,
                                -r.candidate.importance, -r.candidate.confidence,
                                r.candidate.value_hash, str(r.candidate.id)))
     if present and telling:
         ranked = later_first(ranked, telling, group=params.later_group)
-    return Fused(ranked, w, strength, top_cos)
+    fused = Fused(ranked, w, strength, top_cos)
+    # Scored after the order is final (a feature is the rank), and never reordering it.
+    cal = calibration or CALIBRATIONS["local"]
+    best = max((r.score for r in ranked), default=0.0)
+    for rank, r in enumerate(ranked, 1):
+        r.scored = calibrated(score_inputs(r, fused, rank, best), cal)
+        r.relevance = r.scored.score
+    return fused
 
 
 def _said(c: Candidate) -> float:

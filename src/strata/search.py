@@ -9,11 +9,14 @@ Graph expansion, when asked for, is a second statement over those hits.
 Ranking
     See :mod:`strata.ranking`: BM25, the fusion and its per-query weight, the time-window boost,
     the tie-breakers, and every constant with the benchmark that chose it. ``mode`` picks the
-    arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the score is that arm's,
+    arms: ``hybrid`` both, ``vector`` or ``keyword`` one (then the fused score is that arm's,
     normalised). Results come in the fused order (``rank``); each one's ``score`` is its
-    *relevance* (0..1, comparable across queries: see "Relevance" there), and ``explain.score``
-    the fused score that ranked it. ``min_score`` drops results whose relevance is below it
-    before ``limit`` applies; without it there is no floor: whatever the arms find is ranked.
+    *relevance*: the probability that it is relevant, fitted per embedder (comparable across
+    queries: see "Relevance" there). ``explain.relevance`` shows how it was made (features,
+    each coefficient's contribution, the logit) and ``explain.score`` is the same number;
+    ``explain.rank_score`` is the fused score that ranked it. ``min_score`` drops results
+    whose score is below it before ``limit`` applies; without it there is no floor: whatever
+    the arms find is ranked.
 
     Time windows: when the query names a time ("last week", "in May 2023", "yesterday";
     resolved by :func:`strata.ingest.dates.find_dates` against ``now``), each expression
@@ -857,7 +860,8 @@ def run(
         event.head = found.audit_head  # read beside the statement: the entry's one round trip
         fused = ranking.fuse(found.candidates, mode=req.mode, query=req.query,
                              idf_sum=found.idf_sum, params=params or ranking.DEFAULT,
-                             telling=found.telling)
+                             telling=found.telling,
+                             calibration=ranking.calibration_for(embedder.model))
         hits = [(rank, h) for rank, h in enumerate(fused.ranked, 1)
                 if req.min_score is None or h.relevance >= req.min_score][:req.limit]
         results = [_result(h, rank, fused, found, req) for rank, h in hits]
@@ -1089,7 +1093,11 @@ def _result(hit: ranking.Ranked, rank: int, fused: ranking.Fused, found: Found,
                      "idf_sum": found.idf_sum},
             "fusion": {"vector_weight": fused.weight,
                        "text_strength": fused.strength, "top_cosine": fused.top_cosine},
-            "boosts": boosts, "score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
+            "boosts": boosts,
+            # the fused score that ranked it; the ``score`` shown is the relevance below
+            "rank_score": hit.score, "tie_breakers": ranking.TIE_BREAKERS,
+            "relevance": hit.scored.explain() if hit.scored else None,
+            "score": hit.relevance,
             # moved up before this earlier statement of the same words (strata.ranking,
             # "Later statements"), whatever the scores say
             "later_than": hit.before,

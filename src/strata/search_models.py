@@ -57,7 +57,10 @@ class SearchRequest(BaseModel):
         "Add each result's score breakdown (`explain`)."))
     # Fraction: JSON's number, 0..1 (strata.fields).
     min_score: Fraction | None = Field(default=None, description=(
-        "Only results whose `score` (relevance, 0..1) is at least this. Applied before "
+        "Only results whose `score` (the probability that the result is relevant, 0..1) is "
+        "at least this. 0.5 keeps most relevant results and drops most others (on held-out "
+        "LoCoMo: 83 % of the results citing the answer kept, 72 % of the rest and 99 % of the "
+        "results of questions nothing answers dropped); higher is stricter. Applied before "
         "`limit`: up to `limit` results that clear it."))
     exclude_derived: Flag = Field(default=False, description=(
         "Leave out memories a model derived (origin `llm_derived`: reflections, and "
@@ -82,13 +85,14 @@ class SearchResult(BaseModel):
     origin: str = Field(description=(
         "`user_stated`, `llm_derived` (a reflection, or a consolidation the model wrote), "
         "`imported` or `system`: a derived memory is marked as such wherever it is returned."))
-    # How well the memory matches the query, 0..1 and comparable across queries
-    # (strata.ranking, "Relevance"); results come in `rank` order, which the fused score sets
-    # (explain.score), so a lower-ranked result may score higher. 0 for an expansion.
+    # The probability that the result is relevant, fitted per embedder (strata.ranking,
+    # "Relevance"); results come in `rank` order, which the fused score sets
+    # (explain.rank_score), and the score never changes it. 0 for an expansion.
     score: float = Field(description=(
-        "How well the memory matches the query, 0 to 1, comparable across queries (what "
-        "`min_score` compares with); 0 for an expansion. Results come in `rank` order, so a "
-        "lower-ranked result may score higher."))
+        "The probability that the memory is relevant to the query, 0 to 1, comparable across "
+        "queries (what `min_score` compares with; `explain.relevance` shows how it was "
+        "made); 0 for an expansion. Results come in `rank` order, so a lower-ranked result "
+        "may score higher."))
     rank: int | None = Field(default=None, description=(  # None for an expansion
         "1-based position in the ranking; null for an expansion."))
     valid_from: datetime = Field(description="When the statement became true.")
@@ -102,10 +106,12 @@ class SearchResult(BaseModel):
         "The hit an expanded memory is related to."))
     edge: str | None = Field(default=None, description="The edge's type, for an expanded memory.")
     explain: dict[str, Any] | None = Field(default=None, description=(
-        "The score's parts (each arm's raw and normalised score, weights, boosts, the fused "
-        "score that sets the rank, and `later_than`: the earlier statement of the same "
-        "words this one was moved up before, for a question about the present), with "
-        "`explain`."))
+        "With `explain`: the ranking's parts (each arm's raw and normalised score, weights, "
+        "boosts, `rank_score`: the fused score that sets the rank, and `later_than`: the "
+        "earlier statement of the same words this one was moved up before, for a question "
+        "about the present); `relevance`: how `score` was made (the calibration, its "
+        "features, each coefficient's contribution, the intercept, the logit, and the "
+        "score, its logistic); and `score`, the same number as the result's."))
 
 
 class WhyNot(BaseModel):

@@ -217,10 +217,12 @@ class Client(_Base):
         include: Sequence[Literal["candidates", "history"]] | None = None,
         mode: Literal["hybrid", "vector", "keyword"] | None = None,
         expand: bool | None = None, explain: bool | None = None,
+        min_score: float | None = None,
     ) -> "list[SearchResult]":
         return self._send(_calls.search(
             query, paths=paths, kinds=kinds, tags=tags, meta=meta, limit=limit,
-            valid_at=valid_at, include=include, mode=mode, expand=expand, explain=explain))
+            valid_at=valid_at, include=include, mode=mode, expand=expand, explain=explain,
+            min_score=min_score))
 
 
 class Memories:
@@ -424,10 +426,12 @@ class AsyncClient(_Base):
         include: Sequence[Literal["candidates", "history"]] | None = None,
         mode: Literal["hybrid", "vector", "keyword"] | None = None,
         expand: bool | None = None, explain: bool | None = None,
+        min_score: float | None = None,
     ) -> "list[SearchResult]":
         return await self._send(_calls.search(
             query, paths=paths, kinds=kinds, tags=tags, meta=meta, limit=limit,
-            valid_at=valid_at, include=include, mode=mode, expand=expand, explain=explain))
+            valid_at=valid_at, include=include, mode=mode, expand=expand, explain=explain,
+            min_score=min_score))
 
 
 class AsyncMemories:

@@ -183,9 +183,10 @@ RECALL_SCHEMA = _object({
     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10,
               "description": "How many results at most."},
     "min_score": {"type": "number", "minimum": 0, "maximum": 1,
-                  "description": "Only results at least this relevant (each result's score, "
-                                 "0..1: how well it matches the query); leave it out to "
-                                 "always get the nearest ones."},
+                  "description": "Only results at least this likely to be relevant (each "
+                                 "result's score, 0..1: the probability that it is; 0.5 "
+                                 "keeps most relevant results and drops most others); "
+                                 "leave it out to always get the nearest ones."},
     "valid_at": {**TIMESTAMP, "description": "What was true at this instant instead of now."},
     "include": {"type": "array", "items": {"type": "string",
                                            "enum": ["candidates", "history"]},
