@@ -26,6 +26,9 @@ SERVER_PACKAGES = ("psycopg", "psycopg_pool", "fastapi", "starlette", "uvicorn",
                    "boto3", "botocore", "aws_lambda_powertools", "mcp", "openai",
                    "detect_secrets", "simplemma", "tqdm", "yaml", "requests", "httptools",
                    "uvloop")
+# The agent frameworks the integration extras pull (strata[langgraph], [langmem],
+# [openai-agents]): none is part of the base install either.
+FRAMEWORKS = ("langgraph", "langchain_core", "langmem", "agents")
 
 
 def run(*args: str | Path, **kw) -> subprocess.CompletedProcess:
@@ -63,7 +66,7 @@ def test_the_base_install_is_the_client_without_the_server(venv):
     """Given `pip install .` into a fresh virtualenv
     When its interpreter looks for the server's packages and imports the client with every
     model
-    Then none of the server's packages is installed, httpx and pydantic are (control), and
+    Then none of the server's packages nor of the agent frameworks is installed, httpx and pydantic are (control), and
     the client, its errors and all its models import; the distributions installed are
     strata, httpx, pydantic, argcomplete (the CLI's completion) and theirs: 13 today."""
     found = json.loads(in_venv(venv, """
@@ -76,10 +79,10 @@ def test_the_base_install_is_the_client_without_the_server(venv):
             "models": sorted(models.__all__),
             "loaded": sorted({m.split(".")[0] for m in sys.modules}),
         }))
-    """, "httpx", "pydantic", *SERVER_PACKAGES))
+    """, "httpx", "pydantic", *SERVER_PACKAGES, *FRAMEWORKS))
     assert found["present"] == ["httpx", "pydantic"]
     assert {"Memory", "MemoryIn", "Receipt", "SearchRequest", "SearchResult"} <= set(found["models"])
-    assert not set(found["loaded"]) & set(SERVER_PACKAGES)
+    assert not set(found["loaded"]) & {*SERVER_PACKAGES, *FRAMEWORKS}
 
     listed = json.loads(run(venv / "bin" / "python", "-m", "pip", "list", "--format", "json").stdout)
     installed = {p["name"].lower() for p in listed} - {"pip", "setuptools"}
