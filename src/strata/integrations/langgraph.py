@@ -45,8 +45,9 @@ new value of the same slot, ``slot_field``; or, on a server with a conflict judg
 statement it judges contradicts the old) supersedes it, and the old item is gone from
 ``get`` and ``search``; a put that a memory rule holds for review is not returned until someone promotes
 it; every change is versioned (``Client.memories.history``) and audited. strata's errors
-(:mod:`strata.client.errors`) are raised as they are: a tool running in LangGraph's
-``ToolNode`` hands them to the model as the tool's error. A namespace strata cannot hold
+(:mod:`strata.client.errors`) are raised as they are: out of the graph from a tool in
+LangGraph's ``ToolNode`` by default, or handed to the model as the tool's error with
+``ToolNode(tools, handle_tool_errors=True)``. A namespace strata cannot hold
 raises LangGraph's ``InvalidNamespaceError``.
 
 Finding an item by key lists its path (the API has no lookup by name); the ids found are
@@ -380,6 +381,18 @@ class StrataStore(BaseStore):
             memory["slot"] = slot
         if op.ttl is not None:
             memory |= {"tier": "short_term", "ttl": round(op.ttl * 60)}
+        elif _is_uuid(op.key):
+            # A memory strata made (ingest) is keyed by its id and has no name: a put under
+            # that key (LangMem's update) edits it, as a new version, rather than naming a
+            # second one.
+            try:
+                held = yield ("memories.get", (uuid.UUID(op.key),), {})
+            except NotFound:
+                held = None
+            if held is not None and held.path == path and held.name is None and held.status == "active":
+                yield ("memories.update", (held.id, held.version), {
+                    k: v for k, v in memory.items() if k not in ("path", "name")})
+                return None
         [result] = yield ("memories.create", ([memory],), {"on_conflict": "replace"})
         if result.status == "blocked":
             self._ids.pop((path, op.key), None)
@@ -554,12 +567,18 @@ def remember_conversation(client: Client | AsyncClient, *, path: str | None = No
     A node built on an ``AsyncClient`` is async.
     """
 
-    def plan(state: Any, config: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    def plan(state: Any) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+        from langgraph.config import get_config
+
+        try:
+            config = get_config()
+        except RuntimeError:  # called outside a graph
+            config = {}
         messages = state[messages_key] if isinstance(state, Mapping) else getattr(state, messages_key)
         turn = turn_of(messages)
         if not turn:
             return None
-        where = path_of_config(config or {}) if path_of_config else path
+        where = path_of_config(config) if path_of_config else path
         ids = [getattr(m, "id", None) for m in messages]
         key = None
         if all(ids):
@@ -567,16 +586,16 @@ def remember_conversation(client: Client | AsyncClient, *, path: str | None = No
         return turn, {"path": where, "wait": wait, "idempotency_key": key}
 
     if isinstance(client, AsyncClient):
-        async def aremember(state: Any, config: dict[str, Any] | None = None) -> dict[str, Any]:
-            planned = plan(state, config)
+        async def aremember(state: Any) -> dict[str, Any]:
+            planned = plan(state)
             if planned is not None:
                 await client.ingest(planned[0], **planned[1])
             return {}
 
         return aremember
 
-    def remember(state: Any, config: dict[str, Any] | None = None) -> dict[str, Any]:
-        planned = plan(state, config)
+    def remember(state: Any) -> dict[str, Any]:
+        planned = plan(state)
         if planned is not None:
             client.ingest(planned[0], **planned[1])
         return {}
