@@ -159,3 +159,31 @@ def test_the_client_models_are_the_server_classes():
     create = next(r for r in memory_routes.router.routes
                   if getattr(r, "path", "") == "/v1/memories" and "POST" in r.methods)
     assert typing.get_type_hints(create.endpoint)["body"] is models.CreateRequest
+
+
+def test_each_integration_extra_pulls_its_framework_only():
+    """Given pyproject's extras and the Lambda layers' requirements
+    Then strata[langgraph] is langgraph, strata[langmem] the store's extra and langmem,
+    strata[openai-agents] openai-agents; the base install, the server extra and every layer
+    name none of them (the Lambda functions keep their cold start); dev names all three, so
+    their tests run in CI."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+
+    def names(requirements) -> list[str]:
+        return sorted(Requirement(r).name + "".join(f"[{e}]" for e in sorted(Requirement(r).extras))
+                      for r in requirements)
+
+    assert names(extras["langgraph"]) == ["langgraph"]
+    assert names(extras["langmem"]) == ["langmem", "strata[langgraph]"]
+    assert names(extras["openai-agents"]) == ["openai-agents"]
+    frameworks = {"langgraph", "langmem", "openai-agents", "langchain-core"}
+    layers = [line.split("#")[0].strip() for req in ROOT.glob("layers/*/*requirements.txt")
+              for line in req.read_text().splitlines()]
+    for requirements in (project["dependencies"], extras["server"], [r for r in layers if r]):
+        assert not {Requirement(r).name for r in requirements} & frameworks
+    assert "strata[langgraph,langmem,openai-agents]" in extras["dev"]
