@@ -35,7 +35,8 @@ How LangGraph's store maps onto strata (``docs/integrations.md`` has the table):
   first, and applies ``filter`` here.
 - A ``ttl`` (minutes, as LangGraph counts) makes a short-term memory that expires then
   (strata takes 1 minute to 366 days). Reading does not extend it: ``refresh_ttl`` is
-  accepted and has no effect.
+  accepted and has no effect. The tier and expiry are set when a key is first put: putting
+  the key again edits the memory and keeps them (strata's edit has no tier or TTL).
 - ``delete`` deletes the memory (its history is kept; ``Client.memories.restore`` brings it
   back). :meth:`StrataStore.forget` erases it and tombstones its value: a later ``put`` of
   that value raises :class:`strata.client.Suppressed` (with its ``tombstone_id``).
