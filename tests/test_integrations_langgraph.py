@@ -201,7 +201,8 @@ def test_a_forgotten_value_cannot_be_put_back(store):
 
 def test_ttl_makes_a_short_term_memory(store, strata):
     """Given a put with ttl=90 (minutes, as LangGraph counts)
-    Then the memory is short-term and expires 90 minutes on; without ttl it is long-term."""
+    Then the memory is short-term and expires 90 minutes on; without ttl it is long-term; a
+    second put of the key edits the content and keeps the expiry."""
     store.put(NS, "meeting", {"content": "Alice is in a meeting until noon"}, ttl=90)
     store.put(NS, "name", {"content": "Alice's surname is Lind"})
     by_name = {m.name: m for m in strata.memories.list(path=".".join(NS)).items}
@@ -209,6 +210,12 @@ def test_ttl_makes_a_short_term_memory(store, strata):
     assert short.tier == "short_term"
     assert abs(short.expires_at - (datetime.now(UTC) + timedelta(minutes=90))) < timedelta(minutes=5)
     assert by_name["name"].tier == "long_term" and by_name["name"].expires_at is None
+
+    # Putting the key again edits the memory: its tier and expiry stay as first put.
+    store.put(NS, "meeting", {"content": "Alice is in a meeting until one"}, ttl=600)
+    again = {m.name: m for m in strata.memories.list(path=".".join(NS)).items}["meeting"]
+    assert again.content == "Alice is in a meeting until one" and again.version == 2
+    assert again.expires_at == short.expires_at
 
 
 def test_a_namespace_strata_cannot_hold_is_the_framework_error(store):
