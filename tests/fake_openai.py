@@ -8,7 +8,7 @@ script:
 - ``dict`` / ``list`` / pydantic model: JSON-encoded as the content;
 - ``int``: that HTTP status with an OpenAI-shaped error body (429/5xx carry
   ``retry-after-ms: 1``, so the client's retry is immediate);
-- ``Reply`` (``reply``, ``error``, ``slow``, ``raw``, ``refuse``): full control — a delay
+- ``Reply`` (``reply``, ``error``, ``slow``, ``raw``, ``refuse``, ``tool_call``): full control — a delay
   past the client timeout, a raw non-JSON body, a refusal, extra headers;
 - a callable ``(Recorded) -> any of the above``: answers from the request itself (a judge
   answer naming the ids that the prompt shows, see ``Recorded.shown_ids``).
@@ -36,6 +36,7 @@ import re
 import socket
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -65,6 +66,7 @@ class Reply:
     body: bytes | None = None  # a raw HTTP body instead of a chat completion
     refusal: str | None = None
     finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None  # the assistant calls these functions
 
 
 def reply(answer: Any, **kw: Any) -> Reply:
@@ -90,6 +92,13 @@ def raw(body: str | bytes, status: int = 200, content_type: str = "application/j
     """A raw HTTP body (not a chat completion)."""
     data = body.encode() if isinstance(body, str) else body
     return Reply(status=status, body=data, headers={"content-type": content_type})
+
+
+def tool_call(name: str, **arguments: Any) -> Reply:
+    """The assistant calls function ``name`` with ``arguments`` (an agent's tool call)."""
+    call = {"id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return Reply(content=None, tool_calls=[call], finish_reason="tool_calls")
 
 
 def refuse(text: str = "I can't help with that.") -> Reply:
@@ -381,7 +390,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 "choices": [{
                     "index": 0,
                     "message": {"role": "assistant", "content": answer.content,
-                                "refusal": answer.refusal},
+                                "refusal": answer.refusal,
+                                **({"tool_calls": answer.tool_calls} if answer.tool_calls else {})},
                     "finish_reason": answer.finish_reason,
                     "logprobs": None,
                 }],

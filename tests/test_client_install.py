@@ -26,6 +26,9 @@ SERVER_PACKAGES = ("psycopg", "psycopg_pool", "fastapi", "starlette", "uvicorn",
                    "boto3", "botocore", "aws_lambda_powertools", "mcp", "openai",
                    "detect_secrets", "simplemma", "tqdm", "yaml", "requests", "httptools",
                    "uvloop")
+# The agent frameworks the integration extras pull (strata[langgraph], [langmem],
+# [openai-agents]): none is part of the base install either.
+FRAMEWORKS = ("langgraph", "langchain_core", "langmem", "agents")
 
 
 def run(*args: str | Path, **kw) -> subprocess.CompletedProcess:
@@ -63,7 +66,7 @@ def test_the_base_install_is_the_client_without_the_server(venv):
     """Given `pip install .` into a fresh virtualenv
     When its interpreter looks for the server's packages and imports the client with every
     model
-    Then none of the server's packages is installed, httpx and pydantic are (control), and
+    Then none of the server's packages nor of the agent frameworks is installed, httpx and pydantic are (control), and
     the client, its errors and all its models import; the distributions installed are
     strata, httpx, pydantic, argcomplete (the CLI's completion) and theirs: 13 today."""
     found = json.loads(in_venv(venv, """
@@ -76,10 +79,10 @@ def test_the_base_install_is_the_client_without_the_server(venv):
             "models": sorted(models.__all__),
             "loaded": sorted({m.split(".")[0] for m in sys.modules}),
         }))
-    """, "httpx", "pydantic", *SERVER_PACKAGES))
+    """, "httpx", "pydantic", *SERVER_PACKAGES, *FRAMEWORKS))
     assert found["present"] == ["httpx", "pydantic"]
     assert {"Memory", "MemoryIn", "Receipt", "SearchRequest", "SearchResult"} <= set(found["models"])
-    assert not set(found["loaded"]) & set(SERVER_PACKAGES)
+    assert not set(found["loaded"]) & {*SERVER_PACKAGES, *FRAMEWORKS}
 
     listed = json.loads(run(venv / "bin" / "python", "-m", "pip", "list", "--format", "json").stdout)
     installed = {p["name"].lower() for p in listed} - {"pip", "setuptools"}
@@ -156,3 +159,31 @@ def test_the_client_models_are_the_server_classes():
     create = next(r for r in memory_routes.router.routes
                   if getattr(r, "path", "") == "/v1/memories" and "POST" in r.methods)
     assert typing.get_type_hints(create.endpoint)["body"] is models.CreateRequest
+
+
+def test_each_integration_extra_pulls_its_framework_only():
+    """Given pyproject's extras and the Lambda layers' requirements
+    Then strata[langgraph] is langgraph, strata[langmem] the store's extra and langmem,
+    strata[openai-agents] openai-agents; the base install, the server extra and every layer
+    name none of them (the Lambda functions keep their cold start); dev names all three, so
+    their tests run in CI."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+
+    def names(requirements) -> list[str]:
+        return sorted(Requirement(r).name + "".join(f"[{e}]" for e in sorted(Requirement(r).extras))
+                      for r in requirements)
+
+    assert names(extras["langgraph"]) == ["langgraph"]
+    assert names(extras["langmem"]) == ["langmem", "strata[langgraph]"]
+    assert names(extras["openai-agents"]) == ["openai-agents"]
+    frameworks = {"langgraph", "langmem", "openai-agents", "langchain-core"}
+    layers = [line.split("#")[0].strip() for req in ROOT.glob("layers/*/*requirements.txt")
+              for line in req.read_text().splitlines()]
+    for requirements in (project["dependencies"], extras["server"], [r for r in layers if r]):
+        assert not {Requirement(r).name for r in requirements} & frameworks
+    assert "strata[langgraph,langmem,openai-agents]" in extras["dev"]

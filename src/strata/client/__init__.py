@@ -51,7 +51,8 @@ from strata.client.errors import (
 
 _MODELS = frozenset({
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
-    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
+    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "PathCount",
+    "Receipt",
     "Relationship", "Remembered", "RememberedItem", "ReviewItem", "SearchRequest",
     "SearchResult", "WriteResult",
 })

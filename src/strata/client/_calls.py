@@ -321,6 +321,11 @@ def search(query: str, **options: Any) -> Call:
                 parse=_list_of(m.SearchResult, "results"))
 
 
+def paths(*, path: str | None, cursor: str | None, limit: int) -> Call:
+    return Call("GET", "/v1/paths", params=_params(path=path, cursor=cursor, limit=limit),
+                parse=_page(_models().PathCount))
+
+
 def review_list(*, path: str | None, cursor: str | None, limit: int) -> Call:
     return Call("GET", "/v1/review", params=_params(path=path, cursor=cursor, limit=limit),
                 parse=_page(_models().ReviewItem))

@@ -20,7 +20,7 @@ from strata.client.errors import ApiError, Unreachable
 
 if TYPE_CHECKING:
     from strata.client.models import (
-        Deleted, Forgotten, Health, HistoryEntry, Memory, MemoryIn, Page, Receipt,
+        Deleted, Forgotten, Health, HistoryEntry, Memory, MemoryIn, Page, PathCount, Receipt,
         Relationship, Remembered, ReviewItem, Rule, RuleDeleted, RuleVersion, SearchResult,
         WriteResult,
     )
@@ -198,6 +198,12 @@ class Client(_Base):
 
     def receipt(self, receipt_id: Id) -> "Receipt":
         return self._send(_calls.receipt(receipt_id))
+
+    def paths(self, path: str | None = None, *, cursor: str | None = None,
+              limit: int = 500) -> "Page[PathCount]":
+        """One page of the paths holding memories this key can read (under ``path`` when
+        given), in path order, each with its number of memories per status."""
+        return self._send(_calls.paths(path=path, cursor=cursor, limit=limit))
 
     def wait_for(self, receipt_id: Id, *, timeout: float = WAIT_TIMEOUT,
                  interval: float = 0.25) -> "Receipt":
@@ -408,6 +414,10 @@ class AsyncClient(_Base):
 
     async def receipt(self, receipt_id: Id) -> "Receipt":
         return await self._send(_calls.receipt(receipt_id))
+
+    async def paths(self, path: str | None = None, *, cursor: str | None = None,
+                    limit: int = 500) -> "Page[PathCount]":
+        return await self._send(_calls.paths(path=path, cursor=cursor, limit=limit))
 
     async def wait_for(self, receipt_id: Id, *, timeout: float = WAIT_TIMEOUT,
                        interval: float = 0.25) -> "Receipt":

@@ -76,6 +76,15 @@ class Forgotten(BaseModel):
     also_forgotten: list[uuid.UUID] = []
 
 
+class PathCount(BaseModel):
+    """One path holding memories the key can read (``GET /v1/paths``), with its number of
+    memories per status (memories at exactly this path)."""
+
+    path: str
+    counts: dict[str, int]
+    total: int
+
+
 class Health(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -84,7 +93,7 @@ class Health(BaseModel):
 
 __all__ = [
     "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
-    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "Receipt",
+    "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "PathCount", "Receipt",
     "Relationship", "Remembered", "RememberedItem", "ReviewItem", "Rule", "RuleDeleted",
     "RuleIn", "RuleVersion", "SearchRequest", "SearchResult", "WriteResult",
 ]
