@@ -13,6 +13,12 @@ as long as a caller should wait (:meth:`Database.waiting`, ``STRATA_POOL_TIMEOUT
 which the database counts as unavailable. Connection-level failures become
 :class:`~strata.errors.Unavailable` in :func:`translate_errors`, the one place database
 errors become core errors; the pool reconnects by itself when the server is back.
+
+Every checkout has a deadline (:mod:`strata.db.deadline`): the enclosing request's, or this
+database's per-call ``deadline_s`` for jobs. The checkout waits no longer than what is left
+of it, a connection still in use when it passes is cut (and discarded by the pool), and a
+transaction carries a server-side ``statement_timeout`` under what is left, so a slow but
+alive server cancels the statement before the client has to cut the connection.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import contextlib
 import copy
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from functools import lru_cache
@@ -32,6 +39,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
 from strata.config import Settings, get_settings
+from strata.db import deadline
 from strata.db.vector import register_vector
 from strata.errors import Conflict, InvalidInput, StrataError, Unavailable
 
@@ -107,9 +115,14 @@ class Database:
         max_size: int = 8,
         connection_class: type[psycopg.Connection] = psycopg.Connection,
         timeout: float = 30.0,
+        deadline_s: float = 900.0,
+        connect_timeout_s: int = 2,
     ) -> None:
         self.url = url
         self.timeout = timeout
+        # A checkout outside any deadline.within block (a job) must end this long after it.
+        self.deadline_s = deadline_s
+        self._connect_timeout_s = connect_timeout_s
         self._min = min_size
         self._max = max_size
         self._connection_class = connection_class
@@ -150,7 +163,10 @@ class Database:
                         min_size=owner._min,
                         max_size=owner._max,
                         # Autocommit: a read is one round trip; writes use transaction().
-                        kwargs={"row_factory": dict_row, "autocommit": True},
+                        # Without connect_timeout a connect to a frozen server waits 130 s
+                        # (psycopg's default), holding a pool worker the whole time.
+                        kwargs={"row_factory": dict_row, "autocommit": True,
+                                "connect_timeout": owner._connect_timeout_s},
                         configure=_configure,
                         timeout=owner.timeout,
                         reconnect_timeout=_RECONNECT_TIMEOUT_S,
@@ -173,8 +189,26 @@ class Database:
             owner._pool = None
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        with translate_errors(), self.pool.connection(timeout=self.timeout) as conn:
+    def _checkout(self, deadline_s: float | None = None
+                  ) -> Iterator[tuple[psycopg.Connection, float]]:
+        """A pooled connection, watched until the deadline; (connection, deadline)."""
+        at = deadline.current()
+        if at is None or deadline_s is not None:
+            own = time.monotonic() + (self.deadline_s if deadline_s is None else deadline_s)
+            at = own if at is None else min(at, own)
+        remaining = at - time.monotonic()
+        if remaining <= 0:
+            raise Unavailable("DeadlineExceeded")
+        with (self.pool.connection(timeout=min(self.timeout, remaining)) as conn,
+              deadline.WATCHDOG.watching(conn, at)):
+            yield conn, at
+
+    @contextlib.contextmanager
+    def connection(self, *, deadline_s: float | None = None) -> Iterator[psycopg.Connection]:
+        """A pooled connection (autocommit). ``deadline_s``: this checkout's own deadline
+        instead of the job one, for a job that holds a connection for its whole run; an
+        enclosing request's deadline still wins when it is earlier."""
+        with translate_errors(), self._checkout(deadline_s) as (conn, _):
             yield conn
 
     @contextlib.contextmanager
@@ -185,18 +219,33 @@ class Database:
         actor: str | None = None,
         operation_id: uuid.UUID | None = None,
     ) -> Iterator[psycopg.Cursor]:
-        """One transaction; database errors leave it translated into core errors."""
-        with (translate_errors(), self.pool.connection(timeout=self.timeout) as conn,
-              conn.transaction()):
+        """One transaction; database errors leave it translated into core errors.
+
+        Its statements are cancelled by the server (``statement_timeout``, local to the
+        transaction, so RDS Proxy pins nothing past it) a little before the deadline.
+        """
+        with (translate_errors(), self._checkout() as (conn, at), conn.transaction()):
             cur = conn.cursor()
+            timeout = f"{statement_timeout_ms(at - time.monotonic())}ms"
             if cause or actor or operation_id:
                 cur.execute(
-                    "SELECT set_config('strata.cause', %s, true),"
+                    "SELECT set_config('statement_timeout', %s, true),"
+                    " set_config('strata.cause', %s, true),"
                     " set_config('strata.actor', %s, true),"
                     " set_config('strata.operation_id', %s, true)",
-                    (cause or "", actor or "", str(operation_id or uuid.uuid4())),
+                    (timeout, cause or "", actor or "", str(operation_id or uuid.uuid4())),
                 )
+            else:
+                cur.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
             yield cur
+
+
+def statement_timeout_ms(remaining_s: float) -> int:
+    """The server-side statement timeout for a transaction with ``remaining_s`` of its
+    deadline left: nine tenths of it, so a live server cancels the statement (the
+    connection stays usable) before the client cuts the socket; at least 1 ms (0 would
+    mean no timeout)."""
+    return max(int(remaining_s * 900), 1)
 
 
 # Database errors are translated once, here, by constraint name -- never by message text.
@@ -220,14 +269,16 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[StrataError], str, str | None]] = {
 
 # Failures that say the database cannot serve now, not that the statement is wrong: the
 # session was refused or lost (SQLSTATE class 08, a server shutting down, crashed, starting
-# up, out of connection slots, or closing an idle session), or no pooled connection came in
-# time (psycopg_pool's errors). An OperationalError with no SQLSTATE is the client's own
-# report of a lost or refused connection. Anything else (QueryCanceled, LockNotAvailable,
-# DiskFull, ...) stays what it is.
+# up, out of connection slots, or closing an idle session), no pooled connection came in
+# time (psycopg_pool's errors), or a statement ran into the deadline's statement_timeout
+# (QueryCanceled: nothing else here cancels statements). An OperationalError with no
+# SQLSTATE is the client's own report of a lost or refused connection, which is also what
+# a connection cut at its deadline reports. Anything else (LockNotAvailable, DiskFull, ...)
+# stays what it is.
 _UNAVAILABLE: tuple[type[psycopg.OperationalError], ...] = (
     pg_errors.ConnectionException, pg_errors.AdminShutdown, pg_errors.CrashShutdown,
     pg_errors.CannotConnectNow, pg_errors.TooManyConnections, pg_errors.IdleSessionTimeout,
-    PoolTimeout, TooManyRequests, PoolClosed,
+    pg_errors.QueryCanceled, PoolTimeout, TooManyRequests, PoolClosed,
 )
 
 
@@ -320,7 +371,8 @@ def get_database() -> Database:
     settings = get_settings()
     return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max,
                     connection_class=connection_class(settings),
-                    timeout=settings.pool_job_timeout_s)
+                    timeout=settings.pool_job_timeout_s, deadline_s=settings.db_job_deadline_s,
+                    connect_timeout_s=settings.db_connect_timeout_s)
 
 
 def get_read_database(settings: Settings) -> Database | None:
@@ -330,4 +382,5 @@ def get_read_database(settings: Settings) -> Database | None:
         return None
     return Database(url, min_size=0, max_size=settings.pool_max,
                     connection_class=connection_class(settings),
-                    timeout=settings.pool_timeout_s)
+                    timeout=settings.pool_timeout_s, deadline_s=settings.db_job_deadline_s,
+                    connect_timeout_s=settings.db_connect_timeout_s)
