@@ -242,10 +242,10 @@ class Database:
 
 def statement_timeout_ms(remaining_s: float) -> int:
     """The server-side statement timeout for a transaction with ``remaining_s`` of its
-    deadline left: nine tenths of it, so a live server cancels the statement (the
-    connection stays usable) before the client cuts the socket; at least 1 ms (0 would
-    mean no timeout)."""
-    return max(int(remaining_s * 900), 1)
+    deadline left: a tenth of it (at least 0.2 s) less, so a live server cancels the
+    statement and the rollback comes back before the client would cut the socket (the
+    connection stays usable); at least 1 ms (0 would mean no timeout)."""
+    return max(int((remaining_s - max(remaining_s / 10, 0.2)) * 1000), 1)
 
 
 # Database errors are translated once, here, by constraint name -- never by message text.
