@@ -55,10 +55,10 @@ class Settings(BaseModel):
     # wait longer.
     pool_timeout_s: float = Field(default=2.0, gt=0, le=60)
     pool_job_timeout_s: float = Field(default=30.0, gt=0, le=900)
-    # Deadlines for database work (strata.db.deadline): a request's calls, all together,
-    # end this long after it arrived, or it answers 503 unavailable with Retry-After and its
+    # Deadlines for database work (strata.db.deadline): a request's database calls, all
+    # together, may take this long, or it answers 503 unavailable with Retry-After and its
     # connection is cut and discarded -- whatever the database does, frozen included.
-    # Readiness has its own, shorter one; a job's calls (CLI, maintenance, the pipeline's
+    # Readiness has its own, shorter budget; a job's calls (CLI, maintenance, the pipeline's
     # steps) each get the job deadline. Connecting gives up after db_connect_timeout_s
     # (libpq's floor is 2 s).
     db_request_deadline_s: float = Field(default=2.5, gt=0, le=300)

@@ -1,11 +1,10 @@
-"""Every HTTP request's database work has one deadline (strata.db.deadline), as ASGI middleware.
+"""Every HTTP request's database work has one budget (strata.db.deadline), as ASGI middleware.
 
-The budget is ``STRATA_DB_REQUEST_DEADLINE_S`` from the request's first database call, for
-all of its calls together (authentication, the work, the audit entry): past it the request
-answers 503 ``unavailable`` with ``Retry-After``, the connection it held is cut and the pool
-discards it. It starts at the first call rather than at arrival, so a slow upload spends
-none of it. /mcp goes through here too: its tool call runs in a worker thread that inherits
-the request's context, and so its budget.
+All of a request's database calls together (authentication, the work, the audit entry) may
+take ``STRATA_DB_REQUEST_DEADLINE_S``: past it the request answers 503 ``unavailable`` with
+``Retry-After``, and the connection it held is cut and discarded by the pool. Time outside
+database calls (a slow upload, a model call) spends none of it. /mcp goes through here too:
+its tool call runs in a worker thread that inherits the request's context, and so its budget.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ class RequestDeadlines:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        with deadline.within(self.seconds, from_first_call=True):
+        with deadline.within(self.seconds):
             await self.app(scope, receive, send)
 
 

@@ -1,11 +1,14 @@
 """Deadlines for database work: a request answers in bounded time whatever the database does.
 
-A deadline is a point in time (``time.monotonic()``) by which the database work of a block
-must be over. :func:`within` sets one for the block it wraps (an API or MCP request from its
-first database call, a readiness check, the authorizer's key lookup); nested blocks keep the
-earlier of the two, so a request's budget covers every call it makes, not each call anew. Work outside any block (a
-job: the CLI, maintenance, the ingest pipeline's steps) gets the database's own per-call
-deadline (``STRATA_DB_JOB_DEADLINE_S``) at each checkout.
+A block of work (an API or MCP request, a readiness check, the authorizer's key lookup) has
+a *budget* of database time: :func:`within` sets it, and every database call in the block --
+the wait for a pooled connection, the statements, the time a connection is held -- spends
+from it, so a request that makes three calls gets one budget, not three. Time with no call
+in flight (reading the request body, calling a model, rendering the answer) spends nothing:
+those have their own timeouts, and a slow upload must not turn into a 503 about the
+database. Each call's deadline is now plus what is left of the budget (of the tightest one,
+when blocks nest). Work outside any block (a job: the CLI, maintenance, the ingest
+pipeline's steps) gets the database's own per-call deadline (``STRATA_DB_JOB_DEADLINE_S``).
 
 Why the client enforces it. A database that is frozen (a hung host, an Aurora failover, a
 SIGSTOPped server) still has a kernel that ACKs TCP, so keepalives and ``tcp_user_timeout``
@@ -33,47 +36,84 @@ import psycopg
 
 log = logging.getLogger(__name__)
 
+
 class _Budget:
-    """A block's deadline: fixed when the block starts, or (``from_first_call``) when its
-    first database call asks for it; never later than the enclosing block's."""
+    """Database time for a block: spent while at least one of its calls is in flight (in
+    any thread), so nested or concurrent calls spend wall time once."""
 
-    __slots__ = ("seconds", "at", "outer")
+    __slots__ = ("seconds", "outer", "_spent", "_active", "_since", "_lock")
 
-    def __init__(self, seconds: float, outer: _Budget | None, *, started: bool) -> None:
+    def __init__(self, seconds: float, outer: _Budget | None) -> None:
         self.seconds = seconds
         self.outer = outer
-        self.at = time.monotonic() + seconds if started else None
+        self._spent = 0.0
+        self._active = 0
+        self._since = 0.0
+        self._lock = threading.Lock()
 
-    def deadline(self) -> float:
-        if self.at is None:
-            # Two threads of one request may race here; either start is a fine start.
-            self.at = time.monotonic() + self.seconds
-        if self.outer is None:
-            return self.at
-        return min(self.at, self.outer.deadline())
+    def left(self, now: float) -> float:
+        with self._lock:
+            spent = self._spent + (now - self._since if self._active else 0.0)
+        own = self.seconds - spent
+        return own if self.outer is None else min(own, self.outer.left(now))
+
+    def start(self, now: float) -> None:
+        with self._lock:
+            if self._active == 0:
+                self._since = now
+            self._active += 1
+        if self.outer is not None:
+            self.outer.start(now)
+
+    def stop(self, now: float) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                self._spent += now - self._since
+        if self.outer is not None:
+            self.outer.stop(now)
 
 
-_current: ContextVar[_Budget | None] = ContextVar("strata_db_deadline", default=None)
+_current: ContextVar[_Budget | None] = ContextVar("strata_db_budget", default=None)
 
 
 @contextlib.contextmanager
-def within(seconds: float, *, from_first_call: bool = False) -> Iterator[None]:
-    """Database work in this block ends ``seconds`` after the block starts -- or, with
-    ``from_first_call``, after its first database call, so a slow upload or a model call
-    before any database work spends none of it -- and never after the enclosing block's
-    deadline. Threads the block's context is copied to (anyio's worker threads) share it."""
-    token = _current.set(_Budget(seconds, _current.get(), started=not from_first_call))
+def within(seconds: float) -> Iterator[None]:
+    """The database calls in this block may take ``seconds`` altogether (and no more than
+    an enclosing block has left). Threads the block's context is copied to (anyio's worker
+    threads, where FastAPI and the MCP server run the core) spend from the same budget."""
+    token = _current.set(_Budget(seconds, _current.get()))
     try:
         yield
     finally:
         _current.reset(token)
 
 
-def current() -> float | None:
-    """The deadline (``time.monotonic()`` time) of the innermost :func:`within` block,
-    starting its clock if it waits for a first call; None outside any block."""
+def left() -> float | None:
+    """What is left of the innermost block's budget (seconds); None outside any block."""
     budget = _current.get()
-    return None if budget is None else budget.deadline()
+    return None if budget is None else budget.left(time.monotonic())
+
+
+@contextlib.contextmanager
+def call(own_s: float | None) -> Iterator[float]:
+    """One database call: yields its deadline (``time.monotonic()`` time) -- what is left
+    of the block's budget, or ``own_s`` outside any block, whichever is sooner -- and
+    spends the call's time from the budget. A budget already spent yields a deadline that
+    has passed."""
+    budget = _current.get()
+    now = time.monotonic()
+    if budget is None:
+        yield now + (own_s if own_s is not None else float("inf"))
+        return
+    at = now + budget.left(now)
+    if own_s is not None:
+        at = min(at, now + own_s)
+    budget.start(now)
+    try:
+        yield at
+    finally:
+        budget.stop(time.monotonic())
 
 
 class _Watch:

@@ -14,9 +14,9 @@ which the database counts as unavailable. Connection-level failures become
 :class:`~strata.errors.Unavailable` in :func:`translate_errors`, the one place database
 errors become core errors; the pool reconnects by itself when the server is back.
 
-Every checkout has a deadline (:mod:`strata.db.deadline`): the enclosing request's, or this
-database's per-call ``deadline_s`` for jobs. The checkout waits no longer than what is left
-of it, a connection still in use when it passes is cut (and discarded by the pool), and a
+Every checkout has a deadline (:mod:`strata.db.deadline`): what is left of the enclosing
+request's budget of database time, or this database's per-call ``deadline_s`` for jobs. The
+checkout waits no longer than that, a connection still in use when it passes is cut (and discarded by the pool), and a
 transaction carries a server-side ``statement_timeout`` under what is left, so a slow but
 alive server cancels the statement before the client has to cut the connection.
 """
@@ -191,23 +191,20 @@ class Database:
     @contextlib.contextmanager
     def _checkout(self, deadline_s: float | None = None
                   ) -> Iterator[tuple[psycopg.Connection, float]]:
-        """A pooled connection, watched until the deadline; (connection, deadline)."""
-        at = deadline.current()
-        if at is None or deadline_s is not None:
-            own = time.monotonic() + (self.deadline_s if deadline_s is None else deadline_s)
-            at = own if at is None else min(at, own)
-        remaining = at - time.monotonic()
-        if remaining <= 0:
-            raise Unavailable("DeadlineExceeded")
-        with (self.pool.connection(timeout=min(self.timeout, remaining)) as conn,
-              deadline.WATCHDOG.watching(conn, at)):
-            yield conn, at
+        """A pooled connection, watched until the call's deadline: (connection, deadline)."""
+        with deadline.call(deadline_s if deadline_s is not None else self.deadline_s) as at:
+            remaining = at - time.monotonic()
+            if remaining <= 0:
+                raise Unavailable("DeadlineExceeded")
+            with (self.pool.connection(timeout=min(self.timeout, remaining)) as conn,
+                  deadline.WATCHDOG.watching(conn, at)):
+                yield conn, at
 
     @contextlib.contextmanager
     def connection(self, *, deadline_s: float | None = None) -> Iterator[psycopg.Connection]:
         """A pooled connection (autocommit). ``deadline_s``: this checkout's own deadline
         instead of the job one, for a job that holds a connection for its whole run; an
-        enclosing request's deadline still wins when it is earlier."""
+        enclosing block's budget still wins when less of it is left."""
         with translate_errors(), self._checkout(deadline_s) as (conn, _):
             yield conn
 
