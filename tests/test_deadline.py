@@ -30,10 +30,10 @@ def _bad_returns(db) -> int:
 
 def test_nested_blocks_keep_the_tighter_budget_and_spend_from_both():
     """Given a block inside another
-    When the inner one asks for more than the outer has left, or for less, and a call runs
-    Then what is left is the tighter of the two, the call spends from both, and outside any
-    block there is no budget (no clock involved: calls are timed by time.monotonic, and a
-    call here does nothing but spend)."""
+    When the inner one asks for more than the outer has left, or for less, a call runs, or
+    a batch extends the inner budget
+    Then what is left is the tighter of the two, the call spends from both, an extension
+    grows both, and outside any block there is no budget."""
     assert deadline.left() is None
     with deadline.within(5):
         with deadline.within(60):
@@ -45,6 +45,11 @@ def test_nested_blocks_keep_the_tighter_budget_and_spend_from_both():
                 time.sleep(0.2)
             assert deadline.left() < 0  # spent
         assert deadline.left() <= 4.8  # the inner call spent from the outer too
+        with deadline.within(0.1):
+            deadline.extend(10)  # a batch's budget grows, and the outer one with it
+            assert 10 < deadline.left() <= 10.1  # the inner one is still the tighter
+    assert deadline.left() is None
+    deadline.extend(10)  # outside any block: nothing to extend
     assert deadline.left() is None
 
 
@@ -175,3 +180,21 @@ def test_the_connect_timeout_has_libpqs_floor():
         Settings(db_connect_timeout_s=1)
     assert "db_connect_timeout_s" in str(caught.value)
     assert Settings(db_connect_timeout_s=3).db_connect_timeout_s == 3
+
+
+def test_the_authorizers_lookup_is_denied_unavailable_not_hung(db, tenant):
+    """Given the Lambda authorizer's resolver with a 0.5 s lookup, and a key table another
+    session holds an exclusive lock on (every read of it waits)
+    When the key is resolved
+    Then the answer is a deny for `unavailable`, uncached -- not a wait until the Lambda
+    times out -- and once the lock is gone the same key resolves (control)."""
+    from strata.authorizer import KeyResolver
+
+    resolver = KeyResolver(ttl_s=60, connect_wait_s=0.5)
+    header = tenant.headers["Authorization"]
+    with db.connection() as holder, holder.transaction():
+        holder.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+        denied = resolver.resolve(header, db)
+    assert (denied.authorized, denied.reason) == (False, "unavailable")
+    allowed = resolver.resolve(header, db)
+    assert allowed.authorized and allowed.reason == "ok"

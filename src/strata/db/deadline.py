@@ -89,6 +89,17 @@ def within(seconds: float) -> Iterator[None]:
         _current.reset(token)
 
 
+def extend(seconds: float) -> None:
+    """Give this block's budget ``seconds`` more, and the blocks around it too, so they do
+    not cap it: for work whose size the caller chose (a batch of memories), bounded by the
+    request's own limits. Outside any block, nothing."""
+    budget = _current.get()
+    while budget is not None:
+        with budget._lock:
+            budget.seconds += seconds
+        budget = budget.outer
+
+
 def left() -> float | None:
     """What is left of the innermost block's budget (seconds); None outside any block."""
     budget = _current.get()
@@ -97,10 +108,10 @@ def left() -> float | None:
 
 @contextlib.contextmanager
 def call(own_s: float | None) -> Iterator[float]:
-    """One database call: yields its deadline (``time.monotonic()`` time) -- what is left
-    of the block's budget, or ``own_s`` outside any block, whichever is sooner -- and
-    spends the call's time from the budget. A budget already spent yields a deadline that
-    has passed."""
+    """One database call: yields its deadline (``time.monotonic()`` time), now plus the
+    smaller of what is left of the block's budget and ``own_s`` (infinite without either),
+    and spends the call's time from the budget. A spent budget yields a deadline that has
+    passed."""
     budget = _current.get()
     now = time.monotonic()
     if budget is None:
@@ -139,6 +150,9 @@ class Watchdog:
         """Watch ``conn`` for the block: at ``at`` its socket is shut down. A connection cut
         after its last call (the block was finishing) is closed on the way out, so the pool
         never lends a dead socket."""
+        if at == float("inf"):  # no deadline to keep
+            yield
+            return
         watch = _Watch(conn, at)
         with self._cond:
             self._watched.add(watch)
