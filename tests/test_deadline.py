@@ -40,8 +40,8 @@ def test_nested_blocks_keep_the_tighter_budget_and_spend_from_both():
             assert deadline.left() <= 5
         with deadline.within(0.1):
             assert deadline.left() <= 0.1
-            with deadline.call(None) as at:
-                assert at <= time.monotonic() + 0.1
+            with deadline.call(None) as call:
+                assert call.deadline(time.monotonic()) <= time.monotonic() + 0.1
                 time.sleep(0.2)
             assert deadline.left() < 0  # spent
         assert deadline.left() <= 4.8  # the inner call spent from the outer too
@@ -198,3 +198,42 @@ def test_the_authorizers_lookup_is_denied_unavailable_not_hung(db, tenant):
     assert (denied.authorized, denied.reason) == (False, "unavailable")
     allowed = resolver.resolve(header, db)
     assert allowed.authorized and allowed.reason == "ok"
+
+
+def test_a_model_call_with_a_connection_held_spends_no_database_budget(
+        db, embedder, tenant, settings, fake_llm):
+    """Given the app with a 0.8 s request budget and a model conflict judge (the real
+    openai client against the scripted server), and an active memory
+    When similar memories are written directly -- each one's judge is called inside the
+    write's transaction, with the connection held -- the second judge answering after 1.5 s
+    Then that write answers 200 although the request took longer than its whole database
+    budget: the model call has its own timeout and spends none of it (control: the judge
+    was really asked each time, and the request really took over 1.5 s)."""
+    from fastapi.testclient import TestClient
+
+    from strata.api.app import create_app
+    from fake_openai import slow
+
+    team = "Alice works on the billing service {} team"
+    fake_llm.script({"verdicts": []}, slow(1.5, then={"verdicts": []}))
+
+    def write(client, content: str):
+        return client.post("/v1/memories", headers=tenant.headers,
+                           json={"memories": [{"content": content, "path": "shared.team"}]})
+
+    def app(budget_s: float):
+        return create_app(["memories"], db=db, embedder=embedder, settings=fake_llm.settings(
+            settings, rate_limit=False, db_request_deadline_s=budget_s,
+            db_request_deadline_per_item_s=0, llm_max_retries=0))
+
+    # The first judged write of a process imports the judge's modules in the transaction.
+    with TestClient(app(30), raise_server_exceptions=False) as client:
+        assert write(client, team.format("core")).status_code == 200
+        assert write(client, team.format("platform")).status_code == 200
+        assert len(fake_llm.completions) == 1  # judged, quickly
+    with TestClient(app(0.8), raise_server_exceptions=False) as client:
+        started = time.monotonic()
+        r = write(client, team.format("payments platform"))
+        took = time.monotonic() - started
+    assert r.status_code == 200, (r.text, took)
+    assert len(fake_llm.completions) == 2 and took > 1.5

@@ -39,39 +39,38 @@ log = logging.getLogger(__name__)
 
 class _Budget:
     """Database time for a block: spent while at least one of its calls is in flight (in
-    any thread), so nested or concurrent calls spend wall time once."""
+    any thread, so nested or concurrent calls spend wall time once) and no model call is
+    (:func:`excused`)."""
 
-    __slots__ = ("seconds", "outer", "_spent", "_active", "_since", "_lock")
+    __slots__ = ("seconds", "outer", "_spent", "_active", "_excused", "_since", "_lock")
 
     def __init__(self, seconds: float, outer: _Budget | None) -> None:
         self.seconds = seconds
         self.outer = outer
         self._spent = 0.0
         self._active = 0
+        self._excused = 0
         self._since = 0.0
         self._lock = threading.Lock()
 
+    def _running(self) -> bool:
+        return self._active > 0 and self._excused == 0
+
     def left(self, now: float) -> float:
         with self._lock:
-            spent = self._spent + (now - self._since if self._active else 0.0)
+            spent = self._spent + (now - self._since if self._running() else 0.0)
         own = self.seconds - spent
         return own if self.outer is None else min(own, self.outer.left(now))
 
-    def start(self, now: float) -> None:
+    def change(self, now: float, *, active: int = 0, excused: int = 0) -> None:
         with self._lock:
-            if self._active == 0:
-                self._since = now
-            self._active += 1
-        if self.outer is not None:
-            self.outer.start(now)
-
-    def stop(self, now: float) -> None:
-        with self._lock:
-            self._active -= 1
-            if self._active == 0:
+            if self._running():
                 self._spent += now - self._since
+            self._active += active
+            self._excused += excused
+            self._since = now
         if self.outer is not None:
-            self.outer.stop(now)
+            self.outer.change(now, active=active, excused=excused)
 
 
 _current: ContextVar[_Budget | None] = ContextVar("strata_db_budget", default=None)
@@ -100,39 +99,67 @@ def extend(seconds: float) -> None:
         budget = budget.outer
 
 
+@contextlib.contextmanager
+def excused() -> Iterator[None]:
+    """Time in this block spends no database budget, even with a connection held: a model
+    call (which has its own timeout) made in the middle of a transaction, as a direct
+    write's conflict judge does. The held connection's deadline moves on with it."""
+    budget = _current.get()
+    if budget is None:
+        yield
+        return
+    budget.change(time.monotonic(), excused=1)
+    try:
+        yield
+    finally:
+        budget.change(time.monotonic(), excused=-1)
+
+
 def left() -> float | None:
     """What is left of the innermost block's budget (seconds); None outside any block."""
     budget = _current.get()
     return None if budget is None else budget.left(time.monotonic())
 
 
+class Call:
+    """One database call's deadline: its own (a job's per-call deadline), and no later than
+    the end of its block's budget, which moves while the budget is not being spent."""
+
+    __slots__ = ("budget", "own_at")
+
+    def __init__(self, budget: _Budget | None, own_at: float) -> None:
+        self.budget = budget
+        self.own_at = own_at
+
+    def deadline(self, now: float) -> float:
+        if self.budget is None:
+            return self.own_at
+        return min(self.own_at, now + self.budget.left(now))
+
+
 @contextlib.contextmanager
-def call(own_s: float | None) -> Iterator[float]:
-    """One database call: yields its deadline (``time.monotonic()`` time), now plus the
-    smaller of what is left of the block's budget and ``own_s`` (infinite without either),
-    and spends the call's time from the budget. A spent budget yields a deadline that has
-    passed."""
+def call(own_s: float | None) -> Iterator[Call]:
+    """One database call, spending from the block's budget while it lasts; ``own_s``: its
+    own deadline (None: none but the budget's)."""
     budget = _current.get()
     now = time.monotonic()
+    this = Call(budget, now + own_s if own_s is not None else float("inf"))
     if budget is None:
-        yield now + (own_s if own_s is not None else float("inf"))
+        yield this
         return
-    at = now + budget.left(now)
-    if own_s is not None:
-        at = min(at, now + own_s)
-    budget.start(now)
+    budget.change(now, active=1)
     try:
-        yield at
+        yield this
     finally:
-        budget.stop(time.monotonic())
+        budget.change(time.monotonic(), active=-1)
 
 
 class _Watch:
-    __slots__ = ("conn", "at", "cut")
+    __slots__ = ("conn", "call", "cut")
 
-    def __init__(self, conn: psycopg.Connection, at: float) -> None:
+    def __init__(self, conn: psycopg.Connection, call: Call) -> None:
         self.conn = conn
-        self.at = at
+        self.call = call
         self.cut = False
 
 
@@ -146,14 +173,14 @@ class Watchdog:
         self.cuts = 0  # connections cut since the process started (for logs and tests)
 
     @contextlib.contextmanager
-    def watching(self, conn: psycopg.Connection, at: float) -> Iterator[None]:
-        """Watch ``conn`` for the block: at ``at`` its socket is shut down. A connection cut
-        after its last call (the block was finishing) is closed on the way out, so the pool
-        never lends a dead socket."""
-        if at == float("inf"):  # no deadline to keep
+    def watching(self, conn: psycopg.Connection, call: Call) -> Iterator[None]:
+        """Watch ``conn`` for the block: at the call's deadline its socket is shut down. A
+        connection cut after its last statement (the block was finishing) is closed on the
+        way out, so the pool never lends a dead socket."""
+        if call.deadline(time.monotonic()) == float("inf"):  # no deadline to keep
             yield
             return
-        watch = _Watch(conn, at)
+        watch = _Watch(conn, call)
         with self._cond:
             self._watched.add(watch)
             if self._thread is None or not self._thread.is_alive():
@@ -172,15 +199,22 @@ class Watchdog:
                 conn.close()
 
     def _run(self) -> None:
+        # A deadline only ever moves later (a budget paused or extended), never earlier, so
+        # sleeping until the earliest one computed now never oversleeps a cut.
         with self._cond:
             while True:
                 now = time.monotonic()
+                pending = []
                 for watch in self._watched:
-                    if not watch.cut and watch.at <= now:
+                    if watch.cut:
+                        continue
+                    at = watch.call.deadline(now)
+                    if at <= now:
                         watch.cut = True
                         self.cuts += 1
                         _shut_down(watch.conn)
-                pending = [w.at for w in self._watched if not w.cut]
+                    else:
+                        pending.append(at)
                 self._cond.wait(timeout=min(pending) - now if pending else None)
 
 

@@ -190,15 +190,16 @@ class Database:
 
     @contextlib.contextmanager
     def _checkout(self, deadline_s: float | None = None
-                  ) -> Iterator[tuple[psycopg.Connection, float]]:
-        """A pooled connection, watched until the call's deadline: (connection, deadline)."""
-        with deadline.call(deadline_s if deadline_s is not None else self.deadline_s) as at:
-            remaining = at - time.monotonic()
+                  ) -> Iterator[tuple[psycopg.Connection, deadline.Call]]:
+        """A pooled connection, watched until the call's deadline: (connection, call)."""
+        with deadline.call(deadline_s if deadline_s is not None else self.deadline_s) as call:
+            now = time.monotonic()
+            remaining = call.deadline(now) - now
             if remaining <= 0:
                 raise Unavailable("DeadlineExceeded")
             with (self.pool.connection(timeout=min(self.timeout, remaining)) as conn,
-                  deadline.WATCHDOG.watching(conn, at)):
-                yield conn, at
+                  deadline.WATCHDOG.watching(conn, call)):
+                yield conn, call
 
     @contextlib.contextmanager
     def connection(self, *, deadline_s: float | None = None) -> Iterator[psycopg.Connection]:
@@ -221,9 +222,10 @@ class Database:
         Its statements are cancelled by the server (``statement_timeout``, local to the
         transaction, so RDS Proxy pins nothing past it) a little before the deadline.
         """
-        with (translate_errors(), self._checkout() as (conn, at), conn.transaction()):
+        with (translate_errors(), self._checkout() as (conn, call), conn.transaction()):
             cur = conn.cursor()
-            timeout = f"{statement_timeout_ms(at - time.monotonic())}ms"
+            now = time.monotonic()
+            timeout = f"{statement_timeout_ms(call.deadline(now) - now)}ms"
             if cause or actor or operation_id:
                 cur.execute(
                     "SELECT set_config('statement_timeout', %s, true),"
