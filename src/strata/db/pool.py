@@ -16,9 +16,10 @@ errors become core errors; the pool reconnects by itself when the server is back
 
 Every checkout has a deadline (:mod:`strata.db.deadline`): what is left of the enclosing
 request's budget of database time, or this database's per-call ``deadline_s`` for jobs. The
-checkout waits no longer than that, a connection still in use when it passes is cut (and discarded by the pool), and a
-transaction carries a server-side ``statement_timeout`` under what is left, so a slow but
-alive server cancels the statement before the client has to cut the connection.
+checkout waits no longer than that, a connection still in use when it passes is cut (and
+discarded by the pool), and a transaction carries a server-side ``statement_timeout`` under
+what is left, so a slow but alive server cancels the statement before the client has to cut
+the connection.
 """
 
 from __future__ import annotations
