@@ -4,9 +4,9 @@ A block of work (an API or MCP request, a readiness check, the authorizer's key 
 a *budget* of database time: :func:`within` sets it, and every database call in the block --
 the wait for a pooled connection, the statements, the time a connection is held -- spends
 from it, so a request that makes three calls gets one budget, not three. Time with no call
-in flight (reading the request body, calling a model, rendering the answer) spends nothing:
-those have their own timeouts, and a slow upload must not turn into a 503 about the
-database. Each call's deadline is now plus what is left of the budget (of the tightest one,
+in flight (reading the request body, rendering the answer) spends nothing, and neither does
+a model call, even one made with a connection held (:func:`excused`): those have their own
+timeouts, and a slow upload or a slow model must not turn into a 503 about the database. Each call's deadline is now plus what is left of the budget (of the tightest one,
 when blocks nest). Work outside any block (a job: the CLI, maintenance, the ingest
 pipeline's steps) gets the database's own per-call deadline (``STRATA_DB_JOB_DEADLINE_S``).
 
