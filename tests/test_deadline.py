@@ -80,6 +80,20 @@ def test_a_budget_covers_every_call_of_the_block_and_the_cut_connection_is_disca
         assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
 
 
+def test_a_connection_cut_after_its_last_call_is_not_lent_again(db):
+    """Given a block that made its call and then kept the connection past the deadline
+    When the watchdog cuts the idle socket and the block ends without another call
+    Then the block ends without an error (its work was done), the connection is closed on
+    the way out so the pool discards it, and the next checkout gets a working one."""
+    bad = _bad_returns(db)
+    with deadline.within(0.3), db.connection() as conn:
+        assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
+        time.sleep(0.6)
+    assert conn.closed and _bad_returns(db) == bad + 1
+    with db.connection() as conn:
+        assert conn.execute("SELECT 1 AS one").fetchone()["one"] == 1
+
+
 def test_a_transaction_cut_before_commit_leaves_nothing(db):
     """Given a transaction that inserts a row and then holds its connection past the
     deadline without a call (the work between two statements took too long)
