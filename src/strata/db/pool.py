@@ -223,21 +223,28 @@ class Database:
         Its statements are cancelled by the server (``statement_timeout``, local to the
         transaction, so RDS Proxy pins nothing past it) a little before the deadline.
         """
-        with (translate_errors(), self._checkout() as (conn, call), conn.transaction()):
-            cur = conn.cursor()
-            now = time.monotonic()
-            timeout = f"{statement_timeout_ms(call.deadline(now) - now)}ms"
-            if cause or actor or operation_id:
-                cur.execute(
-                    "SELECT set_config('statement_timeout', %s, true),"
-                    " set_config('strata.cause', %s, true),"
-                    " set_config('strata.actor', %s, true),"
-                    " set_config('strata.operation_id', %s, true)",
-                    (timeout, cause or "", actor or "", str(operation_id or uuid.uuid4())),
-                )
-            else:
-                cur.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
-            yield cur
+        with translate_errors(), self._checkout() as (conn, call):
+            try:
+                with conn.transaction():
+                    cur = conn.cursor()
+                    now = time.monotonic()
+                    timeout = f"{statement_timeout_ms(call.deadline(now) - now)}ms"
+                    if cause or actor or operation_id:
+                        cur.execute(
+                            "SELECT set_config('statement_timeout', %s, true),"
+                            " set_config('strata.cause', %s, true),"
+                            " set_config('strata.actor', %s, true),"
+                            " set_config('strata.operation_id', %s, true)",
+                            (timeout, cause or "", actor or "",
+                             str(operation_id or uuid.uuid4())),
+                        )
+                    else:
+                        cur.execute("SELECT set_config('statement_timeout', %s, true)",
+                                    (timeout,))
+                    yield cur
+            except pg_errors.QueryCanceled as exc:
+                # The deadline's statement_timeout: nothing inside transaction() sets another.
+                raise Unavailable("QueryCanceled") from exc
 
 
 def statement_timeout_ms(remaining_s: float) -> int:
@@ -269,16 +276,15 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[StrataError], str, str | None]] = {
 
 # Failures that say the database cannot serve now, not that the statement is wrong: the
 # session was refused or lost (SQLSTATE class 08, a server shutting down, crashed, starting
-# up, out of connection slots, or closing an idle session), no pooled connection came in
-# time (psycopg_pool's errors), or a statement ran into the deadline's statement_timeout
-# (QueryCanceled: nothing else here cancels statements). An OperationalError with no
-# SQLSTATE is the client's own report of a lost or refused connection, which is also what
-# a connection cut at its deadline reports. Anything else (LockNotAvailable, DiskFull, ...)
-# stays what it is.
+# up, out of connection slots, or closing an idle session), or no pooled connection came in
+# time (psycopg_pool's errors). An OperationalError with no SQLSTATE is the client's own
+# report of a lost or refused connection, which is also what a connection cut at its
+# deadline reports. Anything else (QueryCanceled, LockNotAvailable, DiskFull, ...) stays
+# what it is; Database.transaction turns its own deadline's QueryCanceled into Unavailable.
 _UNAVAILABLE: tuple[type[psycopg.OperationalError], ...] = (
     pg_errors.ConnectionException, pg_errors.AdminShutdown, pg_errors.CrashShutdown,
     pg_errors.CannotConnectNow, pg_errors.TooManyConnections, pg_errors.IdleSessionTimeout,
-    pg_errors.QueryCanceled, PoolTimeout, TooManyRequests, PoolClosed,
+    PoolTimeout, TooManyRequests, PoolClosed,
 )
 
 
