@@ -32,7 +32,9 @@ TTL_ENV = "STRATA_AUTH_CACHE_TTL"
 DEFAULT_TTL_S = 60.0
 DEFAULT_MAX_ENTRIES = 1024
 # API Gateway gives a Lambda authorizer 10 s; waiting psycopg_pool's default 30 s for a
-# connection during an outage would turn a clean deny into a timeout.
+# connection during an outage, or a frozen database forever, would turn a clean deny into a
+# timeout. The whole lookup -- the checkout and the query -- ends within this
+# (strata.db.deadline), its connection cut if the database does not answer.
 DEFAULT_CONNECT_WAIT_S = 3.0
 
 
@@ -187,13 +189,14 @@ class KeyResolver:
         import psycopg
 
         from strata.auth.keys import authenticate
-        from strata.db import Database
+        from strata.db import Database, deadline
         from strata.errors import StrataError, Unavailable
 
         self.lookups += 1
         try:
             database = db if isinstance(db, Database) else db()
-            caller = authenticate(database.waiting(self.connect_wait_s), token)
+            with deadline.within(self.connect_wait_s):
+                caller = authenticate(database.waiting(self.connect_wait_s), token)
         except Unavailable as exc:
             # The server is gone or no connection came in time: deny, uncached, so the next
             # request tries again.

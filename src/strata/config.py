@@ -62,6 +62,18 @@ class Settings(BaseModel):
     # wait longer.
     pool_timeout_s: float = Field(default=2.0, gt=0, le=60)
     pool_job_timeout_s: float = Field(default=30.0, gt=0, le=900)
+    # Deadlines for database work (strata.db.deadline): a request's database calls, all
+    # together, may take this long, or it answers 503 unavailable with Retry-After and its
+    # connection is cut and discarded -- whatever the database does, frozen included.
+    # Readiness has its own, shorter budget; a job's calls (CLI, maintenance, the pipeline's
+    # steps) each get the job deadline. Connecting gives up after db_connect_timeout_s
+    # (libpq's floor is 2 s).
+    db_request_deadline_s: float = Field(default=2.5, gt=0, le=300)
+    # A batch write's budget grows by this much per item (500 items: 25 s more).
+    db_request_deadline_per_item_s: float = Field(default=0.05, ge=0, le=10)
+    db_readiness_deadline_s: float = Field(default=1.5, gt=0, le=60)
+    db_job_deadline_s: float = Field(default=900.0, gt=0, le=86_400)
+    db_connect_timeout_s: int = Field(default=2, ge=2, le=60)
 
     # The embedder (strata.providers.embedders): "hash" (lexical, needs nothing), "openai"
     # (any OpenAI-compatible /embeddings endpoint), "bedrock" (Amazon Titan Text Embeddings

@@ -45,6 +45,7 @@ from strata.store_embedder import record
 
 VECTOR_TABLES = ("memories", "tombstones", "ingest_candidates")
 _LOCK_KEY = 0x5374726152  # "StraR": one reindex at a time
+_LOCK_HOLD_S = 7 * 24 * 3600.0  # a reindex of any size ends well within a week
 _ZERO = uuid.UUID(int=0)
 _TYPMOD = re.compile(r"\b(vector|halfvec|sparsevec)\((\d+)\)")
 
@@ -158,7 +159,9 @@ class Reindex:
 
     def run(self) -> ReindexReport:
         started = time.perf_counter()
-        with self.db.connection() as lock:
+        # The lock's connection is held, idle, for the whole run, which may re-embed for
+        # longer than a job's per-call deadline; the calls made during it have their own.
+        with self.db.connection(deadline_s=_LOCK_HOLD_S) as lock:
             got = lock.execute("SELECT pg_try_advisory_lock(%s) AS ok", (_LOCK_KEY,)).fetchone()
             if not got["ok"]:
                 raise Conflict("another `strata reindex` is running on this database")

@@ -200,6 +200,8 @@ from strata.search_models import (  # noqa: F401 (re-exported)
 )
 
 log = logging.getLogger(__name__)
+# One bookkeeping batch may take this long against the database before its connection is cut.
+_BOOKKEEPING_DEADLINE_S = 30.0
 
 TEXT_TWO_LEXEME_CAP = 1000  # text-arm candidates sharing two or more lexemes with the query
 TEXT_ONE_LEXEME_CAP = 200  # ... and sharing at least one (see "Text arm")
@@ -1206,7 +1208,9 @@ class AccessLog:
             self.dropped += len(items)
             return 0
         try:
-            with db.pool.connection(timeout=5.0) as conn:
+            # Bounded like any database call (strata.db.deadline): a frozen server costs
+            # this batch, not a pooled connection held until it thaws.
+            with db.connection(deadline_s=_BOOKKEEPING_DEADLINE_S) as conn:
                 done = {r[0] if not isinstance(r, dict) else r["id"] for r in conn.execute(_TOUCH, {
                     "tenants": [t for t, _, _ in items], "ids": [m for _, m, _ in items],
                     "counts": [e[0] for _, _, e in items], "ats": [e[1] for _, _, e in items],

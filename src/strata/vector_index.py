@@ -185,10 +185,15 @@ def build_memory_kb(rows: int, dims: int, current_kb: int,
     return max(current_kb, need if cap_mb is None else min(need, cap_mb * 1024))
 
 
+_BUILD_DEADLINE_S = 12 * 3600.0
+
+
 def _build(db: Database, name: str, tenant_id: uuid.UUID) -> int:
     """Build the tenant's index; returns the maintenance_work_mem (kB) it was built with."""
     tid = uuid.UUID(str(tenant_id))  # a uuid's text is safe to inline; DDL takes no parameters
-    with db.connection() as conn:
+    # The build runs as long as it needs (statement_timeout 0 below), past a job's per-call
+    # deadline; this one only ends a build whose database stopped answering.
+    with db.connection(deadline_s=_BUILD_DEADLINE_S) as conn:
         row = conn.execute(
             "SELECT (SELECT count(*) FROM memories WHERE tenant_id = %s) AS rows,"
             " (SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memories'::regclass"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from strata import __version__
-from strata.api import errors, jsonbody, openapi
+from strata.api import deadlines, errors, jsonbody, openapi
 from strata.config import Settings, get_settings
 from strata.db import Database
 from strata.providers import Embedder
@@ -89,7 +89,8 @@ def create_app(
     # 500; CORS outside it, so every answer (a 429, the guard's 500) carries the CORS
     # headers and a preflight is answered before rate limits or auth see it. Every body is
     # read as JSON whatever its Content-Type, and refused past STRATA_MAX_BODY_BYTES before
-    # it is read (strata.api.jsonbody).
+    # it is read (strata.api.jsonbody); every request's database work has one deadline
+    # (strata.api.deadlines).
     if rate_limiter is None and settings.rate_limit and settings.runtime == "local":
         from strata.ratelimit import RateLimiter
 
@@ -100,6 +101,7 @@ def create_app(
         throttle.install(app, rate_limiter)
     errors.install(app)
     jsonbody.install(app, settings.max_body_bytes)
+    deadlines.install(app, settings.db_request_deadline_s)
     if settings.cors_origins:
         from strata.api import cors
 

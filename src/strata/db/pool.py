@@ -13,6 +13,13 @@ as long as a caller should wait (:meth:`Database.waiting`, ``STRATA_POOL_TIMEOUT
 which the database counts as unavailable. Connection-level failures become
 :class:`~strata.errors.Unavailable` in :func:`translate_errors`, the one place database
 errors become core errors; the pool reconnects by itself when the server is back.
+
+Every checkout has a deadline (:mod:`strata.db.deadline`): what is left of the enclosing
+request's budget of database time, or this database's per-call ``deadline_s`` for jobs. The
+checkout waits no longer than that, a connection still in use when it passes is cut (and
+discarded by the pool), and a transaction carries a server-side ``statement_timeout`` under
+what is left, so a slow but alive server cancels the statement before the client has to cut
+the connection.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import contextlib
 import copy
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from functools import lru_cache
@@ -32,6 +40,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
 from strata.config import Settings, get_settings
+from strata.db import deadline
 from strata.db.vector import register_vector
 from strata.errors import Conflict, InvalidInput, StrataError, Unavailable
 
@@ -107,9 +116,14 @@ class Database:
         max_size: int = 8,
         connection_class: type[psycopg.Connection] = psycopg.Connection,
         timeout: float = 30.0,
+        deadline_s: float = 900.0,
+        connect_timeout_s: int = 2,
     ) -> None:
         self.url = url
         self.timeout = timeout
+        # A checkout outside any deadline.within block (a job) must end this long after it.
+        self.deadline_s = deadline_s
+        self._connect_timeout_s = connect_timeout_s
         self._min = min_size
         self._max = max_size
         self._connection_class = connection_class
@@ -150,7 +164,10 @@ class Database:
                         min_size=owner._min,
                         max_size=owner._max,
                         # Autocommit: a read is one round trip; writes use transaction().
-                        kwargs={"row_factory": dict_row, "autocommit": True},
+                        # Without connect_timeout a connect to a frozen server waits 130 s
+                        # (psycopg's default), holding a pool worker the whole time.
+                        kwargs={"row_factory": dict_row, "autocommit": True,
+                                "connect_timeout": owner._connect_timeout_s},
                         configure=_configure,
                         timeout=owner.timeout,
                         reconnect_timeout=_RECONNECT_TIMEOUT_S,
@@ -173,8 +190,24 @@ class Database:
             owner._pool = None
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        with translate_errors(), self.pool.connection(timeout=self.timeout) as conn:
+    def _checkout(self, deadline_s: float | None = None
+                  ) -> Iterator[tuple[psycopg.Connection, deadline.Call]]:
+        """A pooled connection, watched until the call's deadline: (connection, call)."""
+        with deadline.call(deadline_s if deadline_s is not None else self.deadline_s) as call:
+            now = time.monotonic()
+            remaining = call.deadline(now) - now
+            if remaining <= 0:
+                raise Unavailable("DeadlineExceeded")
+            with (self.pool.connection(timeout=min(self.timeout, remaining)) as conn,
+                  deadline.WATCHDOG.watching(conn, call)):
+                yield conn, call
+
+    @contextlib.contextmanager
+    def connection(self, *, deadline_s: float | None = None) -> Iterator[psycopg.Connection]:
+        """A pooled connection (autocommit). ``deadline_s``: this checkout's own deadline
+        instead of the job one, for a job that holds a connection for its whole run; an
+        enclosing block's budget still wins when less of it is left."""
+        with translate_errors(), self._checkout(deadline_s) as (conn, _):
             yield conn
 
     @contextlib.contextmanager
@@ -185,18 +218,41 @@ class Database:
         actor: str | None = None,
         operation_id: uuid.UUID | None = None,
     ) -> Iterator[psycopg.Cursor]:
-        """One transaction; database errors leave it translated into core errors."""
-        with (translate_errors(), self.pool.connection(timeout=self.timeout) as conn,
-              conn.transaction()):
-            cur = conn.cursor()
-            if cause or actor or operation_id:
-                cur.execute(
-                    "SELECT set_config('strata.cause', %s, true),"
-                    " set_config('strata.actor', %s, true),"
-                    " set_config('strata.operation_id', %s, true)",
-                    (cause or "", actor or "", str(operation_id or uuid.uuid4())),
-                )
-            yield cur
+        """One transaction; database errors leave it translated into core errors.
+
+        Its statements are cancelled by the server (``statement_timeout``, local to the
+        transaction, so RDS Proxy pins nothing past it) a little before the deadline.
+        """
+        with translate_errors(), self._checkout() as (conn, call):
+            try:
+                with conn.transaction():
+                    cur = conn.cursor()
+                    now = time.monotonic()
+                    timeout = f"{statement_timeout_ms(call.deadline(now) - now)}ms"
+                    if cause or actor or operation_id:
+                        cur.execute(
+                            "SELECT set_config('statement_timeout', %s, true),"
+                            " set_config('strata.cause', %s, true),"
+                            " set_config('strata.actor', %s, true),"
+                            " set_config('strata.operation_id', %s, true)",
+                            (timeout, cause or "", actor or "",
+                             str(operation_id or uuid.uuid4())),
+                        )
+                    else:
+                        cur.execute("SELECT set_config('statement_timeout', %s, true)",
+                                    (timeout,))
+                    yield cur
+            except pg_errors.QueryCanceled as exc:
+                # The deadline's statement_timeout: nothing inside transaction() sets another.
+                raise Unavailable("QueryCanceled") from exc
+
+
+def statement_timeout_ms(remaining_s: float) -> int:
+    """The server-side statement timeout for a transaction with ``remaining_s`` of its
+    deadline left: a tenth of it (at least 0.2 s) less, so a live server cancels the
+    statement and the rollback comes back before the client would cut the socket (the
+    connection stays usable); at least 1 ms (0 would mean no timeout)."""
+    return max(int((remaining_s - max(remaining_s / 10, 0.2)) * 1000), 1)
 
 
 # Database errors are translated once, here, by constraint name -- never by message text.
@@ -222,8 +278,9 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[StrataError], str, str | None]] = {
 # session was refused or lost (SQLSTATE class 08, a server shutting down, crashed, starting
 # up, out of connection slots, or closing an idle session), or no pooled connection came in
 # time (psycopg_pool's errors). An OperationalError with no SQLSTATE is the client's own
-# report of a lost or refused connection. Anything else (QueryCanceled, LockNotAvailable,
-# DiskFull, ...) stays what it is.
+# report of a lost or refused connection, which is also what a connection cut at its
+# deadline reports. Anything else (QueryCanceled, LockNotAvailable, DiskFull, ...) stays
+# what it is; Database.transaction turns its own deadline's QueryCanceled into Unavailable.
 _UNAVAILABLE: tuple[type[psycopg.OperationalError], ...] = (
     pg_errors.ConnectionException, pg_errors.AdminShutdown, pg_errors.CrashShutdown,
     pg_errors.CannotConnectNow, pg_errors.TooManyConnections, pg_errors.IdleSessionTimeout,
@@ -320,7 +377,8 @@ def get_database() -> Database:
     settings = get_settings()
     return Database(database_url(settings), min_size=settings.pool_min, max_size=settings.pool_max,
                     connection_class=connection_class(settings),
-                    timeout=settings.pool_job_timeout_s)
+                    timeout=settings.pool_job_timeout_s, deadline_s=settings.db_job_deadline_s,
+                    connect_timeout_s=settings.db_connect_timeout_s)
 
 
 def get_read_database(settings: Settings) -> Database | None:
@@ -330,4 +388,5 @@ def get_read_database(settings: Settings) -> Database | None:
         return None
     return Database(url, min_size=0, max_size=settings.pool_max,
                     connection_class=connection_class(settings),
-                    timeout=settings.pool_timeout_s)
+                    timeout=settings.pool_timeout_s, deadline_s=settings.db_job_deadline_s,
+                    connect_timeout_s=settings.db_connect_timeout_s)

@@ -2,7 +2,7 @@
 
 Liveness (``GET /healthz``) asks nothing of the database, so a load balancer or Kubernetes
 does not restart a healthy process because its database is away. Readiness (``GET /readyz``)
-asks whether requests would work: the database answers within the request wait, its
+asks whether requests would work: the database answers within readiness' own deadline, its
 migration level is this code's, and it stores the configured embedding dimension (every
 request refuses a database that does not).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from strata.config import Settings
+from strata.db import deadline
 from strata.db.migrate import migration_level, stored_embedding_dim
 from strata.db.pool import Database
 from strata.errors import Unavailable
@@ -36,9 +37,11 @@ class Readiness:
 
 
 def readiness(db: Database, settings: Settings) -> Readiness:
+    """The checks, each within ``db_readiness_deadline_s`` altogether: a database that does
+    not answer in time is "unavailable", frozen or not."""
     checks = {"database": OK, "migrations": NOT_CHECKED, "embedding_dim": NOT_CHECKED}
     try:
-        with db.connection() as conn:
+        with deadline.within(settings.db_readiness_deadline_s), db.connection() as conn:
             pending, unknown = migration_level(conn)
             if pending:
                 checks["migrations"] = f"{len(pending)} pending"

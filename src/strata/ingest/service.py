@@ -10,6 +10,7 @@ from typing import Protocol
 
 from strata.audit import audited
 from strata.auth.access import Caller, Level
+from strata.db import deadline
 from strata.ingest.models import TERMINAL, IngestRequest, Receipt
 from strata.ingest.pipeline import IngestRuntime, run_pipeline
 from strata.ingest.receipts import get_receipt, open_receipt
@@ -73,6 +74,9 @@ def ingest(rt: IngestRuntime, launcher: Launcher, caller: Caller, req: IngestReq
         event.count = len(req.messages)
         if created:
             if req.wait:
+                # Processed within the request: its database budget grows with the
+                # conversation, as a batch write's does with its items (strata.db.deadline).
+                deadline.extend(rt.settings.db_request_deadline_per_item_s * len(req.messages))
                 run_pipeline(rt, receipt.id, caller.tenant_id)
             else:
                 execution = launcher.start(rt, receipt.id, caller.tenant_id)

@@ -17,7 +17,7 @@ import psycopg
 
 from strata.audit import audited
 from strata.auth.access import Caller, Level
-from strata.db import Database
+from strata.db import Database, deadline
 from strata.errors import Conflict, InvalidInput, NotFound, Suppressed
 from strata.write import apply as persist
 from strata.write import changes, locks, secrets
@@ -105,7 +105,11 @@ def create_memories(
     """
     from strata.config import get_settings
 
-    thresholds = gating.bands(settings or get_settings(), embedder.model)
+    settings = settings or get_settings()
+    thresholds = gating.bands(settings, embedder.model)
+    # Each item is several statements in the transaction: a request's database budget
+    # grows with its batch (strata.db.deadline), up to max_batch items' worth.
+    deadline.extend(settings.db_request_deadline_per_item_s * len(req.memories))
     with audited(db, caller, "write", "memory.create") as event:
         prepared = _prepare(caller, req, embedder)
         results = locks.retrying(

@@ -94,32 +94,38 @@ def openai_failures(fail: Fail, *, timeout_s: float, max_retries: int, what: str
     """Turn whatever the ``openai`` client raises inside the block into ``fail(...)``.
 
     ``what`` names the expected answer ("a chat completion", "an embeddings list"). Messages
-    never carry the error body: some servers echo the request in it.
+    never carry the error body: some servers echo the request in it. The call spends none of
+    a request's database budget, even made with a connection held (strata.db.deadline): it
+    has its own timeout.
     """
-    import openai
+    from strata.db import deadline
 
-    try:
-        yield
-    except openai.APITimeoutError as exc:
-        raise fail(f"no answer within {timeout_s:g} s (retries: {max_retries})", "timeout") from exc
-    except openai.APIConnectionError as exc:
-        raise fail(f"endpoint unreachable (retries: {max_retries})", "connection") from exc
-    except openai.APIStatusError as exc:
-        reason = "rate_limited" if exc.status_code == 429 else "http_error"
-        raise fail(
-            f"endpoint answered HTTP {exc.status_code} (retries: {max_retries})",
-            reason, exc.status_code,
-        ) from exc
-    except openai.APIResponseValidationError as exc:
-        raise fail(f"response is not {what}", "malformed") from exc
-    except KeyUnavailable as exc:
-        raise fail(str(exc), "credentials") from exc
-    except openai.OpenAIError as exc:
-        raise fail(f"client error ({type(exc).__name__})", "client") from exc
-    except ValueError as exc:
-        # A 200 whose body is declared JSON but is not: the client lets the decoder's error
-        # through unwrapped (and the embeddings parser raises ValueError on an empty list).
-        raise fail(f"response is not {what}", "malformed") from exc
+    with deadline.excused():  # the client's first import, too, can take a second
+        import openai
+
+        try:
+            yield
+        except openai.APITimeoutError as exc:
+            raise fail(f"no answer within {timeout_s:g} s (retries: {max_retries})",
+                       "timeout") from exc
+        except openai.APIConnectionError as exc:
+            raise fail(f"endpoint unreachable (retries: {max_retries})", "connection") from exc
+        except openai.APIStatusError as exc:
+            reason = "rate_limited" if exc.status_code == 429 else "http_error"
+            raise fail(
+                f"endpoint answered HTTP {exc.status_code} (retries: {max_retries})",
+                reason, exc.status_code,
+            ) from exc
+        except openai.APIResponseValidationError as exc:
+            raise fail(f"response is not {what}", "malformed") from exc
+        except KeyUnavailable as exc:
+            raise fail(str(exc), "credentials") from exc
+        except openai.OpenAIError as exc:
+            raise fail(f"client error ({type(exc).__name__})", "client") from exc
+        except ValueError as exc:
+            # A 200 whose body is declared JSON but is not: the client lets the decoder's error
+            # through unwrapped (and the embeddings parser raises ValueError on an empty list).
+            raise fail(f"response is not {what}", "malformed") from exc
 
 
 _THROTTLED = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
