@@ -201,7 +201,7 @@ def test_make_run_recalls_by_meaning_with_the_local_embedder(home: Path):
         strata("remember", "I prefer MongoDB", "--path", "users.carol")
         strata("remember", "I've switched to PostgreSQL", "--path", "users.carol")
         strata("remember", "--as-is", "I drive a Volvo", "--path", "users.carol")
-        hits = json.loads(strata("recall", "which database", "--path", "users.carol", "--json"))
+        hits = json.loads(strata("recall", "which database", "--path", "users.carol", "--json"))["results"]
         assert "PostgreSQL" in hits[0]["content"], hits
         assert any("Volvo" in h["content"] for h in hits[1:]), hits  # control: it was there
         assert hits[0]["score"] > max(h["score"] for h in hits[1:])

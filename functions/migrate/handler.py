@@ -96,7 +96,7 @@ class StoredVectorsDiffer(Exception):
 def _check_stored_vectors() -> None:
     from strata.db.migrate import stored_embedding_dim
     from strata.providers import get_embedder
-    from strata.reindex import stored_models
+    from strata.store_embedder import stored_models
 
     settings = get_settings()
     db = get_database()
