@@ -22,25 +22,16 @@ from botocore.stub import ANY, Stubber
 
 from strata.api.app import create_app
 from strata.config import Settings
-from strata.ingest.models import Candidate, Message, Neighbour
+from strata.ingest.models import Candidate, Neighbour
 from strata.providers.bedrock import MAX_TOKENS
 from strata.providers.llm import (
     ExtractorFailed, JudgeFailed, LLMExtractor, LLMJudge, get_extractor, get_judge,
 )
 
+from test_llm_providers import NOW, PRIVATE, conversation  # the OpenAI path's conversation
+
 MODEL = "us.amazon.nova-lite-v1:0"
 REGION = "us-east-1"
-NOW = datetime(2025, 3, 14, 12, 0, tzinfo=UTC)
-# Only in the conversation: it must reach the request and never an exception message.
-PRIVATE = "my cat Zanzibar-7781 hates Mondays"
-
-
-def conversation() -> list[Message]:
-    return [
-        Message(role="user", content="I used to prefer MongoDB.", at=NOW - timedelta(days=30)),
-        Message(role="assistant", content="Noted."),
-        Message(role="user", content=f"I've switched to PostgreSQL yesterday; {PRIVATE}.", at=NOW),
-    ]
 
 
 def memory(content: str, evidence: list[int], **kw: Any) -> dict:

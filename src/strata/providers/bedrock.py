@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from strata.config import Settings
-from strata.providers.clients import Fail, bedrock_failures, strict_schema
+from strata.providers.clients import Fail, bedrock_client, bedrock_failures, strict_schema
 
 # Enough for an extraction of a long conversation, and within every tool-capable model's
 # output limit (Claude 3 Haiku's 4096 is the lowest).
@@ -110,18 +110,9 @@ class BedrockConverse:
         self.settings = settings
 
     def make_client(self) -> Any:
-        from botocore.config import Config
-
-        from strata import aws
-
         s = self.settings
-        return aws.client(
-            "bedrock-runtime", region_name=s.bedrock_region,
-            config=Config(
-                retries={"mode": "standard", "max_attempts": s.llm_max_retries + 1},
-                read_timeout=s.llm_timeout_s, connect_timeout=10,
-            ),
-        )
+        return bedrock_client(s.bedrock_region, max_retries=s.llm_max_retries,
+                              timeout_s=s.llm_timeout_s)
 
     def ask(self, client: Any, messages: list[dict[str, str]], answer: type[BaseModel],
             fail: Fail) -> str:

@@ -133,6 +133,19 @@ _NO_CREDENTIALS = {"UnrecognizedClientException", "ExpiredTokenException",
                    "InvalidSignatureException"}
 
 
+def bedrock_client(region: str | None, *, max_retries: int, timeout_s: float,
+                   max_pool_connections: int = 10) -> Any:
+    """A ``bedrock-runtime`` client: botocore's standard retry mode (throttling and 5xx,
+    backoff with jitter) for ``max_retries`` retries, each attempt's read bounded."""
+    from botocore.config import Config
+
+    from strata import aws
+
+    return aws.client("bedrock-runtime", region_name=region, config=Config(
+        retries={"mode": "standard", "max_attempts": max_retries + 1},
+        read_timeout=timeout_s, connect_timeout=10, max_pool_connections=max_pool_connections))
+
+
 @contextlib.contextmanager
 def bedrock_failures(fail: Fail, *, model_id: str, timeout_s: float, max_retries: int,
                      invalid_hint: str = "") -> Iterator[None]:

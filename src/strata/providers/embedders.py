@@ -35,6 +35,7 @@ from strata.db.vector import Vector
 from strata.providers.clients import (
     Lazy,
     ModelCallFailed,
+    bedrock_client,
     bedrock_failures,
     openai_client,
     openai_failures,
@@ -244,19 +245,10 @@ class BedrockEmbedder(_RemoteEmbedder):
         self._client = Lazy(self._make_client, client)
 
     def _make_client(self) -> Any:
-        from botocore.config import Config
-
-        from strata import aws
-
         s = self.settings
-        return aws.client(
-            "bedrock-runtime", region_name=s.bedrock_region,
-            config=Config(
-                retries={"mode": "standard", "max_attempts": s.embedding_max_retries + 1},
-                read_timeout=s.embedding_timeout_s, connect_timeout=10,
-                max_pool_connections=max(10, s.bedrock_concurrency),
-            ),
-        )
+        return bedrock_client(s.bedrock_region, max_retries=s.embedding_max_retries,
+                              timeout_s=s.embedding_timeout_s,
+                              max_pool_connections=max(10, s.bedrock_concurrency))
 
     @property
     def client(self) -> Any:
