@@ -40,7 +40,8 @@ def test_the_site_builds_strictly_with_every_page(site):
     """Given mkdocs.yml and docs/
     When `mkdocs build --strict` runs
     Then it succeeds, and every Markdown page under docs/ became a page of the site (strict
-    mode also refuses a page left out of the nav; control: the home page and a moved page)."""
+    mode also refuses a page left out of the nav), and the home page carries the README's
+    comparison (control: its nav and the comparison's table)."""
     pages = [p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts]
     assert len(pages) >= 25
     for page in pages:
@@ -49,7 +50,8 @@ def test_the_site_builds_strictly_with_every_page(site):
                         else rel.parent / "index.html" if rel.name == "index"
                         else rel / "index.html")
         assert built.is_file(), f"{page} was not built ({built})"
-    assert "Truth maintenance" in (site / "index.html").read_text()
+    home = (site / "index.html").read_text()
+    assert "Truth maintenance" in home and "Graphiti" in home and "<table>" in home
 
 
 def test_the_site_fetches_nothing_from_elsewhere(site):

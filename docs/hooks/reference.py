@@ -4,6 +4,8 @@ cannot drift from it.
 - ``reference/configuration.md``: every field of :class:`strata.config.Settings` as its
   ``STRATA_*`` variable, with its type, default and bounds, and the comment written above it
   in ``src/strata/config.py`` (the settings' own documentation).
+- ``index.md``: the README's "Why strata" and "The parts", so the site's home page and the
+  README say the same thing from one text.
 - ``reference/operations.md``: every operation of the OpenAPI document the server serves
   (``create_app().openapi()``: no database, no network), by tag, with its summary,
   description, body and answers; the document itself is written beside the site as
@@ -25,6 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS_MARK = "<!-- generated: settings -->"
 OPERATIONS_MARK = "<!-- generated: operations -->"
+README_MARK = "<!-- generated: readme -->"
+README_SECTIONS = ("## Why strata", "## The parts")
 
 
 def _strata_on_path() -> None:
@@ -36,6 +40,8 @@ def _strata_on_path() -> None:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if SETTINGS_MARK in markdown:
         markdown = markdown.replace(SETTINGS_MARK, settings_markdown())
+    if README_MARK in markdown:
+        markdown = markdown.replace(README_MARK, readme_sections())
     if OPERATIONS_MARK in markdown:
         markdown = markdown.replace(OPERATIONS_MARK, operations_markdown(openapi_document()))
     return markdown
@@ -47,6 +53,18 @@ def on_files(files: Any, config: Any) -> Any:
     files.append(File.generated(config, "reference/openapi.json",
                                 content=json.dumps(openapi_document(), indent=1)))
     return files
+
+
+def readme_sections() -> str:
+    """README_SECTIONS of the README, each up to the next second-level heading, with its links
+    into docs/ made relative to the site."""
+    text = (ROOT / "README.md").read_text()
+    out = []
+    for heading in README_SECTIONS:
+        start = text.index(heading)
+        end = text.find("\n## ", start + len(heading))
+        out.append(text[start:end if end != -1 else None].strip())
+    return "\n\n".join(out).replace("](docs/", "](") + "\n"
 
 
 # -- configuration ----------------------------------------------------------------------------
