@@ -12,7 +12,7 @@ SAM           := $(SAM_VENV)/bin/sam
 ASL_VALIDATOR := asl-validator@4.0.0
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test install install-local bench lint clean tools validate build \
+.PHONY: run test install install-local bench lint clean tools validate build docs \
 	build-StrataLayer build-McpLayer build-DocsLayer
 
 # The extras installed: `local` is the local embedder (sentence-transformers on CPU, torch
@@ -38,6 +38,10 @@ run: $(BIN)/strata
 
 test: $(BIN)/strata
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on any warning.
+docs: $(BIN)/strata
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site/
 
 bench: $(BIN)/strata
 	$(BIN)/python eval/bench_store.py
@@ -82,4 +86,4 @@ build-DocsLayer:
 	$(LAYER_BUILD) "$(ARTIFACTS_DIR)/python" -r requirements.txt --beside core-requirements.txt
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .strata .pytest_cache .aws-sam
+	rm -rf $(VENV) $(SAM_VENV) .strata .pytest_cache .aws-sam site

@@ -44,7 +44,7 @@ def venv(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("client-install")
     source = tmp / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "src", source / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
@@ -87,6 +87,23 @@ def test_the_base_install_is_the_client_without_the_server(venv):
     listed = json.loads(run(venv / "bin" / "python", "-m", "pip", "list", "--format", "json").stdout)
     installed = {p["name"].lower() for p in listed} - {"pip", "setuptools"}
     assert {"strata", "httpx", "pydantic"} <= installed and len(installed) <= 13, installed
+
+
+def test_the_install_carries_the_license(venv):
+    """Given `pip install .` into a fresh virtualenv
+    When the installed distribution's metadata and files are read
+    Then it declares Apache-2.0 as an SPDX expression (PEP 639, setuptools >= 77) and ships
+    the LICENSE text itself (control: the text is the Apache License 2.0's)."""
+    found = json.loads(in_venv(venv, """
+        import json
+        from importlib.metadata import distribution
+        d = distribution("strata")
+        [lic] = [f for f in d.files if f.name == "LICENSE"]
+        print(json.dumps({"expression": d.metadata["License-Expression"],
+                          "text": lic.read_text()}))
+    """))
+    assert found["expression"] == "Apache-2.0"
+    assert "Apache License" in found["text"] and "Version 2.0, January 2004" in found["text"]
 
 
 def test_the_installed_client_works_against_a_live_server(venv, server, tenant):

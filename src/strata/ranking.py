@@ -45,7 +45,7 @@ Fusion (:func:`fuse`)
 
     RRF (equal weights, k = 60) was measured and replaced: it cannot tell a strong arm from a
     weak one, and on LoCoMo turns mode keyword-only beat it by 4.8 points. Numbers in
-    :data:`DEFAULT`'s comment and README.
+    :data:`DEFAULT`'s comment and docs/benchmarks/retrieval.md.
 
     A time-window boost (see :func:`strata.search.time_windows`) is then added: ``time_start``
     when the memory's valid range starts inside a window the query names, ``time_overlap`` when
@@ -151,18 +151,18 @@ from strata.asked import answers, asked
 
 # Candidates each arm hands the fusion, and how many rows the vector arm's ranking fetches
 # before it keeps its best ARM_DEPTH of them. Measured with eval/bench_arm_depth.py
-# (2026-12-03, depth and fetch one number then): at 30 LoCoMo's tuning split and the golden
+# (depth and fetch one number then): at 30 LoCoMo's tuning split and the golden
 # set score as at 50 and a search costs ~10 % less (eval/bench_search.py's 10k-row tenant
 # p50 9.26 -> 8.35 ms, its 100k-row tenant 16.5 -> 15.6 ms) -- but an HNSW walk that stops
 # at 30 rows loses recall: through the shared index (a large tenant before its own index is
 # built) a walk filtered to a 100k-row tenant of 1M rows kept recall@10 0.9625 at 50 and
 # 0.903 at 30. So the walk fetches VECTOR_FETCH rows (an exact ranking the same: its best 30
-# are its best 30 either way) and the arm keeps the nearest ARM_DEPTH of them. README, "How
-# deep each arm goes", has the tables.
+# are its best 30 either way) and the arm keeps the nearest ARM_DEPTH of them.
+# docs/benchmarks/retrieval.md, "How deep each arm goes", has the tables.
 ARM_DEPTH = 30
 VECTOR_FETCH = 50
 BM25_K1 = 1.2
-BM25_B = 0.3  # length normalisation: weak, memories are short (see README)
+BM25_B = 0.3  # length normalisation: weak, memories are short (docs/benchmarks/retrieval.md)
 # N stops counting here (see "Lexical score"): counting costs ~0.6 us a row (3.5 ms at 5,000
 # on eval/bench_search.py's 10k-row tenant); past it a tenant's idf values keep their order.
 BM25_STAT_CAP = 2000
@@ -215,8 +215,8 @@ class FusionParams:
 # over ts_rank: 0.503, 0.426). Swept again once memories carried their context (migration
 # 0022; eval/locomo_eval.py stores each turn with the one before it, each observation with the
 # exchanges it cites): this point scores 0.6147 on the tuning split, the best 0.6212 (1.5
-# questions of 231, trading observations for turns), so it stays. README "Retrieval quality"
-# has the tables.
+# questions of 231, trading observations for turns), so it stays.
+# docs/benchmarks/retrieval.md has the tables.
 DEFAULT = FusionParams()
 
 

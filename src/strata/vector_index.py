@@ -55,8 +55,8 @@ log = logging.getLogger(__name__)
 # above it an exact scan grows linearly while a tenant's own HNSW walk stays ~1 ms.
 MIN_ROWS = 5000
 # At most this many per-tenant indexes (the largest tenants first): see the module docstring.
-# Each one costs every search's planning ~7 us (2026-12-03, 101k-row seed: planning p50 1.10
-# ms with 11 indexes, 1.70 with 61, 2.46 with 211; README, "Maintenance").
+# Each one costs every search's planning ~7 us (101k-row seed: planning p50 1.10 ms with 11
+# indexes, 1.70 with 61, 2.46 with 211; docs/guides/operating.md, "Maintenance").
 MAX_INDEXES = 200
 PREFIX = "memories_vec_"
 # Memory for one build. pgvector builds an HNSW graph in maintenance_work_mem and, once the

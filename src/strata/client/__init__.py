@@ -19,7 +19,7 @@ to repeat (reads, search, forget, and ingest, which always carries an idempotenc
 exponential backoff and jitter, honouring ``Retry-After``.
 
 The client needs httpx and pydantic only: ``pip install .`` installs it without the server
-(README, "Python"). The models are the server's shape modules, which import nothing else;
+(docs/guides/python.md). The models are the server's shape modules, which import nothing else;
 they load on first use (building their pydantic classes takes about 0.2 s, which a CLI
 command that fails early need not pay), and are importable from here too
 (``from strata.client import Memory``), which loads them.
