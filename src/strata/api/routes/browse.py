@@ -33,7 +33,7 @@ class Me(BaseModel):
         "delegators', computed on this request."))
 
 
-@router.get("/me")
+@router.get("/me", operation_id="getMe")
 def me(caller: CallerDep) -> Me:
     """Who this key is
 
@@ -48,7 +48,7 @@ def me(caller: CallerDep) -> Me:
 PathCursor = Annotated[MemoryPath | None, Query(description="The `next_cursor` of the page before.")]
 
 
-@router.get("/paths")
+@router.get("/paths", operation_id="listPaths")
 def paths(
     db: DB, caller: CallerDep,
     path: Annotated[MemoryPath | None, Query(description=(
