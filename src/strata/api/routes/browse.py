@@ -26,6 +26,8 @@ class Me(BaseModel):
     tenant_id: uuid.UUID = Field(description="The key's tenant.")
     principal_id: uuid.UUID | None = Field(description="Who the key acts for.")
     key_id: uuid.UUID | None = Field(description="The key.")
+    key_prefix: str | None = Field(default=None, description=(
+        "The key's public prefix (`sk_<prefix>_...`), as the keys list shows it."))
     default_path: str | None = Field(description=(
         "Where a memory or conversation sent without a path goes."))
     access: list[AccessEntry] = Field(description=(
@@ -40,7 +42,8 @@ def me(caller: CallerDep) -> Me:
     The calling key: its tenant, principal and effective access.
     """
     return Me(tenant_id=caller.tenant_id, principal_id=caller.principal_id,
-              key_id=caller.key_id, default_path=caller.default_path,
+              key_id=caller.key_id, key_prefix=caller.key_prefix,
+              default_path=caller.default_path,
               access=[AccessEntry(path=a.path, level=a.level.name) for a in caller.access])
 
 
