@@ -7,7 +7,11 @@ supersedes change on that memory's timeline. Beside it: a key reading one path s
 that path's tree (the owner, the control, sees both); memory content that is markup is
 shown as text and never runs, and so is a memory's context (on a hit, in the list, on its
 page and in its history); the key is in no URL the browser loads; the receipts page
-tells a kept item from a not-kept one and says why.
+tells a kept item from a not-kept one and says why. And the page reads for people: a
+memory's life as a timeline of its versions beside its valid-time span, ids shortened to 8
+characters (the whole id on hover, a button to copy it), evidence as sentences, each hit's
+score breakdown behind a toggle (three hits fit a screen), the key named by its prefix, and
+tree counts that match the list.
 
 Chromium is Debian's (/usr/bin/chromium), never downloaded. Without it these tests skip
 locally and fail under CI (env CI set), where .ci/run installs it.
@@ -16,6 +20,7 @@ locally and fail under CI (env CI set), where .ci/run installs it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +34,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SCRIPT = "<script>window.__pwned = 'script'</script> Alice's note"
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 IMAGE = "<img src=x onerror=\"window.__pwned = 'img'\"> Alice's other note"
 
 
@@ -190,6 +196,12 @@ def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timelin
     link = page.locator("#timeline li.superseded-by a.memory-link")
     assert link.get_attribute("href") == f"#/memory/{store['candidate']}"
     assert "stopped being valid" in page.locator("#timeline").inner_text()
+    # No id is printed whole on the page (the contradiction's reason names a tombstone, the
+    # edges a principal and memories): each is 8 characters, the whole id on hover.
+    assert re.search(UUID, page.locator("#view").inner_text()) is None
+    titles = page.locator("#view [title]").evaluate_all("els => els.map(e => e.title)")
+    assert any(re.fullmatch(UUID, t) for t in titles)  # control: the ids are there, on hover
+    assert "tombstone " in page.locator("table.relations").inner_text()
 
     api_calls = [(u, h) for u, h in s.requests if "/v1/" in u]
     assert any(h.get("authorization") == f"Bearer {tenant.key}" for _, h in api_calls)  # control
