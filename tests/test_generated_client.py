@@ -3,18 +3,16 @@ names each function after the operation's operationId (``create_memories``, not
 ``create_v1_memories_post``), and the generated create and search talk to a live server.
 
 openapi-python-client 0.29 pins httpx < 0.29 and typer < 0.28, below this project's own
-pins, so it is not in the dev extra: install it apart and name the directory,
-
-    pip install --target /tmp/opc openapi-python-client==0.29.1
-    OPENAPI_PYTHON_CLIENT_PATH=/tmp/opc pytest tests/test_generated_client.py
-
-(the generator runs in a subprocess with that path; the client it writes needs only httpx and
-attrs, which the project has). Without either, the test skips and says so.
+pins, so it is not in the dev extra: `make tools` installs it apart, in .venv-opc (or name
+another directory in OPENAPI_PYTHON_CLIENT_PATH). The generator runs in a subprocess with
+that directory on its path; the client it writes needs only httpx and attrs, which the
+project has. Without it the test skips on a developer's machine and fails under CI (env CI
+set), where .ci/run runs `make tools`.
 """
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -27,17 +25,20 @@ from strata.api.app import create_app
 from strata.config import Settings
 
 PACKAGE = "strata_generated"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def generator_env() -> dict[str, str]:
     env = dict(os.environ)
-    extra = os.environ.get("OPENAPI_PYTHON_CLIENT_PATH")
-    if extra:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH")) if p)
+    apart = Path(os.environ.get("OPENAPI_PYTHON_CLIENT_PATH") or ROOT / ".venv-opc")
+    if (apart / "openapi_python_client").is_dir():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(apart), env.get("PYTHONPATH")) if p)
         return env
     if importlib.util.find_spec("openapi_python_client") is None:
-        pytest.skip("openapi-python-client is not installed (it pins httpx and typer below "
-                    "ours): see this module's docstring")
+        message = f"openapi-python-client is not in {apart} (`make tools` installs it there)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     return env
 
 
