@@ -644,6 +644,9 @@ def test_a_memorys_life_is_a_timeline_with_short_ids_and_evidence_as_sentences(
     ends = page.locator("#life .version")
     assert [ends.nth(i).get_attribute("data-end") for i in range(ends.count())] == [
         "updated", "updated", "deleted"]
+    # Its valid time read from the last snapshot (the row's range) still draws its span.
+    assert page.locator("#life .valid-span.open").count() == 1
+    assert "an unknown time" not in page.locator("#life").inner_text()
     assert not s.errors, s.errors
     s.close()
 

@@ -527,8 +527,8 @@ function timeline(memory, shown, history, related) {
   events.sort((a, b) => String(a.at).localeCompare(String(b.at)));
 
   const chart = lifeChart(memory, shown, history, related);
-  const validity = el("dl", {class: "fields validity"},
-    field("valid time", `${when(validFrom || shown.valid_from)} → ${validTo ? when(validTo) : "now (still true)"}`),
+  const times = el("dl", {class: "fields validity"},
+    field("valid time", `${when(validFrom || validity(shown)[0])} → ${validTo ? when(validTo) : "now (still true)"}`),
     field("record time", `recorded ${when(recorded)}` + (memory ? ` · last changed ${when(memory.updated_at)}` : "")));
   const list = el("ol", {class: "timeline", id: "timeline"}, events.map((e) => el("li", {class: `event ${e.kind}`},
     el("time", {}, when(e.at)), " ",
@@ -540,7 +540,16 @@ function timeline(memory, shown, history, related) {
   if (validTo) {
     list.append(el("li", {class: "event closed"}, el("time", {}, when(validTo)), " stopped being valid"));
   }
-  return el("div", {}, chart, validity, list);
+  return el("div", {}, chart, times, list);
+}
+
+// [valid_from, valid_to] of a memory, or of a history snapshot (the stored row, whose valid
+// time is one range, as PostgreSQL writes it: ["2026-03-02 09:00:00+00",)).
+function validity(m) {
+  if (m.valid_from !== undefined) return [m.valid_from, m.valid_to];
+  const range = /^[[(]"?([^",]*)"?,"?([^")]*)"?[\])]$/.exec(m.valid || "");
+  const instant = (v) => (v ? v.replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00") : null);
+  return range ? [instant(range[1]), instant(range[2])] : [null, null];
 }
 
 // The memory's life at a glance. Two lanes, each on its own axis, as they are two times:
@@ -552,8 +561,9 @@ function timeline(memory, shown, history, related) {
 function lifeChart(memory, shown, history, related) {
   const time = (v) => (v ? new Date(v).getTime() : NaN);
   const now = Date.now();
-  const validFrom = time((memory || shown).valid_from);
-  const validTo = memory ? time(memory.valid_to) : time(shown.valid_to);
+  const [from0, to0] = validity(memory || shown);
+  const validFrom = time(from0);
+  const validTo = time(to0);
   const axisStart = Math.min(validFrom, Number.isNaN(validTo) ? now : validTo);
   const axisEnd = Math.max(now, Number.isNaN(validTo) ? now : validTo);
   const at = (t) => (axisEnd > axisStart ? ((t - axisStart) / (axisEnd - axisStart)) * 100 : 0);
@@ -562,7 +572,7 @@ function lifeChart(memory, shown, history, related) {
   const span = el("div", {class: `valid-span ${open ? "open" : "closed"}`,
     style: {left: `${left}%`, width: `${Math.max((open ? 100 : at(validTo)) - left, 1)}%`},
     title: `true from ${day(validFrom)} ${open ? "and still" : `to ${day(validTo)}`}`});
-  const validLane = el("div", {class: "lane valid-lane"},
+  const validLane = Number.isNaN(validFrom) ? null : el("div", {class: "lane valid-lane"},
     el("span", {class: "lane-label"}, "true in the world"),
     el("div", {class: "track"}, span),
     el("span", {class: "lane-ends"}, day(validFrom), " → ", open ? "now" : day(validTo)));
