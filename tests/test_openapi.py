@@ -212,7 +212,7 @@ def test_every_operation_has_a_named_unique_camel_case_operation_id(document):
 def test_conditional_schemas_keep_their_meaning_without_restating_types(document):
     """Given the bodies whose rules are JSON Schema conditionals or a oneOf (tier and ttl,
     reject's until, reflect's seed_id or path), written without restating a type so ReDoc
-    can merge them (test_docs_browser.py hears its warnings)
+    can merge them (test_docs_browser.py hears its warnings), and a context's pattern
     Then what the server accepts validates and what it refuses does not."""
     import jsonschema
 
@@ -236,6 +236,9 @@ def test_conditional_schemas_keep_their_meaning_without_restating_types(document
     assert not ok("ReflectRequest", {"path": "users.alice",
                                      "seed_id": "0b9e3c52-4a2d-4c55-9d1f-0d8f5f3c2a11"})
     assert not ok("ReflectRequest", {"path": None})
+    # A blank context is refused (str.isspace() counts \x1e as whitespace); a word is kept.
+    assert ok("MemoryIn", {**memory, "context": "Bob asked"})
+    assert not ok("MemoryIn", {**memory, "context": "\x1e"})
 
 
 def test_the_document_is_valid_openapi(document):
