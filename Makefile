@@ -10,6 +10,10 @@ SAM_VERSION   := 1.170.0
 SAM           := $(SAM_VENV)/bin/sam
 # Run through npx (cached after the first fetch); tests/infra uses the same pin.
 ASL_VALIDATOR := asl-validator@4.0.0
+# openapi-python-client pins httpx and typer below ours: installed apart (--target), for
+# tests/test_generated_client.py, which runs it from there.
+OPC_DIR       ?= .venv-opc
+OPC_VERSION   := 0.29.1
 export SAM_CLI_TELEMETRY := 0
 
 .PHONY: run test install install-local bench lint clean tools validate build docs \
@@ -58,7 +62,12 @@ $(SAM_STAMP):
 	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_VERSION)'
 	@touch $@
 
-tools: $(SAM_STAMP)
+OPC_STAMP := $(OPC_DIR)/.openapi-python-client-$(OPC_VERSION)
+$(OPC_STAMP):
+	$(PYTHON) -m pip install --quiet --target $(OPC_DIR) 'openapi-python-client==$(OPC_VERSION)'
+	@touch $@
+
+tools: $(SAM_STAMP) $(OPC_STAMP)
 	npx --yes $(ASL_VALIDATOR) --version
 
 validate: tools $(BIN)/strata

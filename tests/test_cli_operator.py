@@ -708,3 +708,50 @@ def test_ctrl_c_is_a_line_and_status_130(server, tenant, tmp_path):
     done = subprocess.run(STRATA + ["remember", "-", "--path", "users.alice"], input="I like tea",
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and "created" in done.stdout, done.stderr
+
+
+def test_an_export_to_a_terminal_goes_under_the_home_and_says_where(db, tenant, tmp_path):
+    """Given acme with two memories, and a working directory standing for a checkout
+    When `strata export --tenant acme` runs (a real process) with stdout a terminal (a pty)
+    Then nothing is written in the working directory; a new file under
+    $STRATA_HOME/exports, readable by its owner only, holds the export; the absolute path
+    printed is that file. Control: piped, the same command writes the same records to
+    stdout and makes no file."""
+    import pty
+
+    _hash_memories(db, tenant, n=2)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    env = _env(tmp_path, STRATA_DATABASE_URL=db.url)
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(STRATA + ["export", "--tenant", "acme"], stdout=slave,
+                              stderr=subprocess.PIPE, text=True, cwd=checkout, env=env, timeout=120)
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end is closed, all is read
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(said.decode().replace("\r\n", "\n"))
+    written = Path(report["file"])
+    assert written.is_absolute() and written.parent == tmp_path / "home" / "exports"
+    assert written.name.startswith("acme-") and written.suffix == ".jsonl"
+    assert list(checkout.iterdir()) == []
+    assert written.stat().st_mode & 0o777 == 0o600
+    records = written.read_text().splitlines()
+    assert sum('"Alice keeps bees on the roof"' in r for r in records) == 1
+
+    piped = subprocess.run(STRATA + ["export", "--tenant", "acme"], capture_output=True,
+                           text=True, cwd=checkout, env=env, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert len(piped.stdout.splitlines()) == len(records)
+    assert sum('"Alice keeps bees on the roof"' in r for r in piped.stdout.splitlines()) == 1
+    assert list(checkout.iterdir()) == [] and list(written.parent.iterdir()) == [written]

@@ -7,7 +7,11 @@ supersedes change on that memory's timeline. Beside it: a key reading one path s
 that path's tree (the owner, the control, sees both); memory content that is markup is
 shown as text and never runs, and so is a memory's context (on a hit, in the list, on its
 page and in its history); the key is in no URL the browser loads; the receipts page
-tells a kept item from a not-kept one and says why.
+tells a kept item from a not-kept one and says why. And the page reads for people: a
+memory's life as a timeline of its versions beside its valid-time span, ids shortened to 8
+characters (the whole id on hover, a button to copy it), evidence as sentences, each hit's
+score breakdown behind a toggle (three hits fit a screen), the key named by its prefix, and
+tree counts that match the list.
 
 Chromium is Debian's (/usr/bin/chromium), never downloaded. Without it these tests skip
 locally and fail under CI (env CI set), where .ci/run installs it.
@@ -16,6 +20,7 @@ locally and fail under CI (env CI set), where .ci/run installs it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +34,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SCRIPT = "<script>window.__pwned = 'script'</script> Alice's note"
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 IMAGE = "<img src=x onerror=\"window.__pwned = 'img'\"> Alice's other note"
 
 
@@ -61,9 +67,9 @@ class Session:
     """One browser context (its own sessionStorage) on the console, recording every URL it
     requests and every dialog a page opens."""
 
-    def __init__(self, browser, base: str) -> None:
+    def __init__(self, browser, base: str, **context) -> None:
         self.base = base
-        self.context = browser.new_context()
+        self.context = browser.new_context(**context)
         self.page = self.context.new_page()
         self.page.set_default_timeout(15_000)
         self.requests: list[tuple[str, dict[str, str]]] = []
@@ -164,7 +170,8 @@ def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timelin
     card.locator("details.evidence summary").click()
     evidence = card.locator("details.evidence ol.evidence")
     evidence.wait_for(state="visible")
-    assert "ingest" in evidence.inner_text()  # where the candidate came from
+    # where the candidate came from, as a sentence: who said it, when, in which receipt
+    assert evidence.inner_text().startswith("said by the user on 13 Apr 2026 09:00 UTC in receipt")
     receipt_link = evidence.locator(f"a[href='#/receipt/{store['candidate_receipt']}']")
     assert receipt_link.count() == 1  # the evidence leads to the receipt that held it back
     contradicted = card.locator(f".contradicts li[data-target='{store['postgres']}']")
@@ -182,10 +189,19 @@ def test_a_reviewer_promotes_a_candidate_and_sees_the_superseded_memorys_timelin
     event = page.locator("#timeline li.superseded-by").inner_text()
     assert "superseded by" in event
     assert "promoted on review" in event
-    assert f"admin (principal:{tenant.principal_id})" in event  # the owner may name principals
+    # The owner may name principals: the name shown, the principal's id on hover.
+    assert "decided by admin" in event and "principal:" not in event
+    decider = page.locator("#timeline li.superseded-by .who")
+    assert decider.get_attribute("title") == f"principal:{tenant.principal_id}"
     link = page.locator("#timeline li.superseded-by a.memory-link")
     assert link.get_attribute("href") == f"#/memory/{store['candidate']}"
     assert "stopped being valid" in page.locator("#timeline").inner_text()
+    # No id is printed whole on the page (the contradiction's reason names a tombstone, the
+    # edges a principal and memories): each is 8 characters, the whole id on hover.
+    assert re.search(UUID, page.locator("#view").inner_text()) is None
+    titles = page.locator("#view [title]").evaluate_all("els => els.map(e => e.title)")
+    assert any(re.fullmatch(UUID, t) for t in titles)  # control: the ids are there, on hover
+    assert "tombstone " in page.locator("table.relations").inner_text()
 
     api_calls = [(u, h) for u, h in s.requests if "/v1/" in u]
     assert any(h.get("authorization") == f"Bearer {tenant.key}" for _, h in api_calls)  # control
@@ -344,6 +360,7 @@ def test_search_explains_each_score_and_a_memory_is_restored_from_its_history(
     page = s.page
     s.sign_in(tenant.key)
     hit = s.search("when does the team ship releases", memory_id)
+    hit.locator("details.explain summary").click()
     table = hit.locator("table.explain").inner_text()
     assert "vector" in table and "text (BM25)" in table
     assert "score" in hit.locator("p.meta").inner_text()
@@ -551,4 +568,152 @@ def test_a_memorys_context_is_shown_as_text_where_the_memory_is(browser, server,
     page.wait_for_timeout(300)  # an onerror would have fired by now
     assert page.evaluate("() => window.__pwned") is None
     assert not s.dialogs and not s.errors, (s.dialogs, s.errors)
+    s.close()
+
+
+def png_height(png: bytes) -> int:
+    """A PNG's height in pixels (its IHDR chunk): how tall a screenshot came out."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(png[20:24], "big")
+
+
+def test_a_memorys_life_is_a_timeline_with_short_ids_and_evidence_as_sentences(
+        browser, server, tenant, api):
+    """Given a memory written through the API and edited twice (versions 1, 2 and 3), and
+    one ingested from a user's message
+    When its page is opened, its id copied, and it is then deleted and opened again
+    Then the timeline draws three versions in order, left to right, the first two ended by
+    an update and the last current, beside an open valid-time span; deleted, the last is
+    ended by the deletion. The id shows as 8 characters with the full id on hover, and the
+    copy button puts the full id on the clipboard. Evidence reads as sentences: "written
+    through the API by admin", "said by the user on 2 Mar 2026 ... in receipt <8 chars>"
+    (linking the receipt); actors are named, their full id on hover, never printed."""
+    made = api.post("/v1/memories", json={"memories": [
+        {"content": "The team ships releases on Tuesdays", "path": "agents.release"}]}).json()
+    memory_id = made["results"][0]["id"]
+    for version, day in ((1, "Wednesdays"), (2, "Thursdays")):
+        r = api.patch(f"/v1/memories/{memory_id}", json={
+            "expected_version": version, "content": f"The team ships releases on {day}"})
+        assert r.status_code == 200, r.text
+    said = ingest(api, "users.zed", "I prefer MongoDB")
+    ingested = said["items"][0]["memory_id"]
+
+    s = Session(browser, server, permissions=["clipboard-read", "clipboard-write"])
+    page = s.page
+    s.sign_in(tenant.key)
+    s.open(f"#/memory/{memory_id}")
+    versions = page.locator("#life .version")
+    versions.nth(2).wait_for()
+    assert [versions.nth(i).get_attribute("data-version") for i in range(3)] == ["1", "2", "3"]
+    assert [versions.nth(i).get_attribute("data-end") for i in range(3)] == [
+        "updated", "updated", "current"]
+    boxes = [versions.nth(i).bounding_box() for i in range(3)]
+    chart = page.locator("#life").bounding_box()
+    assert all(b["width"] > 40 for b in boxes)
+    assert boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"]
+    assert boxes[1]["x"] + boxes[1]["width"] <= boxes[2]["x"]
+    assert boxes[2]["x"] + boxes[2]["width"] <= chart["x"] + chart["width"]
+    assert page.locator("#life .valid-span.open").count() == 1
+    # A screenshot of the chart is one chart tall: the lanes sit beside their labels, not
+    # wrapped below them.
+    assert png_height(page.locator("#life").screenshot()) < 160
+
+    heading = page.locator("#view h2 .short-id")
+    assert heading.locator("code").inner_text() == memory_id[:8]
+    assert heading.locator("code").get_attribute("title") == memory_id
+    assert memory_id not in page.locator("#view h2").inner_text()
+    heading.locator("button.copy").click()
+    page.locator("#flash.ok", has_text="Copied").wait_for()
+    assert page.evaluate("() => navigator.clipboard.readText()") == memory_id
+
+    evidence = page.locator("ol.evidence li").first.inner_text()
+    assert evidence.startswith("written through the API by admin on ")
+    history = page.locator("table.history")
+    assert "principal:" not in history.inner_text() and "admin" in history.inner_text()
+    assert history.locator(".who").first.get_attribute("title") == f"principal:{tenant.principal_id}"
+
+    assert api.delete(f"/v1/memories/{memory_id}").status_code == 200
+    s.open(f"#/memory/{ingested}")
+    page.locator(f"#memory[data-id='{ingested}']").wait_for()
+    sentence = page.locator("ol.evidence li").first
+    assert sentence.inner_text() == f"said by the user on 2 Mar 2026 09:00 UTC in receipt {said['id'][:8]}"
+    assert sentence.locator(f"a[href='#/receipt/{said['id']}']").get_attribute("title") == said["id"]
+
+    s.open(f"#/memory/{memory_id}")
+    page.get_by_text("This memory was deleted.").wait_for()
+    ends = page.locator("#life .version")
+    assert [ends.nth(i).get_attribute("data-end") for i in range(ends.count())] == [
+        "updated", "updated", "deleted"]
+    # Its valid time read from the last snapshot (the row's range) still draws its span.
+    assert page.locator("#life .valid-span.open").count() == 1
+    assert "an unknown time" not in page.locator("#life").inner_text()
+    assert not s.errors, s.errors
+    s.close()
+
+
+def test_explain_is_behind_a_toggle_and_three_hits_fit_a_screen(browser, server, tenant, api):
+    """Given four memories about the team's releases
+    When the console searches for them in a 1280x720 window
+    Then every hit's score breakdown is collapsed and the third hit ends inside the window;
+    opening one hit's toggle shows its breakdown (vector and text arms), and its screenshot
+    grows taller (the control that collapsing is what made them fit)."""
+    made = api.post("/v1/memories", json={"memories": [
+        {"content": text, "path": "agents.release"} for text in (
+            "The team ships releases on Tuesdays", "Releases are shipped after the QA sign-off",
+            "The team ships hotfix releases any day", "Release notes go out with each release")]})
+    assert made.status_code == 200, made.text
+    first = made.json()["results"][0]["id"]
+
+    s = Session(browser, server, viewport={"width": 1280, "height": 720})
+    page = s.page
+    s.sign_in(tenant.key)
+    hit = s.search("when does the team ship releases", first)
+    hits = page.locator("#search-results article.hit")
+    assert hits.count() >= 3
+    assert page.locator("#search-results details.explain[open]").count() == 0
+    assert not page.locator("#search-results table.explain").first.is_visible()
+    third = hits.nth(2).bounding_box()
+    assert third["y"] + third["height"] <= 720
+
+    closed = png_height(hit.screenshot())
+    hit.locator("details.explain summary").click()
+    table = hit.locator("table.explain")
+    table.wait_for(state="visible")
+    assert "vector" in table.inner_text() and "text (BM25)" in table.inner_text()
+    assert png_height(hit.screenshot()) > closed + 40
+    assert not s.errors, s.errors
+    s.close()
+
+
+def test_the_header_names_the_key_by_its_prefix_and_path_counts_match_the_list(
+        browser, server, tenant, store):
+    """Given the store (users.alice: active memories, a superseded one and a candidate)
+    When the owner signs in, opens the keys table and the memories of users.alice
+    Then the header names the key by the prefix the keys table shows for "this key" (not its
+    id); users.alice's count in the tree is the number of memories the list shows (active),
+    with the other statuses as "+n" and split on hover; with status all, the count is the
+    list's again (the control: the two counts differ)."""
+    s = Session(browser, server)
+    page = s.page
+    s.sign_in(tenant.key)
+    prefix = tenant.key.split("_")[1]
+    assert page.locator("#whoami-key").inner_text() == prefix
+    s.open("#/admin")
+    row = page.locator("table.keys tr", has_text="this key")
+    row.wait_for()
+    assert row.locator("td code").first.inner_text() == prefix
+
+    shown, other = {}, 0
+    for status in ("active", "all"):
+        s.open(f"#/memories?path=users.alice&status={status}")
+        page.locator("#memory-list article.memory").first.wait_for()
+        count = page.locator("#path-tree a[data-path='users.alice'] .count")
+        shown[status] = page.locator("#memory-list article.memory").count()
+        assert count.get_attribute("data-shown") == str(shown[status]), status
+        if status == "active":
+            split = count.get_attribute("title")
+            assert "active" in split and "superseded" in split and "candidate" in split
+            other = int(count.locator(".other").inner_text().strip(" +"))
+    assert shown["all"] == shown["active"] + other and other >= 2
+    assert not s.errors, s.errors
     s.close()

@@ -109,10 +109,30 @@ def recalled(outcome: tuple[dict, bool]) -> list[str]:
 # ----------------------------------------------------------------------- over real HTTP
 
 
+def stated_tools() -> tuple[int, set[str]]:
+    """The count and the names the tools module's docstring states (what docs quote)."""
+    import re
+
+    said = re.search(r"The (\d+) tools, as ``tools/list`` answers them: (.*?)\. ",
+                     " ".join(tools.__doc__.split()))
+    assert said, "the tools module's docstring no longer states the tools"
+    return int(said.group(1)), set(re.findall(r"``(\w+)``", said.group(2)))
+
+
+def test_the_stated_tool_count_is_the_tools_count():
+    """Given the tools module's docstring, the one place that counts the MCP tools
+    Then its count is the number of tools and of the names it lists, and those names are
+    the tools (tools/list in the test below serves exactly these)."""
+    count, named = stated_tools()
+    assert count == len(named) == len(tools.TOOLS) and named == set(tools.TOOLS)
+    assert count >= 12  # control: the parse found the list
+
+
 def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
     """Given the local app
     When the official client initializes and lists tools
-    Then the server is strata with instructions, and the ten tools each have a title, a
+    Then the server is strata with instructions, and the tools (as many as the tools
+    module's docstring counts, and those it names) each have a title, a
     description, an object schema that forbids unknown arguments, a description on every
     argument, and the arguments the tool cannot work without marked required."""
     async def go():
@@ -126,6 +146,8 @@ def test_initialize_and_tools_with_schemas_an_llm_can_use(mcp_url, tenant):
     init, listed = run(go)
     assert init.server_info.name == "strata" and "recall" in init.instructions
     assert {t.name for t in listed} == TOOL_NAMES
+    count, named = stated_tools()
+    assert len(listed) == count and {t.name for t in listed} == named
     required = {t.name: set(t.input_schema.get("required", ())) for t in listed}
     assert required == {
         "remember": set(), "recall": {"query"}, "get_memory": {"id"},

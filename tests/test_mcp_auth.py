@@ -121,7 +121,7 @@ def test_the_python_client_reports_the_refusal_and_looks_for_no_oauth(observed, 
     """Given the official `mcp` client (2.3) with an Authorization header
     When it initializes with a wrong key, then with the right one
     Then the wrong key raises MCPError carrying the server's message (the JSON-RPC error of
-    the 403), the right key lists the eight tools (control), and the server saw no request
+    the 403), the right key lists every tool (control), and the server saw no request
     for /.well-known/* or /register."""
     url, requests = observed
 

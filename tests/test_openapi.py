@@ -182,6 +182,65 @@ def test_request_bodies_have_examples_and_every_example_is_valid(document):
         check("SearchRequest", {**schemas["SearchRequest"]["examples"][0], "unknown": 1})
 
 
+def test_every_operation_has_a_named_unique_camel_case_operation_id(document):
+    """Given every operation of the document
+    Then each has an operationId that is camelCase (a generated client's function name,
+         read as words: createMemories, searchMemories), unique across the document, and not
+         FastAPI's default (function name, path and method: create_v1_memories_post).
+         Control: FastAPI's default id of the same route fails the same check."""
+    import re
+
+    from fastapi.routing import APIRoute
+    from fastapi.utils import generate_unique_id
+
+    camel = re.compile(r"[a-z]+(?:[A-Z][a-z]+)*")
+    ids = {label: op.get("operationId") for label, op in operations(document)}
+    assert len(ids) >= 40
+    assert [label for label, name in ids.items() if not name or not camel.fullmatch(name)] == []
+    assert len(set(ids.values())) == len(ids)
+    assert ids["POST /v1/memories"] == "createMemories"
+    assert ids["POST /v1/search"] == "searchMemories"
+    assert ids["GET /v1/memories"] == "listMemories"
+    assert ids["GET /v1/memories/{memory_id}"] == "getMemory"
+    from strata.api.routes.memories import router
+
+    route = next(r for r in router.routes
+                 if isinstance(r, APIRoute) and r.path == "/v1/memories" and "POST" in r.methods)
+    assert not camel.fullmatch(generate_unique_id(route))
+
+
+def test_conditional_schemas_keep_their_meaning_without_restating_types(document):
+    """Given the bodies whose rules are JSON Schema conditionals or a oneOf (tier and ttl,
+    reject's until, reflect's seed_id or path), written without restating a type so ReDoc
+    can merge them (test_docs_browser.py hears its warnings), and a context's pattern
+    Then what the server accepts validates and what it refuses does not."""
+    import jsonschema
+
+    schemas = document["components"]["schemas"]
+
+    def ok(name: str, body: dict) -> bool:
+        schema = {"components": {"schemas": schemas}, **schemas[name]}
+        return jsonschema.Draft202012Validator(schema).is_valid(body)
+
+    memory = {"content": "I prefer tea"}
+    assert ok("MemoryIn", {**memory, "tier": "short_term", "ttl": 3600})
+    assert ok("MemoryIn", {**memory, "tier": "long_term", "ttl": None}) and ok("MemoryIn", memory)
+    assert not ok("MemoryIn", {**memory, "tier": "short_term"})
+    assert not ok("MemoryIn", {**memory, "tier": "short_term", "ttl": None})
+    assert not ok("MemoryIn", {**memory, "tier": "long_term", "ttl": 3600})
+    assert ok("RejectRequest", {"suppress": True, "until": "2099-01-01T00:00:00Z"})
+    assert ok("RejectRequest", {"until": None})
+    assert not ok("RejectRequest", {"until": "2099-01-01T00:00:00Z"})
+    assert ok("ReflectRequest", {"path": "users.alice"})
+    assert ok("ReflectRequest", {"path": "users.alice", "seed_id": None})
+    assert not ok("ReflectRequest", {"path": "users.alice",
+                                     "seed_id": "0b9e3c52-4a2d-4c55-9d1f-0d8f5f3c2a11"})
+    assert not ok("ReflectRequest", {"path": None})
+    # A blank context is refused (str.isspace() counts \x1e as whitespace); a word is kept.
+    assert ok("MemoryIn", {**memory, "context": "Bob asked"})
+    assert not ok("MemoryIn", {**memory, "context": "\x1e"})
+
+
 def test_the_document_is_valid_openapi(document):
     """Given the document
     Then openapi-spec-validator finds it valid OpenAPI 3.1 (control: a copy whose answer

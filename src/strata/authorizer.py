@@ -89,6 +89,8 @@ def context_from_caller(caller: Caller) -> dict[str, str | int | bool]:
     }
     if caller.default_path is not None:
         context["default_path"] = caller.default_path
+    if caller.key_prefix is not None:
+        context["key_prefix"] = caller.key_prefix
     return context
 
 
@@ -108,6 +110,7 @@ def caller_from_context(context: dict[str, Any], *, surface: str = "http") -> Ca
             raise ValueError("context version")
         access = tuple(Access(str(path), Level[level]) for path, level in json.loads(context["access"]))
         default_path = context.get("default_path")
+        key_prefix = context.get("key_prefix")
         return Caller(
             tenant_id=uuid.UUID(str(context["tenant_id"])),
             principal_id=uuid.UUID(str(context["principal_id"])),
@@ -115,6 +118,7 @@ def caller_from_context(context: dict[str, Any], *, surface: str = "http") -> Ca
             access=access,
             default_path=str(default_path) if default_path is not None else None,
             surface=surface,
+            key_prefix=str(key_prefix) if key_prefix is not None else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         # json.JSONDecodeError is a ValueError; a bad level name is a KeyError.

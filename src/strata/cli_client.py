@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, get_args
 
 from strata.cli_support import (
@@ -578,10 +580,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     db = open_database()
     tenant = find_tenant(db, args.tenant)
+    output = args.output
+    if output is None and sys.stdout.isatty():
+        output = str(_export_file(tenant.name))
     try:
-        out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+        out = sys.stdout if output in (None, "-") else _open_export(output, default=args.output is None)
     except OSError as exc:
-        return _operator_error(args, f"cannot write {args.output}: {exc.strerror}", field="output")
+        return _operator_error(args, f"cannot write {output}: {exc.strerror}", field="output")
     try:
         with _progress_bar(None, "export") as bar:
             counts = export(db, tenant.id, out, progress=bar.update)
@@ -589,8 +594,32 @@ def cmd_export(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     if out is not sys.stdout:
-        print(json.dumps({"tenant": tenant.name, "file": args.output, "counts": counts}, indent=2))
+        # The absolute path: a relative one names a place only from the shell it was typed in.
+        print(json.dumps({"tenant": tenant.name, "file": str(Path(output).resolve()),
+                          "counts": counts}, indent=2))
     return 0
+
+
+def _export_file(tenant: str) -> Path:
+    """Where an export goes when no file is named and stdout is a terminal (which would only
+    scroll a tenant's memories past): a new file under the home's exports/, named for the
+    tenant and the time, never the working directory (often a checkout, where it would wait
+    to be committed)."""
+    from strata.config import get_settings
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in tenant)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return get_settings().home.resolve() / "exports" / f"{safe}-{stamp}.jsonl"
+
+
+def _open_export(output: str, *, default: bool):
+    """The file named, as asked; the default one new (never overwritten) and readable by its
+    owner only, as the memories it holds are."""
+    if not default:
+        return open(output, "w", encoding="utf-8")
+    Path(output).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    return open(fd, "w", encoding="utf-8")
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -829,7 +858,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                 "write a tenant's memories, history, relationships and tombstones as JSON "
                 "Lines (operator command, on the database)", http=False)
     p.add_argument("--tenant", required=True, help="tenant name or id")
-    p.add_argument("-o", "--output", help="file to write (default stdout)")
+    p.add_argument("-o", "--output", help=(
+        "file to write ('-': stdout); default: stdout when piped or redirected, else a new "
+        "file $STRATA_HOME/exports/<tenant>-<UTC time>.jsonl, whose path is printed"))
 
     p = command(sub, "import", cmd_import,
                 "import an export into a tenant, through the write gate; idempotent "

@@ -25,12 +25,16 @@ TTL_MAX_S = 366 * 24 * 3600
 
 # Seconds a short-term memory lives (bounds inside the type: see Integer below).
 Ttl = Annotated[int, Field(ge=60, le=TTL_MAX_S), BeforeValidator(lambda v: _json_number(v))]
+# A nullable property's "given, and not null" in a conditional or a oneOf branch. Said without
+# a type: ReDoc merges the branch into the property's own `anyOf [T, null]` and warns
+# ("Incompatible types in allOf") at every branch that restates a type.
+NOT_NULL: dict = {"not": {"type": "null"}}
 # The pairing tier_ttl enforces, as JSON Schema states it (a model's json_schema_extra), so a
 # client or a generator reading the document sends what is accepted.
 TIER_TTL_SCHEMA = {
     "if": {"required": ["tier"], "properties": {"tier": {"const": "short_term"}}},
-    "then": {"required": ["ttl"], "properties": {"ttl": {"type": "integer"}}},
-    "else": {"properties": {"ttl": {"type": "null"}}},
+    "then": {"required": ["ttl"], "properties": {"ttl": NOT_NULL}},
+    "else": {"properties": {"ttl": {"not": {"type": "integer"}}}},
 }
 
 

@@ -27,7 +27,7 @@ from strata.auth.access import Caller, Level
 from strata.db import Database
 from strata.db.vector import exact_distance
 from strata.errors import Conflict, InvalidInput, ModelUnavailable, NotFound
-from strata.fields import Integer, MemoryContent, MemoryPath, Text, _content_ok
+from strata.fields import NOT_NULL, Integer, MemoryContent, MemoryPath, Text, _content_ok
 from strata.memories.models import Memory
 from strata.memories.store import refuse_secrets
 from strata.paths import validate_path
@@ -44,7 +44,7 @@ class ReflectRequest(BaseModel):
     # Exactly one of seed_id and path, as the schema says too.
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "oneOf": [{"required": [name], "properties": {name: {
-            "type": "string", "description": f"{name} given (and not null)."}}}
+            **NOT_NULL, "description": f"{name} given (and not null)."}}}
             for name in ("seed_id", "path")],
         "examples": [{"path": "users.alice"},
                      {"seed_id": "0b9e3c52-4a2d-4c55-9d1f-0d8f5f3c2a11", "limit": 10}]})

@@ -34,6 +34,9 @@ class Caller:
     access: tuple[Access, ...]
     default_path: str | None = None
     surface: str = "http"
+    # The key's public prefix (sk_<prefix>_...): how people tell keys apart (the keys list
+    # shows it), where the id is how the API names one.
+    key_prefix: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     def paths(self, level: Level = Level.read) -> list[str]:

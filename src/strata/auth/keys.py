@@ -83,6 +83,7 @@ def authenticate(db: Database, token: str | None, *, surface: str = "http") -> C
         access=tuple(Access(path, Level[level]) for path, level in row["access"]),
         default_path=row["default_path"],
         surface=surface,
+        key_prefix=prefix,
     )
 
 

@@ -27,9 +27,11 @@ function el(tag, attrs, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else if (name === "class") node.className = value;
+    // Through CSSOM, which the CSP (style-src 'self') allows, where a style attribute is refused.
+    else if (name === "style") Object.assign(node.style, value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -58,8 +60,67 @@ function badge(text, kind) {
   return el("span", {class: `badge ${kind || text}`}, text);
 }
 
+// An id shown as its first 8 characters, the whole id on hover (title) and a button that
+// copies it: people compare and paste ids, they do not read them.
+function shortId(id, href, linkClass) {
+  const full = String(id);
+  const label = href ? el("a", {href, class: linkClass, title: full}, full.slice(0, 8))
+    : el("code", {title: full}, full.slice(0, 8));
+  return el("span", {class: "short-id", "data-id": full}, label,
+    el("button", {type: "button", class: "copy", title: "Copy the full id", "aria-label": `Copy ${full}`,
+                  onclick: () => copyText(full)}));
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (e) {
+    // No clipboard permission (an http origin other than localhost): a selected field is
+    // the next best thing.
+    const box = el("textarea", {readonly: true, class: "copy-box"}, text);
+    document.body.append(box);
+    box.select();
+    document.execCommand("copy");
+    box.remove();
+  }
+  flash(`Copied ${text.slice(0, 8)}…`, "ok");
+}
+
 function memoryLink(id, label) {
-  return el("a", {href: `#/memory/${id}`, class: "memory-link"}, label || String(id).slice(0, 8));
+  return label ? el("a", {href: `#/memory/${id}`, class: "memory-link"}, label)
+    : shortId(id, `#/memory/${id}`, "memory-link");
+}
+
+function receiptLink(id) {
+  return shortId(id, `#/receipt/${id}`, "receipt-link");
+}
+
+const UUID = /(principal:)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/gi;
+
+// Free text from the API (a reason, a cause, an actor) with the ids in it made readable: a
+// principal by its name when this key may list them, any other id shortened behind its title.
+function readable(text) {
+  if (text === undefined || text === null) return "—";
+  const t = String(text);
+  const parts = [];
+  let last = 0;
+  for (const m of t.matchAll(UUID)) {
+    parts.push(t.slice(last, m.index));
+    parts.push(m[1] ? who(m[0]) : shortId(m[2]));
+    last = m.index + m[0].length;
+  }
+  parts.push(t.slice(last));
+  return el("span", {class: "readable"}, parts);
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+// "2 Mar 2026 09:00 UTC": a date people read, in UTC as every other time on the page.
+function day(value) {
+  const d = new Date(value);
+  if (!value || Number.isNaN(d.getTime())) return "an unknown time";
+  const hm = d.toISOString().slice(11, 16);
+  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${hm} UTC`;
 }
 
 // What situates a memory (the message it answers, the passage it came from): matched by
@@ -78,8 +139,8 @@ function jsonView(value) {
   const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
   if (!entries.length) return el("span", {class: "json"}, Array.isArray(value) ? "[]" : "{}");
   // Ids the console has a page for become links to it (evidence names its receipt).
-  const linked = (k, v) => (k === "receipt_id" && typeof v === "string" ? el("a", {href: `#/receipt/${v}`}, v)
-    : k === "memory_id" && typeof v === "string" ? memoryLink(v, v) : jsonView(v));
+  const linked = (k, v) => (k === "receipt_id" && typeof v === "string" ? receiptLink(v)
+    : k === "memory_id" && typeof v === "string" ? memoryLink(v) : jsonView(v));
   return el("ul", {class: "json"}, entries.map(([k, v]) =>
     el("li", {}, Array.isArray(value) ? null : el("span", {class: "json-key"}, `${k}: `), linked(k, v))));
 }
@@ -139,7 +200,9 @@ async function all(path, params, cap = 20) {
 function who(actor) {
   if (!actor) return "—";
   const name = principalNames.get(actor);
-  return name ? `${name} (${actor})` : actor;
+  if (name) return el("span", {class: "who", title: actor}, name);
+  const [kind, id] = String(actor).split(":");
+  return id ? el("span", {class: "who"}, `${kind} `, shortId(id)) : el("span", {class: "who"}, actor);
 }
 
 async function loadPrincipals() {
@@ -190,7 +253,9 @@ async function signIn(key) {
     return false;
   }
   const access = me.access.map((a) => `${a.path || "(root)"}: ${a.level}`).join(", ");
-  $("whoami-text").textContent = `key ${String(me.key_id).slice(0, 8)} · ${access || "no access"}`;
+  // The key as the keys table shows it: its public prefix, not its id.
+  $("whoami-text").replaceChildren("key ", el("code", {id: "whoami-key", title: `id ${me.key_id}`},
+    me.key_prefix || String(me.key_id).slice(0, 8)), ` · ${access || "no access"}`);
   $("signin-error").textContent = "";
   await loadPrincipals().catch(() => null);
   showSignedIn(true);
@@ -239,38 +304,49 @@ function go(hash) {
 
 // ------------------------------------------------------------------ memories by path
 
-// Paths with counts -> a tree of labels, each node with its subtree's total.
+// Paths with counts per status -> a tree of labels, each node with its subtree's counts per
+// status. The tree counts what the list beside it shows (the status filtered on, active by
+// default), and says how many more lie in the other statuses: a total of every status would
+// not match the list.
 function buildTree(items) {
-  const root = {label: "", path: "", total: 0, own: null, children: new Map()};
+  const node = (label, path) => ({label, path, counts: {}, own: null, children: new Map()});
+  const add = (target, counts) => {
+    for (const [s, n] of Object.entries(counts)) target.counts[s] = (target.counts[s] || 0) + n;
+  };
+  const root = node("", "");
   for (const item of items) {
-    let node = root;
-    root.total += item.total;
+    let at = root;
+    add(root, item.counts);
     const labels = item.path.split(".");
     labels.forEach((label, i) => {
-      if (!node.children.has(label)) {
-        node.children.set(label, {label, path: labels.slice(0, i + 1).join("."), total: 0,
-                                  own: null, children: new Map()});
-      }
-      node = node.children.get(label);
-      node.total += item.total;
+      if (!at.children.has(label)) at.children.set(label, node(label, labels.slice(0, i + 1).join(".")));
+      at = at.children.get(label);
+      add(at, item.counts);
     });
-    node.own = item;
+    at.own = item;
   }
   return root;
 }
 
-function treeList(node, selected, params) {
+// "(3)" for the status shown, "+2" for the others, the split on hover.
+function treeCount(counts, status) {
+  const all = Object.values(counts).reduce((a, b) => a + b, 0);
+  const shown = status === "all" ? all : counts[status] || 0;
+  const split = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(", ");
+  return el("span", {class: "count", "data-shown": shown, title: split || "none"}, `(${shown})`,
+    all > shown ? el("span", {class: "other"}, ` +${all - shown}`) : null);
+}
+
+function treeList(node, selected, params, status) {
   const children = [...node.children.values()];
   if (!children.length) return null;
   return el("ul", {class: "tree"}, children.map((child) => {
-    const counts = child.own ? Object.entries(child.own.counts).map(([s, n]) => `${s} ${n}`).join(", ") : "";
     const link = el("a", {
       href: "#/memories" + query({path: child.path, status: params.get("status"),
                                    kind: params.get("kind"), tags: params.get("tags")}),
       class: child.path === selected ? "selected" : null, "data-path": child.path,
-      title: counts,
-    }, child.label, " ", el("span", {class: "count"}, `(${child.total})`));
-    return el("li", {}, link, treeList(child, selected, params));
+    }, child.label, " ", treeCount(child.counts, status));
+    return el("li", {}, link, treeList(child, selected, params, status));
   }));
 }
 
@@ -298,9 +374,10 @@ async function memoriesView(view, params) {
   const list = el("div", {id: "memory-list"});
   view.append(el("div", {class: "columns"},
     el("aside", {id: "path-tree"}, el("h2", {}, "Paths"),
-      el("a", {href: "#/memories" + query({status, kind, tags}), class: path ? null : "selected"},
-        `all readable (${tree.total})`),
-      treeList(tree, path, params) || el("p", {class: "muted"}, "No memories this key can read.")),
+      el("a", {href: "#/memories" + query({status, kind, tags}), class: path ? null : "selected",
+               id: "tree-all"}, "all readable ", treeCount(tree.counts, status)),
+      el("p", {class: "muted legend"}, `counts: ${status}; +n in other statuses`),
+      treeList(tree, path, params, status) || el("p", {class: "muted"}, "No memories this key can read.")),
     el("div", {class: "grow"}, el("h2", {}, path ? `Memories under ${path}` : "Memories"),
       filters, list)));
 
@@ -365,17 +442,20 @@ function hitCard(hit) {
     ["text (BM25)", t.rank, num(t.score), num(t.normalized)],
   ];
   const boosts = Object.entries(x.boosts || {}).map(([name, b]) => `${name} ${num(b.value)}`);
+  // The breakdown behind a toggle, closed: a hit is read for its content first, and three
+  // hits must fit a screen.
   return el("article", {class: "memory hit", "data-id": hit.id},
     el("p", {class: "content"}, hit.content),
     contextNote(hit.context),
     el("p", {class: "meta"}, el("strong", {}, `score ${num(hit.score)}`), " ", badge(hit.status),
       " ", badge(hit.kind, "kind"), " ", el("code", {}, hit.path), " · ", memoryLink(hit.id, "open")),
-    el("table", {class: "explain"},
-      el("thead", {}, el("tr", {}, ["arm", "rank", "raw score", "normalized"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c ?? "—")))))),
-    el("p", {class: "muted"}, `fusion: vector weight ${num(f.vector_weight)}, text strength ${num(f.text_strength)}`,
-      `, top cosine ${num(f.top_cosine)}`, v.route ? `, vector route ${v.route}` : "",
-      boosts.length ? `; boosts: ${boosts.join(", ")}` : ""));
+    el("details", {class: "explain"}, el("summary", {}, "Why this score"),
+      el("table", {class: "explain"},
+        el("thead", {}, el("tr", {}, ["arm", "rank", "raw score", "normalized"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c ?? "—")))))),
+      el("p", {class: "muted"}, `fusion: vector weight ${num(f.vector_weight)}, text strength ${num(f.text_strength)}`,
+        `, top cosine ${num(f.top_cosine)}`, v.route ? `, vector route ${v.route}` : "",
+        boosts.length ? `; boosts: ${boosts.join(", ")}` : "")));
 }
 
 // ------------------------------------------------------------------ one memory
@@ -400,7 +480,7 @@ async function memoryView(view, id) {
   const related = memory ? (await api("GET", `/v1/memories/${id}/related`)).items : [];
   const shown = memory || history[history.length - 1].snapshot;
 
-  view.append(el("h2", {}, "Memory ", el("code", {}, id)));
+  view.append(el("h2", {}, "Memory ", shortId(id)));
   view.append(el("article", {class: "memory", id: "memory", "data-id": id},
     el("p", {class: "content", id: "memory-content"}, shown.content),
     el("dl", {class: "fields"},
@@ -432,8 +512,8 @@ function timeline(memory, shown, history, related) {
   if (recorded) events.push({at: recorded, kind: "recorded", text: "strata learned it (record time)"});
   for (const h of history) {
     events.push({at: h.changed_at, kind: h.operation,
-                 text: `version ${h.version} ${h.operation === "delete" ? "deleted" : "replaced"}`
-                   + (h.cause ? ` · cause ${h.cause}` : "") + (h.actor ? ` · by ${who(h.actor)}` : "")});
+                 text: [`version ${h.version} ${h.erased ? "forgotten" : h.operation === "delete" ? "deleted" : "replaced"}`,
+                   h.cause ? [" · cause ", readable(h.cause)] : "", h.actor ? [" · by ", who(h.actor)] : ""]});
   }
   for (const r of related) {
     const superseding = r.type === "SUPERSEDES";
@@ -446,25 +526,117 @@ function timeline(memory, shown, history, related) {
   }
   events.sort((a, b) => String(a.at).localeCompare(String(b.at)));
 
-  const validity = el("dl", {class: "fields validity"},
-    field("valid time", `${when(validFrom || shown.valid_from)} → ${validTo ? when(validTo) : "now (still true)"}`),
+  const chart = lifeChart(memory, shown, history, related);
+  const times = el("dl", {class: "fields validity"},
+    field("valid time", `${when(validFrom || validity(shown)[0])} → ${validTo ? when(validTo) : "now (still true)"}`),
     field("record time", `recorded ${when(recorded)}` + (memory ? ` · last changed ${when(memory.updated_at)}` : "")));
   const list = el("ol", {class: "timeline", id: "timeline"}, events.map((e) => el("li", {class: `event ${e.kind}`},
     el("time", {}, when(e.at)), " ",
     e.text,
     e.related ? [memoryLink(e.related.other_id), ` (${e.related.other_status})`,
-      e.related.reason ? ` · reason: ${e.related.reason}` : "",
-      e.related.decided_by ? ` · decided by ${who(e.related.decided_by)}` : "",
+      e.related.reason ? [" · reason: ", readable(e.related.reason)] : "",
+      e.related.decided_by ? [" · decided by ", who(e.related.decided_by)] : "",
       e.related.confidence !== undefined && e.related.confidence !== null ? ` · confidence ${e.related.confidence}` : ""] : null)));
   if (validTo) {
     list.append(el("li", {class: "event closed"}, el("time", {}, when(validTo)), " stopped being valid"));
   }
-  return el("div", {}, validity, list);
+  return el("div", {}, chart, times, list);
+}
+
+// [valid_from, valid_to] of a memory, or of a history snapshot (the stored row, whose valid
+// time is one range, as PostgreSQL writes it: ["2026-03-02 09:00:00+00",)).
+function validity(m) {
+  if (m.valid_from !== undefined) return [m.valid_from, m.valid_to];
+  const range = /^[[(]"?([^",]*)"?,"?([^")]*)"?[\])]$/.exec(m.valid || "");
+  const instant = (v) => (v ? v.replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00") : null);
+  return range ? [instant(range[1]), instant(range[2])] : [null, null];
+}
+
+// The memory's life at a glance. Two lanes, each on its own axis, as they are two times:
+// when the statement held in the world (valid time: a span from valid_from, open while it
+// still holds), and what strata kept of it (record time: its versions in order, each ended by
+// the change that replaced it: an edit, a deletion, a forget; the current one by a
+// supersession when one came). Versions are laid out in order, not to scale: edits seconds
+// apart would be slivers on a scale of months.
+function lifeChart(memory, shown, history, related) {
+  const time = (v) => (v ? new Date(v).getTime() : NaN);
+  const now = Date.now();
+  const [from0, to0] = validity(memory || shown);
+  const validFrom = time(from0);
+  const validTo = time(to0);
+  const axisStart = Math.min(validFrom, Number.isNaN(validTo) ? now : validTo);
+  const axisEnd = Math.max(now, Number.isNaN(validTo) ? now : validTo);
+  const at = (t) => (axisEnd > axisStart ? ((t - axisStart) / (axisEnd - axisStart)) * 100 : 0);
+  const open = Number.isNaN(validTo);
+  const left = at(validFrom);
+  const span = el("div", {class: `valid-span ${open ? "open" : "closed"}`,
+    style: {left: `${left}%`, width: `${Math.max((open ? 100 : at(validTo)) - left, 1)}%`},
+    title: `true from ${day(validFrom)} ${open ? "and still" : `to ${day(validTo)}`}`});
+  const validLane = Number.isNaN(validFrom) ? null : el("div", {class: "lane valid-lane"},
+    el("span", {class: "lane-label"}, "true in the world"),
+    el("div", {class: "track"}, span),
+    el("span", {class: "lane-ends"}, day(validFrom), " → ", open ? "now" : day(validTo)));
+
+  const supersededBy = related.find((r) => r.type === "SUPERSEDES" && r.direction === "incoming");
+  const segments = [];
+  let from = (memory || shown).created_at || (history[0] && history[0].snapshot && history[0].snapshot.created_at);
+  for (const h of history) {
+    const end = h.erased ? "forgotten" : h.operation === "delete" ? "deleted" : "updated";
+    segments.push({version: h.version, from, to: h.changed_at, end, cause: h.cause});
+    from = h.changed_at;
+  }
+  if (memory) {
+    segments.push({version: memory.version, from, to: supersededBy ? supersededBy.created_at : null,
+                   end: supersededBy ? "superseded" : memory.status === "active" ? "current" : memory.status,
+                   current: true});
+  }
+  const versions = el("div", {class: "track versions"}, segments.map((v) => el("div", {
+    class: `version ${v.current ? "current" : ""} ends-${v.end}`, "data-version": v.version,
+    "data-end": v.end,
+    title: `version ${v.version}: from ${day(v.from)}${v.to ? ` until ${day(v.to)} (${v.end})` : ""}`
+      + (v.cause ? ` · cause ${v.cause}` : "")},
+    el("span", {class: "v"}, `v${v.version}`), " ", el("span", {class: "since"}, day(v.from).slice(0, -10)),
+    v.end !== "current" ? el("span", {class: `mark ${v.end}`}, v.end) : null)));
+  const versionLane = el("div", {class: "lane versions-lane"},
+    el("span", {class: "lane-label"}, "versions strata kept"), versions,
+    supersededBy ? el("span", {class: "lane-ends"}, "superseded by ", memoryLink(supersededBy.other_id))
+      : el("span", {class: "lane-ends"}, memory ? "current" : "deleted"));
+  return el("div", {class: "life", id: "life"}, validLane, versionLane);
 }
 
 function evidenceList(evidence) {
   if (!evidence || !evidence.length) return el("p", {class: "muted"}, "No evidence recorded.");
-  return el("ol", {class: "evidence"}, evidence.map((e) => el("li", {}, jsonView(e))));
+  return el("ol", {class: "evidence"}, evidence.map((e) => el("li", {
+    "data-source": e && e.source, title: e && e.message !== undefined ? `message ${e.message} of the conversation` : null,
+  }, evidenceSentence(e))));
+}
+
+const SURFACES = {http: "the API", mcp: "MCP", cli: "the CLI"};
+
+// One piece of evidence as a sentence, from the fields the write paths record (source,
+// surface, principal_id, at; ingest adds receipt_id, message and role; import from_id). A
+// source this console does not know is shown as its fields.
+function evidenceSentence(e) {
+  if (!e || typeof e !== "object" || !e.source) return jsonView(e);
+  const by = e.principal_id ? [" by ", who(`principal:${e.principal_id}`)] : "";
+  const via = e.surface ? ` through ${SURFACES[e.surface] || e.surface}` : "";
+  const on = e.at ? ` on ${day(e.at)}` : "";
+  const said = {
+    "api": ["written", via, by, on],
+    "api.update": ["edited", via, by, on],
+    "review.promote": ["promoted on review", by, on],
+    "review.merge": ["merged into this on review", by, on],
+    "restore": ["restored from its history", via, by, on],
+    "import": ["imported", e.from_id ? [" from memory ", shortId(e.from_id)] : "", via, on],
+    "reflects": ["drawn as a reflection", via, by, on],
+    "consolidates": ["made by consolidating memories", via, by, on],
+  }[e.source];
+  if (e.source === "ingest") {
+    const speaker = e.role ? `the ${e.role}` : "someone in the conversation";
+    return el("span", {class: "sentence"}, e.message !== undefined ? `said by ${speaker}` : "taken from a conversation",
+      on, e.receipt_id ? [" in receipt ", receiptLink(e.receipt_id)] : "");
+  }
+  return said ? el("span", {class: "sentence"}, said) : jsonView(e);
 }
 
 function relationsTable(related) {
@@ -475,7 +647,7 @@ function relationsTable(related) {
     el("tbody", {}, related.map((r) => el("tr", {},
       el("td", {}, r.type), el("td", {}, r.direction),
       el("td", {}, memoryLink(r.other_id), ` (${r.other_status})`),
-      el("td", {}, r.reason || "—"), el("td", {}, who(r.decided_by)),
+      el("td", {}, readable(r.reason)), el("td", {}, who(r.decided_by)),
       el("td", {}, r.confidence ?? "—"), el("td", {}, when(r.created_at))))));
 }
 
@@ -486,7 +658,7 @@ function historyTable(id, history, memory) {
       .map((h) => el("th", {}, h)))),
     el("tbody", {}, history.map((h) => el("tr", {},
       el("td", {}, h.version), el("td", {}, when(h.changed_at)), el("td", {}, h.operation),
-      el("td", {}, h.cause || "—"), el("td", {}, who(h.actor)),
+      el("td", {}, readable(h.cause)), el("td", {}, who(h.actor)),
       el("td", {}, h.erased ? "(erased)" : (h.snapshot && h.snapshot.content) || "—",
         h.erased || !h.snapshot ? null : contextNote(h.snapshot.context)),
       el("td", {}, memory && !h.erased && h.operation === "update"
@@ -558,7 +730,8 @@ async function candidateCard(c) {
       targets.length ? el("ul", {}, targets.map(({edge, target}) => el("li", {"data-target": edge.target_id},
         target ? el("span", {class: "content"}, target.content) : "(a memory this key cannot read)",
         " ", target ? badge(target.status) : null, " ", memoryLink(edge.target_id, "open"),
-        edge.reason ? ` · reason: ${edge.reason}` : "", edge.decided_by ? ` · decided by ${who(edge.decided_by)}` : "")))
+        edge.reason ? [" · reason: ", readable(edge.reason)] : "",
+        edge.decided_by ? [" · decided by ", who(edge.decided_by)] : "")))
         : el("p", {class: "muted"}, "Nothing active that this key can read.")),
     el("div", {class: "actions"},
       el("button", {type: "button", class: "promote", onclick: decide("promote")}, "Promote"),
@@ -607,7 +780,7 @@ async function receiptsView(view, params) {
 
 async function receiptView(view, id) {
   const r = await api("GET", `/v1/ingest/${encodeURIComponent(id)}`);
-  view.append(el("h2", {}, "Ingest receipt ", el("code", {}, r.id)), await receiptCard(r));
+  view.append(el("h2", {}, "Ingest receipt ", shortId(r.id)), await receiptCard(r));
 }
 
 async function receiptCard(r) {
@@ -633,7 +806,7 @@ async function receiptCard(r) {
     items.push(el("li", {class: `item ${kept ? "kept" : "not-kept"}`},
       badge(item.outcome, kept ? "kept" : "not-kept"), " ",
       content !== null ? el("span", {class: "content"}, content) : null,
-      item.reason ? el("span", {class: "reason"}, ` · reason: ${item.reason}`) : null,
+      item.reason ? el("span", {class: "reason"}, " · reason: ", readable(item.reason)) : null,
       item.memory_id ? [" · ", memoryLink(item.memory_id, "open")] : null));
   }
   for (const n of r.not_kept || []) {
@@ -645,7 +818,7 @@ async function receiptCard(r) {
   return el("article", {class: `receipt ${kind}`, "data-id": r.id, "data-status": r.status},
     el("p", {class: "headline"}, badge(r.status, kind), " ", el("strong", {}, headline)),
     el("p", {class: "meta"}, el("code", {}, r.path), ` · ${when(r.created_at)} · extractor ${r.extractor || "—"}`,
-      counts ? ` · ${counts}` : "", " · receipt ", el("a", {href: `#/receipt/${r.id}`}, String(r.id).slice(0, 8))),
+      counts ? ` · ${counts}` : "", " · receipt ", receiptLink(r.id)),
     r.error ? el("p", {class: "error"}, `error: ${r.error}`) : null,
     r.notes && r.notes.length ? el("ul", {class: "notes"}, r.notes.map((n) => el("li", {}, n))) : null,
     items.length ? el("ul", {class: "items"}, items) : el("p", {class: "muted"}, "No items."));
@@ -718,7 +891,7 @@ async function keysSection(box) {
       .map((h) => el("th", {}, h)))),
     el("tbody", {}, keys.map((k) => el("tr", {"data-id": k.id},
       el("td", {}, el("code", {}, k.prefix)), el("td", {}, k.name || "—"),
-      el("td", {}, principals.has(k.principal_id) ? principals.get(k.principal_id).name : String(k.principal_id).slice(0, 8)),
+      el("td", {}, principals.has(k.principal_id) ? principals.get(k.principal_id).name : shortId(k.principal_id)),
       el("td", {}, k.ceiling ? k.ceiling.map((c) => `${c.path || "(root)"}:${c.level}`).join(", ") : "holder's access"),
       el("td", {}, when(k.created_at)), el("td", {}, when(k.expires_at)),
       el("td", {}, k.revoked_at ? `revoked ${when(k.revoked_at)}` : k.id === me.key_id ? "this key" : "live"),
@@ -755,7 +928,7 @@ async function grantsSection(box) {
   box.append(form, el("table", {class: "grants"},
     el("thead", {}, el("tr", {}, ["principal", "path", "level", "since", ""].map((h) => el("th", {}, h)))),
     el("tbody", {}, grants.map((g) => el("tr", {"data-id": g.id},
-      el("td", {}, principals.has(g.principal_id) ? principals.get(g.principal_id).name : String(g.principal_id).slice(0, 8)),
+      el("td", {}, principals.has(g.principal_id) ? principals.get(g.principal_id).name : shortId(g.principal_id)),
       el("td", {}, el("code", {}, g.path || "(root)")), el("td", {}, g.level), el("td", {}, when(g.created_at)),
       el("td", {}, el("button", {type: "button", onclick: async () => {
         try {

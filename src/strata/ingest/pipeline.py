@@ -281,7 +281,7 @@ def _stage(p: StepPayload, idx: int, c: Candidate, messages: list[Message], now:
         "asserts_change": c.asserts_change,
         "evidence": Jsonb([
             {"source": "ingest", "receipt_id": str(p.receipt_id), "message": i,
-             "message_id": messages[i].id,
+             "role": messages[i].role, "message_id": messages[i].id,
              "at": messages[i].at.isoformat() if messages[i].at else None}
             for i in c.evidence if 0 <= i < len(messages)
         ] or [{"source": "ingest", "receipt_id": str(p.receipt_id)}]),

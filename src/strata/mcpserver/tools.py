@@ -6,6 +6,11 @@ schemas are written for a model to read (enums, bounds, one sentence a field) ra
 generated, and a test holds them to the models. Every outcome is a JSON object: the result, or
 ``{"error": {"code", "message", "field"?}}`` with the codes the HTTP API uses. ``call`` never
 raises, so a refused call reaches the agent as a tool error it can act on.
+
+The 12 tools, as ``tools/list`` answers them: ``remember``, ``recall``, ``get_memory``,
+``update_memory``, ``forget``, ``memory_history``, ``list_review``, ``review_decision``,
+``set_rule``, ``list_rules``, ``reflect``, ``consolidate``. This sentence is the count the
+documentation quotes; tests/test_mcp.py fails when a tool is added or removed without it.
 """
 
 from __future__ import annotations

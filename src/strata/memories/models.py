@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
-    MAX_CONTENT_BYTES, TIER_TTL_SCHEMA, Flag, Fraction, Instant, Kind, MemoryContent,
+    CONTENT_PATTERN, MAX_CONTENT_BYTES, TIER_TTL_SCHEMA, Flag, Fraction, Instant, Kind, MemoryContent,
     MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Ttl, Version, _content_ok, storable,
     tier_ttl,
 )
@@ -23,7 +23,11 @@ from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types
 
 # A memory's context (migration 0022): at most this many characters.
 MAX_CONTEXT_CHARS = 8000
-MemoryContext = Annotated[Text, Field(min_length=1, max_length=MAX_CONTEXT_CHARS)]
+# Not blank, as _context_ok refuses it: the schema says so with the pattern whitespace-only
+# content has (whitespace as str.isspace() counts it, \x1e too), so a generator reading the
+# document does not send what is refused.
+MemoryContext = Annotated[Text, Field(min_length=1, max_length=MAX_CONTEXT_CHARS,
+                                      json_schema_extra={"pattern": CONTENT_PATTERN})]
 CONTEXT_DOC = (
     "What situates the statement, when it does not say it itself: the message it answers "
     "(\"How long have you been married?\" for \"5 years already!\"), the passage it was "

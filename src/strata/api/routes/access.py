@@ -53,7 +53,7 @@ class PrincipalRequest(BaseModel):
     kind: Literal["user", "agent"] = Field(default="user", description="A person or an agent.")
 
 
-@router.post("/keys", status_code=201, responses=answers(404))
+@router.post("/keys", operation_id="createKey", status_code=201, responses=answers(404))
 def create_key(body: KeyRequest, db: DB, caller: CallerDep) -> CreatedKey:
     """Create an API key
 
@@ -64,7 +64,7 @@ def create_key(body: KeyRequest, db: DB, caller: CallerDep) -> CreatedKey:
     return auth.create_key(db, caller, **body.model_dump())
 
 
-@router.get("/keys")
+@router.get("/keys", operation_id="listKeys")
 def list_keys(db: DB, caller: CallerDep) -> Items[KeyInfo]:
     """List API keys
 
@@ -73,7 +73,7 @@ def list_keys(db: DB, caller: CallerDep) -> Items[KeyInfo]:
     return {"items": auth.list_keys(db, caller)}
 
 
-@router.delete("/keys/{key_id}")
+@router.delete("/keys/{key_id}", operation_id="revokeKey")
 def revoke_key(key_id: Annotated[uuid.UUID, Path(description="The key's id.")], db: DB, caller: CallerDep) -> KeyInfo:
     """Revoke an API key
 
@@ -83,7 +83,7 @@ def revoke_key(key_id: Annotated[uuid.UUID, Path(description="The key's id.")], 
     return auth.revoke_key(db, caller, key_id)
 
 
-@router.post("/grants", status_code=201, responses=answers(404, 409))
+@router.post("/grants", operation_id="createGrant", status_code=201, responses=answers(404, 409))
 def create_grant(body: GrantRequest, db: DB, caller: CallerDep) -> Grant:
     """Grant access to a path
 
@@ -93,7 +93,7 @@ def create_grant(body: GrantRequest, db: DB, caller: CallerDep) -> Grant:
     return auth.create_grant(db, caller, body.principal_id, body.path, body.level)
 
 
-@router.get("/grants")
+@router.get("/grants", operation_id="listGrants")
 def list_grants(
     db: DB, caller: CallerDep,
     principal_id: Annotated[uuid.UUID | None, Query(description=(
@@ -106,7 +106,7 @@ def list_grants(
     return {"items": auth.list_grants(db, caller, principal_id)}
 
 
-@router.delete("/grants/{grant_id}")
+@router.delete("/grants/{grant_id}", operation_id="deleteGrant")
 def delete_grant(grant_id: Annotated[uuid.UUID, Path(description="The grant's id.")], db: DB, caller: CallerDep) -> Grant:
     """Delete a grant
 
@@ -115,7 +115,7 @@ def delete_grant(grant_id: Annotated[uuid.UUID, Path(description="The grant's id
     return auth.delete_grant(db, caller, grant_id)
 
 
-@router.post("/principals", status_code=201, responses=answers(409))
+@router.post("/principals", operation_id="createPrincipal", status_code=201, responses=answers(409))
 def create_principal(body: PrincipalRequest, db: DB, caller: CallerDep) -> Principal:
     """Create a principal
 
@@ -125,7 +125,7 @@ def create_principal(body: PrincipalRequest, db: DB, caller: CallerDep) -> Princ
     return auth.create_principal(db, caller, body.name, body.kind)
 
 
-@router.get("/principals")
+@router.get("/principals", operation_id="listPrincipals")
 def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     """List principals
 
@@ -134,7 +134,7 @@ def list_principals(db: DB, caller: CallerDep) -> Items[Principal]:
     return {"items": auth.list_principals(db, caller)}
 
 
-@router.get("/access/explain", responses=answers(404))
+@router.get("/access/explain", operation_id="explainAccess", responses=answers(404))
 def explain_access(
     db: DB, caller: CallerDep,
     key_id: Annotated[uuid.UUID, Query(description="The key to explain.")],

@@ -17,7 +17,7 @@ from strata.api.openapi import Page
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 
 
-@router.get("")
+@router.get("", operation_id="listAuditEntries")
 def list_entries(
     db: DB,
     caller: CallerDep,
@@ -34,7 +34,7 @@ def list_entries(
 
 
 # The report leaves out a part that does not apply (no checkpoint yet): left out here too.
-@router.post("/verify", response_model_exclude_unset=True)
+@router.post("/verify", operation_id="verifyAuditChain", response_model_exclude_unset=True)
 def verify(request: Request, db: DB, caller: CallerDep) -> Verification:
     """Verify the audit chain
 
@@ -45,7 +45,7 @@ def verify(request: Request, db: DB, caller: CallerDep) -> Verification:
     return core.verify_for(db, caller, digests.from_settings(request.app.state.runtime.settings))
 
 
-@router.get("/status")
+@router.get("/status", operation_id="getAuditStatus")
 def status(db: DB, caller: CallerDep) -> AuditStatus:
     """The audit chain's state
 

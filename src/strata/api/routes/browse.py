@@ -26,6 +26,8 @@ class Me(BaseModel):
     tenant_id: uuid.UUID = Field(description="The key's tenant.")
     principal_id: uuid.UUID | None = Field(description="Who the key acts for.")
     key_id: uuid.UUID | None = Field(description="The key.")
+    key_prefix: str | None = Field(default=None, description=(
+        "The key's public prefix (`sk_<prefix>_...`), as the keys list shows it."))
     default_path: str | None = Field(description=(
         "Where a memory or conversation sent without a path goes."))
     access: list[AccessEntry] = Field(description=(
@@ -33,14 +35,15 @@ class Me(BaseModel):
         "delegators', computed on this request."))
 
 
-@router.get("/me")
+@router.get("/me", operation_id="getMe")
 def me(caller: CallerDep) -> Me:
     """Who this key is
 
     The calling key: its tenant, principal and effective access.
     """
     return Me(tenant_id=caller.tenant_id, principal_id=caller.principal_id,
-              key_id=caller.key_id, default_path=caller.default_path,
+              key_id=caller.key_id, key_prefix=caller.key_prefix,
+              default_path=caller.default_path,
               access=[AccessEntry(path=a.path, level=a.level.name) for a in caller.access])
 
 
@@ -48,7 +51,7 @@ def me(caller: CallerDep) -> Me:
 PathCursor = Annotated[MemoryPath | None, Query(description="The `next_cursor` of the page before.")]
 
 
-@router.get("/paths")
+@router.get("/paths", operation_id="listPaths")
 def paths(
     db: DB, caller: CallerDep,
     path: Annotated[MemoryPath | None, Query(description=(

@@ -40,7 +40,7 @@ class Ready(BaseModel):
         "Each check (`database`, `migrations`, `embedding_dim`) and its state, `ok` here."))
 
 
-@router.get("/healthz")
+@router.get("/healthz", operation_id="checkLiveness")
 def healthz(request: Request) -> Health:
     """Liveness
 
@@ -60,7 +60,7 @@ def healthz(request: Request) -> Health:
     }
 
 
-@router.get("/readyz", response_model=Ready, responses={503: {"description": (
+@router.get("/readyz", operation_id="checkReadiness", response_model=Ready, responses={503: {"description": (
     "Not ready (not_ready): the error names the failing checks, and `checks` in it gives "
     "every check's state. Retry after Retry-After seconds.")}})
 def readyz(request: Request) -> JSONResponse:

@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 Statuses = Annotated[str, Field(json_schema_extra={"pattern": csv_pattern(get_args(ReceiptStatus))})]
 
 
-@router.post("", status_code=202, response_model=Receipt, responses={
+@router.post("", operation_id="ingestConversation", status_code=202, response_model=Receipt, responses={
     202: {"description": (
         "The receipt of a conversation still queued or being processed: read it again at "
         "`GET /v1/ingest/{receipt_id}` until its `status` is final.")},
@@ -53,7 +53,7 @@ def ingest(body: IngestRequest, request: Request, caller: CallerDep) -> JSONResp
     return JSONResponse(jsonable_encoder(receipt), status_code=200 if finished else 202)
 
 
-@router.get("/{receipt_id}")
+@router.get("/{receipt_id}", operation_id="getIngestReceipt")
 def get(receipt_id: Annotated[uuid.UUID, Path(description="The receipt's id.")],
         request: Request, caller: CallerDep) -> Receipt:
     """Read an ingest receipt
@@ -64,7 +64,7 @@ def get(receipt_id: Annotated[uuid.UUID, Path(description="The receipt's id.")],
     return service.receipt(request.app.state.runtime.ingest, caller, receipt_id)
 
 
-@router.get("")
+@router.get("", operation_id="listIngestReceipts")
 def list_(
     request: Request, caller: CallerDep,
     path: Annotated[MemoryPath | None, Query(description=(

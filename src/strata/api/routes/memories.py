@@ -52,7 +52,7 @@ _READ_BACK = {"links": {"GetMemory": {
     "parameters": {"memory_id": "$response.body#/results/0/id"}}}}
 
 
-@router.post("", responses={200: _READ_BACK, **answers(409)})
+@router.post("", operation_id="createMemories", responses={200: _READ_BACK, **answers(409)})
 def create(
     body: core.CreateRequest, request: Request, db: DB, caller: CallerDep, embedder: EmbedderDep
 ) -> Results[WriteResult]:
@@ -71,7 +71,7 @@ def create(
         db, caller, body, embedder, judge=runtime.ingest.judge, settings=runtime.settings)}
 
 
-@router.get("")
+@router.get("", operation_id="listMemories")
 def list_(
     db: DB,
     caller: CallerDep,
@@ -117,7 +117,7 @@ class PathDeletion(BaseModel):
     deleted: int = Field(description="Memories removed (0 on a dry run).")
 
 
-@router.delete("", responses=answers(409))
+@router.delete("", operation_id="deleteMemoriesUnderPath", responses=answers(409))
 def delete_path(
     db: DB,
     caller: CallerDep,
@@ -136,7 +136,7 @@ def delete_path(
     return core.delete_path(db, caller, path, expected_count=expected_count)
 
 
-@router.get("/{memory_id}")
+@router.get("/{memory_id}", operation_id="getMemory")
 def get(memory_id: MemoryId, db: DB, caller: CallerDep) -> core.Memory:
     """Read a memory
 
@@ -146,7 +146,7 @@ def get(memory_id: MemoryId, db: DB, caller: CallerDep) -> core.Memory:
     return core.get_memory(db, caller, memory_id)
 
 
-@router.patch("/{memory_id}", responses=answers(409))
+@router.patch("/{memory_id}", operation_id="updateMemory", responses=answers(409))
 def patch(
     memory_id: MemoryId,
     body: core.MemoryPatch,
@@ -169,7 +169,7 @@ def patch(
     )
 
 
-@router.delete("/{memory_id}")
+@router.delete("/{memory_id}", operation_id="deleteMemory")
 def delete(memory_id: MemoryId, db: DB, caller: CallerDep) -> Deleted:
     """Delete a memory
 
@@ -179,7 +179,7 @@ def delete(memory_id: MemoryId, db: DB, caller: CallerDep) -> Deleted:
     return core.delete_memory(db, caller, memory_id)
 
 
-@router.get("/{memory_id}/history")
+@router.get("/{memory_id}/history", operation_id="getMemoryHistory")
 def history(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[HistoryEntry]:
     """Read a memory's history
 
@@ -196,7 +196,7 @@ class RestoreRequest(BaseModel):
         "it); without it a deleted memory comes back as it was when deleted."))
 
 
-@router.post("/{memory_id}/restore", responses=answers(409, 410))
+@router.post("/{memory_id}/restore", operation_id="restoreMemory", responses=answers(409, 410))
 def restore(
     memory_id: MemoryId,
     db: DB,
@@ -214,7 +214,7 @@ def restore(
     return core.restore(db, caller, memory_id, embedder, version=body.version if body else None)
 
 
-@router.post("/{memory_id}/forget")
+@router.post("/{memory_id}/forget", operation_id="forgetMemory")
 def forget(memory_id: MemoryId, db: DB, caller: CallerDep) -> Forgotten:
     """Forget a memory (erasure)
 
@@ -227,7 +227,7 @@ def forget(memory_id: MemoryId, db: DB, caller: CallerDep) -> Forgotten:
     return core.forget(db, caller, memory_id)
 
 
-@router.get("/{memory_id}/related")
+@router.get("/{memory_id}/related", operation_id="listRelatedMemories")
 def related(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[Relationship]:
     """Read a memory's relationships
 

@@ -12,7 +12,7 @@ from strata.api.openapi import answers
 router = APIRouter(prefix="/v1", tags=["reflect"])
 
 
-@router.post("/reflect", responses=answers(404, 409))
+@router.post("/reflect", operation_id="reflectMemories", responses=answers(404, 409))
 def reflect(body: reflection.ReflectRequest, request: Request, db: DB, caller: CallerDep,
             embedder: EmbedderDep) -> reflection.ReflectResult:
     """Draw a reflection from memories.
@@ -25,7 +25,7 @@ def reflect(body: reflection.ReflectRequest, request: Request, db: DB, caller: C
     return reflection.reflect(db, caller, body, embedder, request.app.state.runtime.reflector)
 
 
-@router.post("/consolidate", responses=answers(404, 409))
+@router.post("/consolidate", operation_id="consolidateMemories", responses=answers(404, 409))
 def consolidate(body: reflection.ConsolidateRequest, request: Request, db: DB,
                 caller: CallerDep, embedder: EmbedderDep) -> reflection.ConsolidateResult:
     """Merge memories into one.

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata import review
 from strata.api.deps import DB, CallerDep, Cursor, MemoryId
 from strata.api.openapi import Page, answers
-from strata.fields import Flag, MemoryPath
+from strata.fields import NOT_NULL, Flag, MemoryPath
 from strata.memories.models import Instant, Memory
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 class RejectRequest(BaseModel):
     # until only with suppress true, as JSON Schema states it (review.reject enforces it)
     model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "if": {"required": ["until"], "properties": {"until": {"type": "string"}}},
+        "if": {"required": ["until"], "properties": {"until": NOT_NULL}},
         "then": {"required": ["suppress"], "properties": {"suppress": {"const": True}}},
         "examples": [{"suppress": True}, {"suppress": True, "until": "2099-01-01T00:00:00Z"}]})
     suppress: Flag = Field(default=False, description=(  # JSON's boolean: strata.fields
@@ -37,7 +37,7 @@ class MergeRequest(BaseModel):
     into: uuid.UUID = Field(description="The memory the candidate is merged into.")
 
 
-@router.get("")
+@router.get("", operation_id="listCandidates")
 def list_(
     db: DB, caller: CallerDep,
     path: Annotated[MemoryPath | None, Query(description=(
@@ -59,7 +59,7 @@ def list_(
     return {"items": items, "next_cursor": next_cursor}
 
 
-@router.get("/tombstones")
+@router.get("/tombstones", operation_id="listTombstones")
 def list_tombstones(
     db: DB, caller: CallerDep,
     path: Annotated[MemoryPath | None, Query(description=(
@@ -84,7 +84,7 @@ def list_tombstones(
     return {"items": items, "next_cursor": next_cursor}
 
 
-@router.post("/tombstones/{tombstone_id}/lift", responses=answers(403, 404))
+@router.post("/tombstones/{tombstone_id}/lift", operation_id="liftTombstone", responses=answers(403, 404))
 def lift_tombstone(
     tombstone_id: Annotated[uuid.UUID, Path(description="The tombstone's id.")],
     db: DB, caller: CallerDep,
@@ -98,7 +98,7 @@ def lift_tombstone(
     return review.lift_tombstone(db, caller, tombstone_id)
 
 
-@router.post("/{memory_id}/promote", responses=answers(409))
+@router.post("/{memory_id}/promote", operation_id="promoteCandidate", responses=answers(409))
 def promote(memory_id: MemoryId, db: DB, caller: CallerDep) -> Memory:
     """Promote a candidate
 
@@ -109,7 +109,7 @@ def promote(memory_id: MemoryId, db: DB, caller: CallerDep) -> Memory:
     return review.promote(db, caller, memory_id)
 
 
-@router.post("/{memory_id}/reject", responses=answers(409))
+@router.post("/{memory_id}/reject", operation_id="rejectCandidate", responses=answers(409))
 def reject(
     memory_id: MemoryId, db: DB, caller: CallerDep,
     body: Annotated[RejectRequest | None, Body()] = None,
@@ -123,7 +123,7 @@ def reject(
                          until=body.until if body else None)
 
 
-@router.post("/{memory_id}/merge", responses=answers(409))
+@router.post("/{memory_id}/merge", operation_id="mergeCandidate", responses=answers(409))
 def merge(memory_id: MemoryId, body: MergeRequest, db: DB, caller: CallerDep) -> Memory:
     """Merge a candidate into a memory
 

@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1/rules", tags=["rules"])
 RuleId = Annotated[uuid.UUID, Path(description="The rule's id.")]
 
 
-@router.put("", responses=answers(409))
+@router.put("", operation_id="setRule", responses=answers(409))
 def set_rule(body: RuleIn, db: DB, caller: CallerDep) -> Rule:
     """Set the memory rule at a path.
 
@@ -29,7 +29,7 @@ def set_rule(body: RuleIn, db: DB, caller: CallerDep) -> Rule:
     return store.set_rule(db, caller, body)
 
 
-@router.get("")
+@router.get("", operation_id="listRules")
 def list_rules(
     db: DB, caller: CallerDep,
     path: Annotated[ScopePath | None, Query(description=(
@@ -41,7 +41,7 @@ def list_rules(
     return {"items": store.list_rules(db, caller, path=path)}
 
 
-@router.get("/{rule_id}")
+@router.get("/{rule_id}", operation_id="getRule")
 def get_rule(rule_id: RuleId, db: DB, caller: CallerDep) -> Rule:
     """Read a memory rule.
 
@@ -49,7 +49,7 @@ def get_rule(rule_id: RuleId, db: DB, caller: CallerDep) -> Rule:
     return store.get_rule(db, caller, rule_id)
 
 
-@router.delete("/{rule_id}")
+@router.delete("/{rule_id}", operation_id="deleteRule")
 def delete_rule(rule_id: RuleId, db: DB, caller: CallerDep) -> RuleDeleted:
     """Remove a memory rule.
 
@@ -57,7 +57,7 @@ def delete_rule(rule_id: RuleId, db: DB, caller: CallerDep) -> RuleDeleted:
     return RuleDeleted(**store.delete_rule(db, caller, rule_id))
 
 
-@router.get("/{rule_id}/history")
+@router.get("/{rule_id}/history", operation_id="getRuleHistory")
 def rule_history(rule_id: RuleId, db: DB, caller: CallerDep) -> Items[RuleVersion]:
     """A memory rule's history.
 

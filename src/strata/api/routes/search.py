@@ -21,7 +21,7 @@ from strata.api.deps import DB, CallerDep, EmbedderDep, ReadsDep
 router = APIRouter(prefix="/v1/search", tags=["search"])
 
 
-@router.post("")
+@router.post("", operation_id="searchMemories")
 async def search(body: core.SearchRequest, db: DB, caller: CallerDep, embedder: EmbedderDep,
                  reads: ReadsDep) -> core.SearchResponse:
     """Search memories
