@@ -55,14 +55,9 @@ Vector arm
     slower for large scopes. The result's ``explain.vector.route`` (``exact``,
     ``tenant_index``, ``shared_index``) says which way it ranked.
 
-    Measured with ``eval/bench_search.py`` (10 tenants x 10k + one 1k tenant, 384 dims):
-    recall@10 of the arm 0.99 at the 10 % tenant (HNSW) and 1.0 at the 1 % tenant (exact).
-    At 10x that (10 x 100k + a 10k tenant, 1M rows) the 1 % tenant is exact (1.0, vector
-    p50 15 ms; through HNSW it was 0.705 at 113 ms) and the 100k tenant's HNSW walk gets
-    ~0.83 at ef_search 200 (0.88 at 400, 0.96 at 1000, at 1.6x the latency): the synthetic
-    clusters are noisy and a filtered graph walk misses some of them. Tables that large
-    want the index split by tenant (hash partitions with an HNSW index each, or partial
-    indexes for the largest tenants): not built yet.
+    A filtered walk of the shared graph misses some of a large tenant's rows, which is why
+    large tenants get an index of their own; the recall and latency of each route are in
+    docs/benchmarks/performance.md ("Measurements behind the search statement").
 
 Text arm
     Matches through ``memories_tenant_text_idx`` (migrations 0007, 0022), a GIN index whose
@@ -100,42 +95,25 @@ Text arm
     it; a narrower key's sample must not depend on rows it may not read). A row holding
     only a common word scores below one holding it and another word (at the same length
     and term frequency), so once the depth is filled by those, a heap-order sample of its
-    rows mostly moved the document frequencies. Measured with ``eval/bench_text_sample.py``
-    (60 queries, interleaved, against the same searches with no cap at all on the arm): at
-    the 100k-row tenant of the 1M-row table, hybrid p50 / p95 20.7 / 24.5 -> 16.7 / 20.0 ms
-    and keyword 16.8 / 19.1 -> 12.2 / 14.8 ms, top-10 agreement with the uncapped arm 0.492
-    -> 0.508 (hybrid), 0.503 -> 0.505 (keyword); at the 10k-row tenant of 101k rows no query
-    holds a lexeme that common (its words are in ~2,000 rows) and nothing changes -- a
-    threshold of 1,000 would skip there for 78 % of the queries, for no time saved and
-    agreement 0.997 -> 0.945. Tenants of a few thousand rows (LoCoMo's) have no lexeme that
-    common.
+    rows mostly moved the document frequencies: skipping common lexemes' postings saves
+    time at large tenants without moving the top ten (measured in the benchmarks page).
 
     BM25's N (the scope's rows, counted up to ``ranking.BM25_STAT_CAP``): a scope whose
     count reached the cap has N = the cap, however many more rows it holds, so once a count
     says so the process remembers it per scope (tenant, the key's readable paths, ``paths``,
     statuses) for ``CORPUS_AT_CAP_TTL`` seconds and the statement does not count
-    (:func:`_corpus_at_cap`). Counting is a scan of the cap's number of index entries: ~0.6
-    ms of every search of a large tenant (eval/bench_search.py's 10k-row tenant, 150
-    queries interleaved: 8.28 -> 7.64 ms p50 for the statement, every candidate and score
-    the same). A smaller scope is counted every time -- cheaply, and its N moves with every
+    (:func:`_corpus_at_cap`): counting is a scan of the cap's number of index entries, a
+    measurable share of every search of a large tenant. A smaller scope is counted every time -- cheaply, and its N moves with every
     write -- and so is one at ``valid_at`` (a scope per instant). A scope that shrinks below
     the cap keeps N at the cap until its entry expires: idf values that differ by less than
     the rows deleted, for at most that long.
 
-    Latency (issue 17, eval/bench_search.py's 10k-row tenant of 101k rows, per-tenant
-    indexes): the statement was ~1.2 ms of planning and ~6.7 ms of execution; the fence,
-    the carried rows, the per-path lookup and the ``ts_filter`` cut took ~1.5-2 ms of the
-    execution, with the same rows and scores (tests/test_search_equivalence.py holds the
-    statement to the one before, frozen in tests/search_reference.py). The search is two
-    round trips (settings and terms with BEGIN; the statement with COMMIT); on the writer
-    the second also reads the tenant's audit head, so the search's audit entry is one more
-    (:func:`strata.audit.append`; a head moved meanwhile costs the usual retry). psycopg
-    keeps the statement's placeholder parse (``_parse_once``). Since then, with the variant
-    planned alone and reads no longer dirtying the heap (0021): ~1.1 ms of planning and ~4
-    ms of execution there. At a 100k-row tenant of 1M rows the arm is most of the cost:
-    a keyword-only statement executed in ~19.5 ms, ~12.4 of them fetching its candidates
-    (up to 1,000 two-lexeme rows ~7.4 ms; the 200-row one-lexeme sample ~5 ms, its bitmap
-    built from ~17,000 postings of common words) -- until common lexemes (above).
+    Round trips: a search is two (settings and terms with BEGIN; the statement with
+    COMMIT); on the writer the second also reads the tenant's audit head, so the search's
+    audit entry is one more (:func:`strata.audit.append`; a head moved meanwhile costs the
+    usual retry). psycopg keeps the statement's placeholder parse (``_parse_once``).
+    tests/test_search_equivalence.py holds the statement to the one before, frozen in
+    tests/search_reference.py, so a rewrite for speed keeps the same rows and scores.
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
@@ -162,10 +140,8 @@ Access bookkeeping
     index-only scans rely on as it was. Only a memory's first count locks its row (the
     foreign key's key-share lock); a memory counted before changes its bookkeeping row
     alone. Locking it on every count had rewritten the tuple's header, so every returned
-    memory's page was dirtied and logged -- in full, the first time after each checkpoint:
-    ~30 KB of WAL a search right after one on eval/bench_search.py's 10k-row tenant, ~3.5
-    KB since (~0.7 KB without bookkeeping), and hybrid p95 12.2 -> 8.9 ms there
-    (interleaved passes of 200 queries, each after a checkpoint).
+    memory's page was dirtied and logged -- in full, the first time after each checkpoint
+    (the WAL and latency it cost are in the benchmarks page).
 """
 
 from __future__ import annotations
