@@ -1,0 +1,125 @@
+"""The event outbox and its feed (migration 0025, strata.events), through HTTP on the real
+database: one event per change in commit order, none for a rolled-back write, no content,
+and a key reads events only where it reads memories."""
+
+from __future__ import annotations
+
+import psycopg
+
+from tests.support import bearer
+
+
+def feed(client, h, **params):
+    r = client.get("/v1/events", headers=h, params=params)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def create(client, h, content, path="users.alice", **extra):
+    r = client.post("/v1/memories", headers=h, json={"memories": [
+        {"content": content, "path": path, **extra}]})
+    assert r.status_code == 200, r.text
+    return r.json()["results"][0]
+
+
+def test_each_change_has_one_event_in_commit_order_without_content(client, tenant):
+    """Given a tenant's memory created, said again, edited, superseded by a new slot value,
+    deleted, restored and forgotten, and a PATCH refused for a stale version
+    When the feed is read from the start, and again after its last cursor
+    Then it holds exactly one event per change, of the right type, memory and version, in
+    the order the changes committed, the refused PATCH none; the supersession names the
+    memory that replaced it; no event carries the content; and reading after the last
+    cursor answers nothing new, with the same cursor."""
+    h = tenant.headers
+    tea = create(client, h, "Alice drinks green tea every morning")["id"]
+    assert create(client, h, "Alice drinks green tea every morning")["status"] == "reinforced"
+    r = client.patch(f"/v1/memories/{tea}", headers=h, json={
+        "expected_version": 2, "content": "Alice drinks oolong tea every morning"})
+    assert r.status_code == 200, r.text
+    stale = client.patch(f"/v1/memories/{tea}", headers=h, json={
+        "expected_version": 1, "content": "Alice drinks black tea"})
+    assert stale.status_code == 412, stale.text  # rolled back: no event
+    db1 = create(client, h, "Alice prefers MySQL", slot="user.preferred_database",
+                 value="mysql")["id"]
+    db2 = create(client, h, "Alice prefers Postgres", slot="user.preferred_database",
+                 value="postgres")["id"]
+    assert client.delete(f"/v1/memories/{tea}", headers=h).status_code == 200
+    r = client.post(f"/v1/memories/{tea}/restore", headers=h, json={})
+    assert r.status_code == 200, r.text
+    r = client.post(f"/v1/memories/{tea}/forget", headers=h)
+    assert r.status_code == 200, r.text
+
+    page = feed(client, h)
+    got = [(e["type"], e["memory_id"], e["version"]) for e in page["items"]]
+    assert got == [
+        ("created", tea, 1), ("reinforced", tea, 2), ("updated", tea, 3),
+        ("created", db1, 1), ("superseded", db1, 2), ("created", db2, 1),
+        ("deleted", tea, 3), ("restored", tea, 4), ("forgotten", tea, 4),
+    ], got
+    cursors = [int(e["cursor"]) for e in page["items"]]
+    assert cursors == sorted(cursors) and len(set(cursors)) == len(cursors)
+    [superseded] = [e for e in page["items"] if e["type"] == "superseded"]
+    assert superseded["related"] == [db2]
+    assert all(e["actor"] and e["cause"] for e in page["items"])
+    text = str(page)
+    assert "tea" not in text and "MySQL" not in text and "Postgres" not in text
+    again = feed(client, h, after=page["next_cursor"])
+    assert again == {"items": [], "next_cursor": page["next_cursor"]}
+    # a filter by type and by path, with its control
+    assert [e["type"] for e in feed(client, h, types="created,forgotten")["items"]] == [
+        "created", "created", "created", "forgotten"]
+    assert feed(client, h, path="users.bob")["items"] == []
+
+
+def test_a_key_reads_events_only_where_it_reads_memories(client, tenant):
+    """Given memories written under users.alice and users.bob by the tenant's root key
+    When a key whose ceiling is read on users.alice reads the feed
+    Then it sees users.alice's event and not users.bob's (the root key sees both: the
+    control)."""
+    h = tenant.headers
+    alice = create(client, h, "Alice likes chess", path="users.alice")["id"]
+    bob = create(client, h, "Bob likes go", path="users.bob")["id"]
+    r = client.post("/v1/keys", headers=h, json={
+        "principal_id": str(tenant.principal_id),
+        "ceiling": [{"path": "users.alice", "level": "read"}]})
+    assert r.status_code == 201, r.text
+    narrow = bearer(r.json()["key"])
+    assert {e["memory_id"] for e in feed(client, h)["items"]} == {alice, bob}
+    assert [e["memory_id"] for e in feed(client, narrow)["items"]] == [alice]
+
+
+def test_bad_feed_parameters_name_their_field(client, tenant):
+    """Given an unknown type, a cursor that is not a number and a malformed path
+    When the feed is asked with each
+    Then each is a 422 naming its parameter."""
+    for params, field in (({"types": "made"}, "types"), ({"after": "x1"}, "after"),
+                          ({"path": "users..a"}, "path")):
+        r = client.get("/v1/events", headers=tenant.headers, params=params)
+        assert r.status_code == 422, r.text
+        assert field in r.text, r.text
+
+
+def test_seq_is_commit_order_when_transactions_commit_out_of_id_order(db, tenant):
+    """Given two transactions of one tenant, the first inserting a memory (the smaller event
+    id) and staying open, the second inserting one and committing first
+    When the first then commits
+    Then the second's event is numbered before the first's: seq follows commit, not insert,
+    so a reader that saw the second's event cannot later find a smaller seq appear."""
+    url = db.url
+    insert = ("INSERT INTO memories (tenant_id, path, content, canonical, value_hash)"
+              " VALUES (%s, 'users.a', %s, %s, %s) RETURNING id")
+    first = psycopg.connect(url)
+    second = psycopg.connect(url)
+    try:
+        a = first.execute(insert, (tenant.tenant_id, "one", "one", b"1")).fetchone()[0]
+        b = second.execute(insert, (tenant.tenant_id, "two", "two", b"2")).fetchone()[0]
+        second.commit()
+        first.commit()
+    finally:
+        first.close()
+        second.close()
+    with db.connection() as conn:
+        rows = conn.execute("SELECT memory_id, id, seq FROM events WHERE tenant_id = %s"
+                            " ORDER BY seq", (tenant.tenant_id,)).fetchall()
+    assert [r["memory_id"] for r in rows] == [b, a]
+    assert rows[0]["id"] > rows[1]["id"]  # the control: ids are in insert order
