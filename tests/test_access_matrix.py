@@ -496,6 +496,8 @@ OPS: dict[str, Op] = {
     "POST /v1/principals": Op(lambda w, s, d: Http("POST", "/v1/principals", {
         "name": f"matrix agent {w.unique()}", "kind": "agent"})),
     "GET /v1/audit": Op(lambda w, s, d: Http("GET", "/v1/audit?limit=1000")),
+    "GET /v1/events": Op(lambda w, s, d: Http("GET", f"/v1/events?path={s.path}&limit=1000"),
+                         shows=_same_path),
     "POST /v1/audit/verify": Op(lambda w, s, d: Http("POST", "/v1/audit/verify")),
     "POST /v1/ingest": Op(lambda w, s, d: Http("POST", "/v1/ingest", {
         "path": s.path, "wait": True,

@@ -3,7 +3,8 @@
 The write path's triggers append one event per change to a memory, in the transaction of
 the change, numbered per tenant in commit order (``seq``). The feed reads a tenant's events
 after a cursor (the last ``seq`` seen), only those at paths the key can read -- the filter
-every read of memories uses -- so a consumer resumes where it stopped and misses nothing
+every read of memories uses, and none of a memory that lives now where the key cannot read
+-- so a consumer resumes where it stopped and misses nothing
 that committed. Events carry no content: a consumer reads the memory through the API with
 its own key, so access rules and forgets apply to what it reads.
 
@@ -71,6 +72,9 @@ FROM events
 WHERE tenant_id = %(tenant)s AND seq > %(after)s AND path <@ %(readable)s::ltree[]
   AND (%(path)s::ltree IS NULL OR path <@ %(path)s::ltree)
   AND (%(types)s::text[] IS NULL OR type = ANY(%(types)s::text[]))
+  -- A memory moved since to a path the key cannot read: its id is no longer the key's to see.
+  AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = %(tenant)s
+                  AND m.id = events.memory_id AND NOT m.path <@ %(readable)s::ltree[])
 ORDER BY seq
 LIMIT %(limit)s
 """
