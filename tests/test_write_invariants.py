@@ -347,8 +347,9 @@ WHERE e.tenant_id = %(t)s ORDER BY e.seq
 """
 _OWN_HISTORY = """
 SELECT h.id, h.memory_id, h.version, h.operation,
-       EXISTS (SELECT 1 FROM memory_history o WHERE o.memory_id = h.memory_id
-               AND o.version = h.version AND o.tenant_id <> h.tenant_id) AS imported
+       EXISTS (SELECT 1 FROM memory_history o WHERE o.operation_id = h.operation_id
+               AND o.version = h.version AND o.changed_at = h.changed_at
+               AND o.id <> h.id) AS imported
 FROM memory_history h WHERE h.tenant_id = %(t)s
 """
 BIRTHS = {"created", "held_for_review", "restored"}
@@ -361,8 +362,9 @@ def event_mismatches(db, tenant_id) -> list[str]:
     (the trigger that writes it writes the event, naming the row in ``history_id``), and a
     birth per insert -- a version a memory holds (live or in history) that no update of
     this store reached, i.e. with no history row of operation 'update' one version below.
-    History rows an import copied from another tenant were no change here (they are
-    recognised by the source tenant's row for the same memory and version). So:
+    History rows an import copied from an export were no change here: they keep the
+    source row's operation, version and time, and the source row is in this database too
+    (the machine exports a second tenant and its own). So:
     every committed event is numbered (``seq`` 1..n, no gap); each of this store's history
     rows has exactly one event, of that memory and the version the change left (the row's
     version + 1 for an update, its own for a delete), and an imported row none; each event

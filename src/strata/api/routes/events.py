@@ -7,19 +7,20 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from strata import events as core
+from strata.events import feed as core
+from strata.events.models import TYPES, Event
 from strata.api.deps import DB, AuditCursor, CallerDep, csv_pattern, csv_values
 from strata.fields import MemoryPath
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
 
-Types = Annotated[str, Field(json_schema_extra={"pattern": csv_pattern(core.TYPES)})]
+Types = Annotated[str, Field(json_schema_extra={"pattern": csv_pattern(TYPES)})]
 
 
 class EventPage(BaseModel):
     """A page of the feed."""
 
-    items: list[core.Event] = Field(description="The events, in commit order.")
+    items: list[Event] = Field(description="The events, in commit order.")
     next_cursor: str = Field(description=(
         "Pass as `after` to read on: the last event's cursor, or `after` itself when no "
         "event has committed since. Polling with it never misses nor repeats an event."))
@@ -48,5 +49,5 @@ def list_events(
     """
     items, next_cursor = core.list_events(
         db, caller, after=int(after or 0), path=path,
-        types=csv_values(types, core.TYPES, "types"), limit=limit)
+        types=csv_values(types, TYPES, "types"), limit=limit)
     return {"items": items, "next_cursor": next_cursor}
