@@ -206,6 +206,9 @@ class Settings(BaseModel):
     # Audit entries: strata audit prune. History: unbounded (None) unless set.
     audit_retention_days: int = Field(default=365, ge=1)
     history_retention_days: int | None = Field(default=None, ge=1)
+    # The event outbox (strata.events): a feed, pruned by the lifecycle job after this many
+    # days; a consumer further behind resumes at the oldest event kept.
+    event_retention_days: int = Field(default=30, ge=1)
     # Audit digests (strata.audit.digests): the chain heads, published outside the database.
     # On AWS an Object Lock bucket and a KMS signing key; locally $STRATA_HOME/audit-digests.
     audit_digest_bucket: str | None = None
