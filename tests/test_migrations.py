@@ -23,7 +23,7 @@ TABLES = {
     "tenants", "principals", "grants", "api_keys", "memories", "memory_relationships",
     "tombstones", "memory_history", "audit_log", "audit_heads", "audit_checkpoints",
     "ingest_receipts", "schema_migrations", "strata_meta", "principal_writes",
-    "memory_rules", "memory_rule_history", "events", "event_heads",
+    "memory_rules", "memory_rule_history", "events", "event_heads", "webhooks", "webhook_deliveries",
 }
 
 
