@@ -24,6 +24,7 @@ TABLES = {
     "tombstones", "memory_history", "audit_log", "audit_heads", "audit_checkpoints",
     "ingest_receipts", "schema_migrations", "strata_meta", "principal_writes",
     "memory_rules", "memory_rule_history", "events", "event_heads", "webhooks", "webhook_deliveries",
+    "event_bus_cursors",
 }
 
 

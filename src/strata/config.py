@@ -217,6 +217,8 @@ class Settings(BaseModel):
     webhook_backoff_base_s: float = Field(default=5.0, ge=0)
     webhook_max_failures: int = Field(default=10, ge=1)
     webhook_timeout_s: float = Field(default=10.0, gt=0)
+    # On AWS: the EventBridge bus the drain function puts every event on (template.yaml).
+    event_bus_name: str | None = None
     # Audit digests (strata.audit.digests): the chain heads, published outside the database.
     # On AWS an Object Lock bucket and a KMS signing key; locally $STRATA_HOME/audit-digests.
     audit_digest_bucket: str | None = None

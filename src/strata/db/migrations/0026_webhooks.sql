@@ -43,3 +43,10 @@ CREATE TABLE webhook_deliveries (
     at          timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX webhook_deliveries_webhook_idx ON webhook_deliveries (webhook_id, id);
+
+-- On AWS the drain function also puts every event on the stack's EventBridge bus
+-- (strata.events.bridge): one cursor per tenant, the last seq the bus accepted.
+CREATE TABLE event_bus_cursors (
+    tenant_id uuid PRIMARY KEY REFERENCES tenants (id) ON DELETE CASCADE,
+    after_seq bigint NOT NULL DEFAULT 0
+);
