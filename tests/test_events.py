@@ -123,3 +123,29 @@ def test_seq_is_commit_order_when_transactions_commit_out_of_id_order(db, tenant
                             " ORDER BY seq", (tenant.tenant_id,)).fetchall()
     assert [r["memory_id"] for r in rows] == [b, a]
     assert rows[0]["id"] > rows[1]["id"]  # the control: ids are in insert order
+
+
+def test_ingest_commits_its_events_with_its_writes_in_the_persist_step(client, tenant):
+    """Given a conversation ingested (wait: true) that states a preference, then changes it
+    When the feed is read
+    Then the pipeline's persist step wrote the events in its transaction: the first memory's
+    creation, then the change's creation and the first one's supersession naming it, each
+    caused by ingest.persist; nothing else."""
+    h = tenant.headers
+
+    def say(text, at):
+        r = client.post("/v1/ingest", headers=h, json={
+            "path": "users.alice", "wait": True,
+            "messages": [{"role": "user", "content": text, "at": at}]})
+        assert r.status_code == 200, r.text
+        return r.json()["items"][0]["memory_id"]
+
+    first = say("I prefer MySQL", "2026-01-01T10:00:00Z")
+    second = say("I've switched to PostgreSQL", "2026-02-01T10:00:00Z")
+    events = feed(client, h)["items"]
+    assert {e["cause"] for e in events} == {"ingest.persist"}
+    got = [(e["type"], e["memory_id"]) for e in events]
+    assert got[0] == ("created", first)
+    assert sorted(got[1:]) == sorted([("created", second), ("superseded", first)]), got
+    [superseded] = [e for e in events if e["type"] == "superseded"]
+    assert superseded["related"] == [second]
