@@ -75,7 +75,8 @@ def test_a_key_reads_events_only_where_it_reads_memories(client, tenant):
     """Given memories written under users.alice and users.bob by the tenant's root key
     When a key whose ceiling is read on users.alice reads the feed
     Then it sees users.alice's event and not users.bob's (the root key sees both: the
-    control)."""
+    control), and its cursor moves past the unreadable event, to the tenant's head, when the
+    page is not full."""
     h = tenant.headers
     alice = create(client, h, "Alice likes chess", path="users.alice")["id"]
     bob = create(client, h, "Bob likes go", path="users.bob")["id"]
@@ -84,8 +85,15 @@ def test_a_key_reads_events_only_where_it_reads_memories(client, tenant):
         "ceiling": [{"path": "users.alice", "level": "read"}]})
     assert r.status_code == 201, r.text
     narrow = bearer(r.json()["key"])
-    assert {e["memory_id"] for e in feed(client, h)["items"]} == {alice, bob}
-    assert [e["memory_id"] for e in feed(client, narrow)["items"]] == [alice]
+    everything = feed(client, h)
+    assert {e["memory_id"] for e in everything["items"]} == {alice, bob}
+    seen = feed(client, narrow)
+    assert [e["memory_id"] for e in seen["items"]] == [alice]
+    # Its cursor passes bob's unreadable event (the last): the next poll starts after it.
+    assert everything["items"][-1]["memory_id"] == bob
+    assert seen["next_cursor"] == everything["next_cursor"] == everything["items"][-1]["cursor"]
+    # A full page ends at its last event (limit 1: alice's), not at the head.
+    assert feed(client, narrow, limit=1)["next_cursor"] == seen["items"][0]["cursor"]
 
 
 def test_bad_feed_parameters_name_their_field(client, tenant):
@@ -149,3 +157,61 @@ def test_ingest_commits_its_events_with_its_writes_in_the_persist_step(client, t
     assert sorted(got[1:]) == sorted([("created", second), ("superseded", first)]), got
     [superseded] = [e for e in events if e["type"] == "superseded"]
     assert superseded["related"] == [second]
+
+
+def test_review_lifecycle_and_derived_changes_have_their_event_types(client, tenant, db, settings):
+    """Given a change said and said back (a candidate held for review) and promoted, a
+    second one rejected, two memories consolidated and one of them then deleted, and a
+    short-term memory past its expiry when the lifecycle job runs
+    When the feed is read by type
+    Then each of those changes has its event: held_for_review, promoted, rejected,
+    derived_retired (the consolidation, its source gone) and expired (cause
+    lifecycle.expire), each naming the memory it changed."""
+    from datetime import UTC, datetime
+
+    from strata.lifecycle import run_lifecycle
+
+    h = tenant.headers
+
+    def say(text, at, path):
+        r = client.post("/v1/ingest", headers=h, json={
+            "path": path, "wait": True,
+            "messages": [{"role": "user", "content": text, "at": at}]})
+        assert r.status_code == 200, r.text
+        return r.json()["items"][0]
+
+    candidates = []
+    for path, (old, new) in (("users.alice", ("MongoDB", "PostgreSQL")),
+                             ("users.bob", ("vim", "emacs"))):
+        say(f"I prefer {old}", "2026-01-01T10:00:00Z", path)
+        say(f"I've switched to {new}", "2026-01-22T10:00:00Z", path)
+        back = say(f"I've gone back to {old}", "2026-02-12T10:00:00Z", path)
+        assert back["outcome"] == "candidate", back
+        candidates.append(back["memory_id"])
+    assert client.post(f"/v1/review/{candidates[0]}/promote", headers=h).status_code == 200
+    r = client.post(f"/v1/review/{candidates[1]}/reject", headers=h, json={"suppress": False})
+    assert r.status_code == 200, r.text
+
+    parts = [create(client, h, text, path="shared.team")["id"]
+             for text in ("Deploys happen on Tuesdays", "Deploys need two approvals")]
+    r = client.post("/v1/consolidate", headers=h, json={
+        "ids": parts, "content": "Deploys: Tuesdays, two approvals", "path": "shared.team"})
+    assert r.status_code == 200, r.text
+    summary = r.json()["memory"]["id"]
+    assert client.delete(f"/v1/memories/{parts[0]}", headers=h).status_code == 200
+
+    brief = create(client, h, "Standup moved to the small room today", path="shared.team",
+                   tier="short_term", ttl=3600)["id"]
+    with db.connection() as conn:
+        conn.execute("UPDATE memories SET expires_at = now() - interval '1 minute'"
+                     " WHERE id = %s", (brief,))
+    assert run_lifecycle(db, settings=settings, now=datetime.now(UTC))["ok"]
+
+    def of(kind):
+        return [(e["memory_id"], e["cause"]) for e in feed(client, h, types=kind)["items"]]
+
+    assert (candidates[0], "ingest.persist") in of("held_for_review")
+    assert [m for m, _ in of("promoted")] == [candidates[0]]
+    assert [m for m, _ in of("rejected")] == [candidates[1]]
+    assert [m for m, _ in of("derived_retired")] == [summary]
+    assert of("expired") == [(brief, "lifecycle.expire")]

@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata.events.models import EventType
-from strata.fields import MemoryPath
+from strata.fields import ScopePath
 
 __all__ = ["Delivery", "Replay", "Webhook", "WebhookIn", "WebhookSecret"]
 
@@ -25,8 +25,9 @@ class WebhookIn(BaseModel):
     url: str = Field(max_length=2048, description=(
         "Where deliveries are POSTed: an http(s) URL whose host resolves to public "
         "addresses only (422 naming `url` otherwise)."))
-    paths: list[MemoryPath] = Field(min_length=1, max_length=20, description=(
-        "The events of memories under these paths are delivered; the key must own each."))
+    paths: list[ScopePath] = Field(min_length=1, max_length=20, description=(
+        "The events of memories under these paths are delivered (`\"\"`: the whole "
+        "tenant); the key must own each."))
     types: list[EventType] | None = Field(default=None, min_length=1, description=(
         "Only events of these types; absent: every type."))
 

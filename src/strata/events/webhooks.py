@@ -16,6 +16,7 @@ from strata.auth import Caller, Level
 from strata.db import Database
 from strata.errors import Forbidden, NotFound
 from strata.events.targets import check_url
+from strata.paths import validate_path
 from strata.events.webhook_models import Delivery, Webhook, WebhookIn, WebhookSecret
 
 __all__ = ["deliveries", "delete", "list_webhooks", "register", "replay", "rotate"]
@@ -49,6 +50,7 @@ def _require_owner(caller: Caller, row: dict[str, Any] | None, webhook_id: uuid.
 def register(db: Database, caller: Caller, body: WebhookIn, *, allow_private: bool) -> WebhookSecret:
     """A new webhook, delivering from the next event to commit; its secret, once."""
     for i, path in enumerate(body.paths):
+        validate_path(path, field=f"paths.{i}", allow_root=True)
         caller.require(path, Level.owner, field=f"paths.{i}")
     check_url(body.url, allow_private=allow_private)
     secret = new_secret()
