@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata.events.models import EventType
+from strata.events.targets import URL_PATTERN
 from strata.fields import ScopePath
 
 __all__ = ["Delivery", "Replay", "Webhook", "WebhookIn", "WebhookSecret"]
@@ -22,7 +23,7 @@ class WebhookIn(BaseModel):
          "types": ["forgotten", "deleted"]},
     ]})
 
-    url: str = Field(max_length=2048, description=(
+    url: str = Field(max_length=2048, json_schema_extra={"pattern": URL_PATTERN}, description=(
         "Where deliveries are POSTed: an http(s) URL whose host resolves to public "
         "addresses only (422 naming `url` otherwise)."))
     paths: list[ScopePath] = Field(min_length=1, max_length=20, description=(
