@@ -176,3 +176,33 @@ def test_webhooks_need_owner_access_and_a_public_url(client, tenant):
         "url": "http://127.0.0.1:9/x", "paths": ["users.alice"]})
     assert r.status_code == 403, r.text
     assert json.loads(r.text)["error"]["field"] == "paths.0"
+
+
+def test_a_webhook_stops_when_its_key_no_longer_owns_its_paths(web, db, tenant, local):
+    """Given a webhook on users.alice registered by a key owning only users.alice, and a
+    memory written there
+    When that key is revoked and the dispatcher runs, then the root owner replays it
+    Then nothing is delivered while the registering key is dead: the webhook is disabled,
+    saying why; after the root owner's replay (the control) the event arrives."""
+    h = tenant.headers
+    r = web.post("/v1/keys", headers=h, json={
+        "principal_id": str(tenant.principal_id),
+        "ceiling": [{"path": "users.alice", "level": "owner"}]})
+    assert r.status_code == 201, r.text
+    narrow, narrow_id = {"Authorization": f"Bearer {r.json()['key']}"}, r.json()["id"]
+    with receiving() as (url, receiver):
+        hook = web.post("/v1/webhooks", headers=narrow, json={
+            "url": url, "paths": ["users.alice"]})
+        assert hook.status_code == 201, hook.text
+        hook = hook.json()
+        create(web, h, "Alice waters the fern on Sundays")
+        assert web.delete(f"/v1/keys/{narrow_id}", headers=h).status_code == 200
+        assert dispatch_once(db, local)["disabled"] == 1
+        assert receiver.received == []
+        [state] = web.get("/v1/webhooks", headers=h).json()["items"]
+        assert state["disabled_at"] and "no longer owns" in state["disabled_reason"]
+        r = web.post(f"/v1/webhooks/{hook['id']}/replay", headers=h, json={"after": "0"})
+        assert r.status_code == 200, r.text
+        assert dispatch_once(db, local)["delivered"] == 1
+        [(headers, body, _)] = receiver.received
+    assert Webhook(hook["secret"]).verify(body, headers)["type"] == "memory.created"

@@ -51,7 +51,22 @@ WHERE w.id = (
     WHERE disabled_at IS NULL AND next_attempt_at <= now()
       AND (lease_until IS NULL OR lease_until < now()) AND NOT id = ANY(%(seen)s::uuid[])
     ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, tenant_id, url, paths::text[] AS paths, types, secret, after_seq, failures
+RETURNING id, tenant_id, url, paths::text[] AS paths, types, secret, after_seq, failures,
+          registered_by
+"""
+# Deliveries carry what the registering key could read as an owner: once that key is no
+# longer live (revoked, expired, its principal disabled) or no longer owns every path, the
+# webhook stops, disabled, until an owner replays it (and answers for it from then on).
+_STILL_OWNED = """
+SELECT %(key)s::uuid IS NOT NULL AND api_key_live(%(key)s) AND NOT EXISTS (
+    SELECT 1 FROM unnest(%(paths)s::ltree[]) p
+    WHERE NOT EXISTS (SELECT 1 FROM effective_access(%(key)s) a
+                      WHERE p <@ a.path AND a.level = 'owner')) AS ok
+"""
+_ORPHANED = """
+UPDATE webhooks SET disabled_at = now(), lease_until = NULL,
+       disabled_reason = 'the key that registered it no longer owns its paths; replay it with an owner''s key'
+WHERE id = %(id)s
 """
 _PENDING = """
 SELECT seq, type, memory_id, path::text AS path, version, status, cause, actor,
@@ -118,7 +133,15 @@ def _send(http: httpx.Client, hook: dict[str, Any], event: Event, settings: Sett
 def _deliver(db: Database, http: httpx.Client, hook: dict[str, Any], settings: Settings
              ) -> dict[str, int]:
     """The webhook's pending events in order, until one fails or none is left."""
-    done = {"delivered": 0, "failed": 0}
+    done = {"delivered": 0, "failed": 0, "disabled": 0}
+    with db.connection() as conn:
+        owned = conn.execute(_STILL_OWNED, {"key": hook["registered_by"],
+                                            "paths": hook["paths"]}).fetchone()["ok"]
+    if not owned:
+        with db.transaction() as cur:
+            cur.execute(_ORPHANED, {"id": hook["id"]})
+        done["disabled"] = 1
+        return done
     with db.connection() as conn:
         rows = conn.execute(_PENDING, {"tenant": hook["tenant_id"], "after": hook["after_seq"],
                                        "paths": hook["paths"], "types": hook["types"],
@@ -154,7 +177,7 @@ def dispatch_once(db: Database, settings: Settings, *, http: httpx.Client | None
     """One pass: every webhook due now, once each. Counts of what was delivered or failed."""
     own = http is None
     http = http or httpx.Client()
-    totals = {"webhooks": 0, "delivered": 0, "failed": 0}
+    totals = {"webhooks": 0, "delivered": 0, "failed": 0, "disabled": 0}
     seen: list[uuid.UUID] = []
     try:
         while True:
@@ -171,6 +194,7 @@ def dispatch_once(db: Database, settings: Settings, *, http: httpx.Client | None
                 continue  # the lease runs out and the next pass tries again
             totals["delivered"] += done["delivered"]
             totals["failed"] += done["failed"]
+            totals["disabled"] += done["disabled"]
     finally:
         if own:
             http.close()

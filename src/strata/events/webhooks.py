@@ -58,13 +58,14 @@ def register(db: Database, caller: Caller, body: WebhookIn, *, allow_private: bo
         with db.transaction(cause="webhook.create", actor=caller.actor) as cur:
             row = cur.execute(
                 f"""INSERT INTO webhooks (tenant_id, url, paths, types, secret, created_by,
-                                          after_seq)
+                                          registered_by, after_seq)
                     VALUES (%(tenant)s, %(url)s, %(paths)s::ltree[], %(types)s, %(secret)s,
-                            %(by)s, COALESCE((SELECT seq FROM event_heads
+                            %(by)s, %(key)s, COALESCE((SELECT seq FROM event_heads
                                               WHERE tenant_id = %(tenant)s), 0))
                     RETURNING {_COLUMNS}""",
                 {"tenant": caller.tenant_id, "url": body.url, "paths": body.paths,
-                 "types": body.types, "secret": secret, "by": caller.principal_id},
+                 "types": body.types, "secret": secret, "by": caller.principal_id,
+                 "key": caller.key_id},
             ).fetchone()
         event.count = 1
     return _model(row, WebhookSecret, secret=secret)
@@ -107,11 +108,13 @@ def rotate(db: Database, caller: Caller, webhook_id: uuid.UUID) -> WebhookSecret
 
 
 def replay(db: Database, caller: Caller, webhook_id: uuid.UUID, after: int) -> Webhook:
-    """Deliver again from ``after``, now; a disabled webhook is enabled again."""
+    """Deliver again from ``after``, now; a disabled webhook is enabled again, and the
+    replaying key answers for it from now on (its access is what deliveries need)."""
     row = _change(db, caller, webhook_id, "webhook.replay",
                   "UPDATE webhooks SET after_seq = %(after)s, failures = 0,"
-                  " next_attempt_at = now(), disabled_at = NULL, disabled_reason = NULL"
-                  f" WHERE id = %(id)s RETURNING {_COLUMNS}", {"after": after})
+                  " next_attempt_at = now(), disabled_at = NULL, disabled_reason = NULL,"
+                  " registered_by = %(key)s"
+                  f" WHERE id = %(id)s RETURNING {_COLUMNS}", {"after": after, "key": caller.key_id})
     return _model(row)
 
 

@@ -19,6 +19,9 @@ CREATE TABLE webhooks (
     types           text[],  -- NULL: every type
     secret          text NOT NULL,
     created_by      uuid,
+    -- The key that registered (or last replayed) it: deliveries stop, and the webhook is
+    -- disabled, once that key is no longer live or no longer owns every path.
+    registered_by   uuid,
     created_at      timestamptz NOT NULL DEFAULT now(),
     after_seq       bigint NOT NULL DEFAULT 0,
     failures        integer NOT NULL DEFAULT 0,
