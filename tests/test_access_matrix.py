@@ -47,6 +47,9 @@ from strata.providers import HashingEmbedder
 from strata.serving import STATUS
 from support import bearer, effective
 
+# Webhooks are registered, never delivered here (no dispatcher runs): loopback, which the
+# world's settings allow, on the discard port.
+HOOK_URL = "http://127.0.0.1:9/matrix"
 TABLE = Path(__file__).resolve().parent / "data" / "access_matrix.csv"
 ACTORS = ("owner", "clamped", "read_only", "revoked", "expired", "other_tenant")
 OUTCOMES = {"2xx", "401", "403", "404", "4xx"}
@@ -136,6 +139,7 @@ class Bundle:
     key: str = ""             # a key id (revoked, listed)
     rule: str = ""            # a memory rule (neutral: capture on, nothing excluded) below path
     tombstone: str = ""       # a forgotten memory's tombstone at path (listed, lifted)
+    webhook: str = ""         # a webhook on path (to a loopback port nothing listens on)
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,11 @@ class World:
                           {"path": f"{b.path}.r{self.unique()}"})
         return self.mark(made["id"], b.scope, "data", f"{b.scope} rule")
 
+    def new_webhook(self, b: Bundle) -> str:
+        made = self.setup(self.owner_key[b.tenant], "POST", "/v1/webhooks",
+                          {"url": HOOK_URL, "paths": [b.path]}, status=201)
+        return self.mark(made["id"], b.scope, "admin", f"{b.scope} webhook")
+
     def new_moved(self, b: Bundle) -> tuple[str, str]:
         """A memory that lived in the other scope of its tenant (version 1) and was moved
         here (version 2): its id, and its content from before the move, which belongs where
@@ -295,6 +304,8 @@ class World:
             return replace(b, grant=self.new_grant(b))
         if kind == "rule":
             return replace(b, rule=self.new_rule(b))
+        if kind == "webhook":
+            return replace(b, webhook=self.new_webhook(b))
         raise AssertionError(f"no fresh {kind}")
 
     # ---- the world
@@ -342,6 +353,7 @@ class World:
             b.grant = self.new_grant(b)
             b.key = self.new_key(b)
             b.rule = self.new_rule(b)
+            b.webhook = self.new_webhook(b)
             b.memory, b.memory_content = self.new_memory(tenant, path, scope, "memory")
             b.target, _ = self.new_memory(tenant, path, scope, "memory")
             b.deleted = self.new_deleted(b)
@@ -496,6 +508,8 @@ OPS: dict[str, Op] = {
     "POST /v1/principals": Op(lambda w, s, d: Http("POST", "/v1/principals", {
         "name": f"matrix agent {w.unique()}", "kind": "agent"})),
     "GET /v1/audit": Op(lambda w, s, d: Http("GET", "/v1/audit?limit=1000")),
+    "GET /v1/events": Op(lambda w, s, d: Http("GET", f"/v1/events?path={s.path}&limit=1000"),
+                         shows=_same_path),
     "POST /v1/audit/verify": Op(lambda w, s, d: Http("POST", "/v1/audit/verify")),
     "POST /v1/ingest": Op(lambda w, s, d: Http("POST", "/v1/ingest", {
         "path": s.path, "wait": True,
@@ -531,6 +545,17 @@ OPS: dict[str, Op] = {
         lambda w, s, d: Http("GET", f"/v1/rules/{s.rule}/history"), shows=lambda w, s: [s.rule]),
     "DELETE /v1/rules/{rule_id}": Op(lambda w, s, d: Http("DELETE", f"/v1/rules/{s.rule}"),
                                      "rule"),
+    "POST /v1/webhooks": Op(lambda w, s, d: Http("POST", "/v1/webhooks", {
+        "url": HOOK_URL, "paths": [s.path]})),
+    "GET /v1/webhooks": Op(lambda w, s, d: Http("GET", "/v1/webhooks")),
+    "DELETE /v1/webhooks/{webhook_id}": Op(
+        lambda w, s, d: Http("DELETE", f"/v1/webhooks/{s.webhook}"), "webhook"),
+    "POST /v1/webhooks/{webhook_id}/rotate": Op(
+        lambda w, s, d: Http("POST", f"/v1/webhooks/{s.webhook}/rotate")),
+    "POST /v1/webhooks/{webhook_id}/replay": Op(
+        lambda w, s, d: Http("POST", f"/v1/webhooks/{s.webhook}/replay", {"after": "0"})),
+    "GET /v1/webhooks/{webhook_id}/deliveries": Op(
+        lambda w, s, d: Http("GET", f"/v1/webhooks/{s.webhook}/deliveries")),
     "mcp tool set_rule": Op(lambda w, s, d: tool("set_rule", path=f"{s.path}.r{w.unique()}")),
     "mcp tool list_rules": Op(lambda w, s, d: tool("list_rules", path=s.path),
                               shows=lambda w, s: [s.rule]),
@@ -605,7 +630,7 @@ def world(module_db) -> Iterator[World]:
     # (200): the rate limits are not what this test examines, so they are out of reach.
     settings = base.model_copy(update={
         "rate_limit_key_burst": 1_000_000, "rate_limit_address_burst": 1_000_000,
-        "rate_limit_auth_failures_burst": 1_000_000})
+        "rate_limit_auth_failures_burst": 1_000_000, "webhooks_allow_private": True})
     app = create_app(db=database, embedder=HashingEmbedder(settings.embedding_dim),
                      settings=settings)
     app.add_middleware(Witness)

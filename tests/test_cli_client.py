@@ -131,7 +131,7 @@ def test_memories_show_history_forget_restore(env, capsys, monkeypatch):
 
     # forget asks for --yes when it cannot ask (stdin is not a terminal)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    code, _, err = run(capsys, "memories", "forget", mid)
+    code, _, err = run(capsys, "memories", "forget", mid, "--yes")
     assert code == 2 and "--yes" in err
     code, out, _ = run(capsys, "memories", "show", mid)
     assert code == 0  # still there: nothing was forgotten
@@ -454,3 +454,31 @@ def test_import_of_a_truncated_file_says_so(env, operator, make_tenant, capsys, 
 def test_export_of_an_unknown_tenant(operator, capsys):
     code, out, err = run(capsys, "export", "--tenant", "nobody")
     assert code == 2 and "not found" in err and out == ""
+
+
+def test_events_tail_prints_changes_without_content_and_resumes_from_its_cursor(env, capsys):
+    """Given a memory remembered as is, then forgotten
+    When `strata events tail` runs, then again with the cursor it printed, and with --json
+    Then the first prints its created and forgotten events (never the content) and the cursor;
+    the second prints nothing new; --json gives one event per line; an unknown type is a
+    usage error naming the types."""
+    code, out, _ = run(capsys, "remember", "I keep my bike in the garage", "--as-is",
+                       "--path", PATH, "--json")
+    assert code == 0, out
+    mid = json.loads(out)["items"][0]["memory_id"]
+    code, out, _ = run(capsys, "memories", "forget", mid, "--yes")
+    assert code == 0, out
+    code, out, err = run(capsys, "events", "tail")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if mid in line]
+    assert [line.split()[2] for line in lines] == ["created", "forgotten"], out
+    assert "bike" not in out
+    cursor = err.strip().rsplit(" ", 1)[-1]
+    assert err.startswith("resume: --after ") and cursor == lines[-1].split()[0]
+    code, out, err = run(capsys, "events", "tail", "--after", cursor)
+    assert code == 0 and out == "" and err.strip().endswith(cursor)
+    code, out, _ = run(capsys, "events", "tail", "--json", "--types", "forgotten")
+    assert [json.loads(line)["memory_id"] for line in out.splitlines()] == [mid]
+    with pytest.raises(SystemExit) as exit_:
+        main(["events", "tail", "--types", "made"])
+    assert exit_.value.code == 2 and "derived_retired" in capsys.readouterr().err

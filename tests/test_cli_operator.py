@@ -161,6 +161,7 @@ SAMPLES: dict[tuple[str, ...], Callable[[World], list[str]] | None] = {
     ("review", "merge"): lambda w: ["review", "merge", w.candidate(), "--into", w.memory()],
     ("rules", "set"): lambda w: ["rules", "set", f"users.s{uuid.uuid4().hex[:8]}", "--exclude", "health"],
     ("rules", "list"): lambda w: ["rules", "list"],
+    ("events", "tail"): lambda w: ["events", "tail"],
     ("rules", "delete"): lambda w: ["rules", "delete", w.rule()],
     ("export",): lambda w: ["export", "--tenant", "acme"],
     ("import",): lambda w: ["import", w.export_file(), "--tenant", w.name("copy"),

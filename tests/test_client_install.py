@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER_PACKAGES = ("psycopg", "psycopg_pool", "fastapi", "starlette", "uvicorn", "mangum",
                    "boto3", "botocore", "aws_lambda_powertools", "mcp", "openai",
                    "detect_secrets", "simplemma", "tqdm", "yaml", "requests", "httptools",
-                   "uvloop")
+                   "uvloop", "standardwebhooks")
 # The agent frameworks the integration extras pull (strata[langgraph], [langmem],
 # [openai-agents]): none is part of the base install either.
 FRAMEWORKS = ("langgraph", "langchain_core", "langmem", "agents")

@@ -719,3 +719,38 @@ def test_an_index_build_asks_for_its_memory_and_gives_it_back(db, tenant, caller
     finally:
         for cm in reversed(conns):
             cm.__exit__(None, None, None)
+
+
+def test_events_older_than_their_retention_are_pruned_and_newer_ones_kept(
+    db, tenant, caller_for, embedder
+):
+    """Given a memory edited twice, its events dated 40 and 10 days ago and today's kept
+    When the lifecycle runs with the default 30-day event retention, after a dry run
+    Then the dry run counts the 40-day events and removes nothing; the run removes exactly
+    them, and the newer events stay (the control)."""
+    caller = caller_for(tenant.key)
+    kept, _ = make(db, caller, embedder, words(6, 50), "The bike is red")
+    for _ in range(2):
+        with db.transaction(cause="test.edit") as cur:
+            cur.execute("UPDATE memories SET importance = importance / 2, version = version + 1"
+                        " WHERE id = %s", (kept,))
+    with db.connection() as conn:
+        ids = [r["id"] for r in conn.execute(
+            "SELECT id FROM events WHERE memory_id = %s ORDER BY seq", (kept,)).fetchall()]
+        assert len(ids) == 3
+        for eid, days in zip(ids, (40, 40, 10)):
+            conn.execute("UPDATE events SET at = %s WHERE id = %s", (NOW - timedelta(days=days), eid))
+
+    def left():
+        with db.connection() as conn:
+            return [r["id"] for r in conn.execute(
+                "SELECT id FROM events WHERE tenant_id = %s ORDER BY seq",
+                (tenant.tenant_id,)).fetchall()]
+
+    before = left()
+    assert set(ids) <= set(before)
+    assert run(db, dry_run=True)["totals"]["events_pruned"] >= 2 and left() == before
+    report = run(db)
+    assert report["totals"]["events_pruned"] >= 2
+    assert report["rules"]["event_retention_days"] == 30
+    assert ids[2] in left() and not set(ids[:2]) & set(left())

@@ -23,7 +23,8 @@ TABLES = {
     "tenants", "principals", "grants", "api_keys", "memories", "memory_relationships",
     "tombstones", "memory_history", "audit_log", "audit_heads", "audit_checkpoints",
     "ingest_receipts", "schema_migrations", "strata_meta", "principal_writes",
-    "memory_rules", "memory_rule_history",
+    "memory_rules", "memory_rule_history", "events", "event_heads", "webhooks", "webhook_deliveries",
+    "event_bus_cursors",
 }
 
 
@@ -103,13 +104,15 @@ def test_every_placeholder_is_substituted(settings):
 
 def test_history_triggers_are_installed(empty_db_url, settings):
     """Given a migrated database, then memories carries the enabled AFTER UPDATE and AFTER
-    DELETE history triggers, calling memory_history_capture."""
+    DELETE history triggers, calling memory_history_capture, and the AFTER INSERT trigger
+    of the event outbox."""
     migrate(empty_db_url, settings)
     rows = query(empty_db_url, """
         SELECT t.tgname, t.tgenabled, p.proname, pg_get_triggerdef(t.oid) AS def
         FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
         WHERE t.tgrelid = 'memories'::regclass AND NOT t.tgisinternal ORDER BY t.tgname""")
     assert [(r["tgname"], r["tgenabled"], r["proname"]) for r in rows] == [
+        ("memories_event_insert", "O", "memory_event_insert"),
         ("memories_evidence_changed", "O", "memories_evidence_changed"),
         ("memories_evidence_deleted", "O", "memories_evidence_cascade"),
         ("memories_evidence_retired", "O", "memories_evidence_cascade"),
@@ -117,6 +120,8 @@ def test_history_triggers_are_installed(empty_db_url, settings):
         ("memories_history_delete", "O", "memory_history_capture"),
         ("memories_history_update", "O", "memory_history_capture"),
     ]
+    assert "AFTER INSERT" in rows[0]["def"]  # the outbox's births (0025)
+    del rows[0]
     changed, fts, rows = rows[0], rows[3], rows[1:3] + rows[4:]
     history = rows[2:]
     # fts (0022): computed from content and context on every write of either, or of fts itself

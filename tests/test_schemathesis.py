@@ -214,10 +214,14 @@ def server(db, embedder, settings):
     """The app under uvicorn as conftest's ``server`` runs it, rate limits included, but with
     a failed-authentication budget no run exhausts: schemathesis calls each operation without
     the key and with a wrong one, and 200 such 401s would otherwise refuse every request
-    from loopback for the rest of the run (tests/test_rate_limits.py holds that limit)."""
+    from loopback for the rest of the run (tests/test_rate_limits.py holds that limit).
+    Webhook URLs are not resolved (``webhooks_allow_private``): the document's examples name
+    hosts this machine cannot resolve, and no dispatcher runs here to deliver anything
+    (tests/test_webhooks.py holds the URL check)."""
     harness = support.load_module(
         "strata_eval_harness", Path(__file__).resolve().parents[1] / "eval" / "harness.py")
-    fuzzing = settings.model_copy(update={"rate_limit_auth_failures_burst": 10**9})
+    fuzzing = settings.model_copy(update={"rate_limit_auth_failures_burst": 10**9,
+                                          "webhooks_allow_private": True})
     with harness.serving(create_app(db=db, embedder=embedder, settings=fuzzing)) as url:
         yield url
 

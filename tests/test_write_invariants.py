@@ -40,6 +40,8 @@ invariant, returning the violations, so the control test below proves each can f
    (strata.write.fingerprints: its probes under the tenant's key against the stored keyed
    features), whatever its wording. (A forgotten tombstone keeps no plain hash, so
    invariant 1 cannot see one.)
+8. ``event_mismatches``: every change has exactly one event in the outbox and every event
+   its change (the exact statement is at the function).
 
 Budget. ``make test`` runs a fixed, reproducible budget (``derandomize``: the same sequences
 every run, nothing written to a hypothesis database, nothing printed on success): 200
@@ -337,6 +339,77 @@ def history_gaps(db, tenant_id) -> list[str]:
     return [f"memory {r['id']} at version {r['version']} has history versions {r['versions']}"
             f" (expected {list(range(1, r['version']))})"
             for r in rows if list(r["versions"]) != list(range(1, r["version"]))]
+
+
+_EVENTS = """
+SELECT e.id, e.seq, e.type, e.memory_id, e.version, e.history_id FROM events e
+WHERE e.tenant_id = %(t)s ORDER BY e.seq
+"""
+_OWN_HISTORY = """
+SELECT h.id, h.memory_id, h.version, h.operation,
+       EXISTS (SELECT 1 FROM memory_history o WHERE o.operation_id = h.operation_id
+               AND o.version = h.version AND o.changed_at = h.changed_at
+               AND o.id <> h.id) AS imported
+FROM memory_history h WHERE h.tenant_id = %(t)s
+"""
+BIRTHS = {"created", "held_for_review", "restored"}
+
+
+def event_mismatches(db, tenant_id) -> list[str]:
+    """8. Every change has exactly one event and every event its change (migration 0025).
+
+    Changes are read from what the write path leaves: a history row per update and delete
+    (the trigger that writes it writes the event, naming the row in ``history_id``), and a
+    birth per insert -- a version a memory holds (live or in history) that no update of
+    this store reached, i.e. with no history row of operation 'update' one version below.
+    History rows an import copied from an export were no change here: they keep the
+    source row's operation, version and time, and the source row is in this database too
+    (the machine exports a second tenant and its own). So:
+    every committed event is numbered (``seq`` 1..n, no gap); each of this store's history
+    rows has exactly one event, of that memory and the version the change left (the row's
+    version + 1 for an update, its own for a delete), and an imported row none; each event
+    naming a history row names one that exists; and the events without a history row are
+    exactly the births (one per born version) plus erasures of memories deleted before
+    (``forgotten``, on a memory not live)."""
+    with db.connection() as conn:
+        events = conn.execute(_EVENTS, {"t": tenant_id}).fetchall()
+        history = conn.execute(_OWN_HISTORY, {"t": tenant_id}).fetchall()
+        live = {r["id"]: r["version"] for r in conn.execute(
+            "SELECT id, version FROM memories WHERE tenant_id = %s", (tenant_id,)).fetchall()}
+    out = []
+    if [e["seq"] for e in events] != list(range(1, len(events) + 1)):
+        out.append(f"event seqs {[e['seq'] for e in events]} are not 1..{len(events)}")
+    by_history: dict[int, list] = {}
+    for e in events:
+        if e["history_id"] is not None:
+            by_history.setdefault(e["history_id"], []).append(e)
+    rows = {h["id"]: h for h in history}
+    for h in history:
+        got = by_history.get(h["id"], [])
+        want = 0 if h["imported"] else 1
+        version = h["version"] + (h["operation"] == "update")
+        if len(got) != want or any(
+                (e["memory_id"], e["version"]) != (h["memory_id"], version) for e in got):
+            out.append(f"history row {h['id']} ({h['operation']} of memory {h['memory_id']}"
+                       f" at version {h['version']}) has events {[dict(e) for e in got]}")
+    for hid in by_history.keys() - rows.keys():
+        out.append(f"events {[e['id'] for e in by_history[hid]]} name history row {hid},"
+                   " which does not exist")
+    updates = {(h["memory_id"], h["version"]) for h in history
+               if h["operation"] == "update" and not h["imported"]}
+    states = {(h["memory_id"], h["version"]) for h in history if not h["imported"]}
+    states |= set(live.items())
+    births = sorted((m, v) for m, v in states if (m, v - 1) not in updates)
+    born = sorted((e["memory_id"], e["version"]) for e in events
+                  if e["history_id"] is None and e["type"] in BIRTHS)
+    if born != births:
+        out.append(f"births {[(str(m), v) for m, v in births]} have birth events"
+                   f" {[(str(m), v) for m, v in born]}")
+    for e in events:
+        if e["history_id"] is None and e["type"] not in BIRTHS and (
+                e["type"] != "forgotten" or e["memory_id"] in live):
+            out.append(f"event {e['id']} ({e['type']} of memory {e['memory_id']}) has no change")
+    return out
 
 
 _ABOVE_PARENT = """
@@ -758,6 +831,10 @@ class WriteMachine(RuleBasedStateMachine):
         assert not (v := history_gaps(self.db, self.tenant_id)), "; ".join(v)
 
     @invariant()
+    def every_change_has_one_event(self):
+        assert not (v := event_mismatches(self.db, self.tenant_id)), "; ".join(v)
+
+    @invariant()
     def keys_within_parent(self):
         assert not (v := keys_above_parent(self.db, self.tenant_id)), "; ".join(v)
 
@@ -901,7 +978,8 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
     When rows violating one invariant each are written directly with SQL
     Then each check reports exactly its violation, in that tenant only."""
     checks = (live_retired_values, double_slot_holders, duplicate_active_values,
-              history_gaps, keys_above_parent, audit_breaks, live_fingerprint_matches)
+              history_gaps, keys_above_parent, audit_breaks, live_fingerprint_matches,
+              event_mismatches)
     t = make_tenant()
     other = make_tenant()
     with db.connection() as conn:
@@ -914,8 +992,8 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
     child = r.json()["id"]
     with db.connection() as conn:
         conn.execute("UPDATE api_keys SET parent_id = %s WHERE id = %s", (root, child))
-        _insert_memory(conn, t.tenant_id, "users.alice", "The user prefers MySQL",
-                       slot="user.preferred_database", value="mysql")
+        alice = _insert_memory(conn, t.tenant_id, "users.alice", "The user prefers MySQL",
+                               slot="user.preferred_database", value="mysql")
         _insert_memory(conn, t.tenant_id, "users.bob", "The user prefers MySQL",
                        slot="user.preferred_database", value="mysql")
         # retired values that bind nothing live: superseded (it may come back as a
@@ -966,6 +1044,10 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
         _insert_fingerprint(conn, t.tenant_id, "users.alice", "My locker number is 58213")
         _insert_memory(conn, t.tenant_id, "users.alice.gym", "Gym locker 58213 is mine")
         _insert_memory(conn, t.tenant_id, "shared.team", "Gym locker 58213 is mine")
+        # 8. the event of one memory's birth gone (users.alice's MySQL holder); the history
+        #    row of 4. above was written without its event too
+        conn.execute("DELETE FROM events WHERE tenant_id = %s AND memory_id = %s",
+                     (t.tenant_id, alice))
         # 6. an audit row edited after the fact
         conn.execute("UPDATE audit_log SET count = count + 1 WHERE tenant_id = %s AND seq = 1",
                      (t.tenant_id,))
@@ -984,6 +1066,11 @@ def test_each_invariant_check_reports_its_violation(db, client, make_tenant):
     assert len(found["audit_breaks"]) == 1 and "seq 1 " in found["audit_breaks"][0], found
     assert len(found["live_fingerprint_matches"]) == 1, found
     assert "at users.alice.gym carries" in found["live_fingerprint_matches"][0], found
+    events = found["event_mismatches"]
+    assert len(events) == 3, events  # the gap in seq, the history row, the birth
+    assert any("are not 1.." in v for v in events), events
+    assert any(f"of memory {gap} at version 1) has events []" in v for v in events), events
+    assert any(f"({str(alice)!r}, 1)" in v and v.startswith("births") for v in events), events
     # the neighbour tenant is untouched by all of it
     for check in checks:
         assert check(db, other.tenant_id) == [], check.__name__

@@ -123,6 +123,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
     # to run); meanwhile requests answer 503 and /readyz says why.
     watchdog = embedded.watch(settings)
     stop_digests = _publish_digests_every(db, settings)
+    # Webhook deliveries (strata.events.dispatch): on AWS the drain function, here a thread.
+    from strata.events.dispatch import Dispatcher
+
+    dispatcher = Dispatcher(db, settings).start()
     try:
         # The settings as given (healthz says whether STRATA_EMBEDDER was set), with the
         # store's dimension, which requests check the schema against.
@@ -132,6 +136,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
                     log_level="info", log_config=logs.uvicorn_log_config(stderr=args.json))
     finally:
         stop_digests.set()
+        dispatcher.stop.set()
         if watchdog is not None:
             watchdog.stop()
     return 0

@@ -20,6 +20,7 @@ import functools
 import json
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -30,6 +31,24 @@ from strata.cli_support import (
     EXIT_REFUSED, EXIT_USAGE, JSON_HELP, fail, find_tenant, open_database, print_json, table,
     table_lines, when,
 )
+
+
+def _cursor(value: str) -> str:
+    if not (value.isascii() and value.isdigit()):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a cursor (the number printed last)")
+    return value
+
+
+def _event_types(known: tuple[str, ...]) -> Callable[[str], list[str]]:
+    def parse(value: str) -> list[str]:
+        named = [v.strip() for v in value.split(",") if v.strip()]
+        unknown = [v for v in named if v not in known]
+        if not named or unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown type {', '.join(unknown) or value!r}; one of: {', '.join(known)}")
+        return named
+
+    return parse
 
 
 # --------------------------------------------------------------------------------------
@@ -452,6 +471,35 @@ def cmd_memories_restore(client, args: argparse.Namespace) -> int:
 
 
 @_over_http
+def cmd_events_tail(client, args: argparse.Namespace) -> int:
+    """Print the events after ``--after``, one a line, then the cursor to resume from; with
+    ``--follow``, keep polling until interrupted."""
+    after = args.after
+    while True:
+        page = client.events(after=after, path=args.path, types=args.types, limit=args.limit)
+        for e in page.items:
+            if args.json:
+                print(e.model_dump_json())
+            else:
+                related = f" by {', '.join(map(str, e.related))}" if e.related else ""
+                print(f"{e.cursor}  {e.at.isoformat(timespec='seconds')}  {e.type:<15} "
+                      f"{e.memory_id} v{e.version}  {e.path}{related}  "
+                      f"({e.cause or '-'}, {e.actor or '-'})", flush=True)
+        after = page.next_cursor
+        if len(page.items) == args.limit:
+            continue  # more committed already: no wait
+        if not args.follow:
+            break
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            break
+    if not args.json:
+        print(f"resume: --after {after}", file=sys.stderr)
+    return 0
+
+
+@_over_http
 def cmd_review_list(client, args: argparse.Namespace) -> int:
     page = client.review.list(path=args.path, cursor=args.cursor, limit=args.limit)
     if args.json:
@@ -830,6 +878,21 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                 "the candidate says what an active memory says: merge it into that one")
     p.add_argument("id", type=_memory_id)
     p.add_argument("--into", type=_memory_id, required=True)
+
+    from strata.events.models import TYPES as EVENT_TYPES
+
+    events = sub.add_parser("events", help="the feed of changes to memories") \
+        .add_subparsers(dest="action", required=True)
+    p = command(events, "tail", cmd_events_tail,
+                "print changes to memories you can read, in commit order, from a cursor "
+                "(never content: read a memory by its id)")
+    p.add_argument("--after", type=_cursor, help="the cursor to resume from (printed last)")
+    p.add_argument("--path", help="only at or under this path")
+    p.add_argument("--types", type=_event_types(EVENT_TYPES), metavar="TYPE[,TYPE]",
+                   help=f"only these types: {', '.join(EVENT_TYPES)}")
+    p.add_argument("--limit", type=_limit, default=100, help="events per request")
+    p.add_argument("--follow", "-f", action="store_true", help="keep polling for new events")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls")
 
     from strata.rules.categories import CATEGORIES
 

@@ -206,6 +206,19 @@ class Settings(BaseModel):
     # Audit entries: strata audit prune. History: unbounded (None) unless set.
     audit_retention_days: int = Field(default=365, ge=1)
     history_retention_days: int | None = Field(default=None, ge=1)
+    # The event outbox (strata.events): a feed, pruned by the lifecycle job after this many
+    # days; a consumer further behind resumes at the oldest event kept.
+    event_retention_days: int = Field(default=30, ge=1)
+    # Webhooks (strata.events.webhooks): a URL resolving to a loopback, link-local, private
+    # or otherwise non-public address is refused unless this is set (a local setup only).
+    webhooks_allow_private: bool = False
+    # A failed delivery is retried after base * 2^(failures - 1) seconds (at most an hour);
+    # after this many failures in a row the webhook is disabled until replayed.
+    webhook_backoff_base_s: float = Field(default=5.0, ge=0)
+    webhook_max_failures: int = Field(default=10, ge=1)
+    webhook_timeout_s: float = Field(default=10.0, gt=0)
+    # On AWS: the EventBridge bus the drain function puts every event on (template.yaml).
+    event_bus_name: str | None = None
     # Audit digests (strata.audit.digests): the chain heads, published outside the database.
     # On AWS an Object Lock bucket and a KMS signing key; locally $STRATA_HOME/audit-digests.
     audit_digest_bucket: str | None = None

@@ -58,7 +58,7 @@ def _ask_about_pydantic_v1_only_once_it_is_loaded() -> None:
 _ask_about_pydantic_v1_only_once_it_is_loaded()
 
 ROUTERS = ("health", "docs", "memories", "reflect", "access", "audit", "ingest", "review",
-           "search", "browse", "rules", "console", "mcp")
+           "search", "browse", "rules", "events", "webhooks", "console", "mcp")
 # Routers whose routes are not part of the API the document describes: the document and its
 # viewers, the console's static files, and /mcp (JSON-RPC, which OpenAPI does not describe; a
 # mount, not routes).

@@ -77,6 +77,10 @@ TAGS: list[dict[str, str]] = [
                                        "consolidations, retired with their evidence."},
     {"name": "rules", "description": "Memory rules: an owner's policy for what is kept under a "
                                      "path (capture, exclusions, inclusions, retention)."},
+    {"name": "events", "description": "The feed of changes to memories, in commit order, "
+                                      "without their content."},
+    {"name": "webhooks", "description": "Signed deliveries of the event feed to an owner's "
+                                        "endpoint, with retries, a log and replay."},
     {"name": "audit", "description": "The tenant's append-only, hash-chained audit log, and "
                                      "its verification."},
     {"name": "health", "description": "Liveness and readiness, without a key."},

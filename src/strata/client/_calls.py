@@ -331,6 +331,13 @@ def review_list(*, path: str | None, cursor: str | None, limit: int) -> Call:
                 parse=_page(_models().ReviewItem))
 
 
+def events(*, after: str | None, path: str | None, types: Sequence[str] | None,
+           limit: int) -> Call:
+    return Call("GET", "/v1/events", params=_params(
+        after=after, path=path, types=",".join(types) if types else None, limit=limit),
+        parse=_page(_models().Event))
+
+
 def promote(memory_id: Any) -> Call:
     return Call("POST", f"/v1/review/{as_id(memory_id)}/promote", parse=_one(_models().Memory),
                 idempotent=False)

@@ -20,7 +20,7 @@ from strata.client.errors import ApiError, Unreachable
 
 if TYPE_CHECKING:
     from strata.client.models import (
-        Deleted, Forgotten, Health, HistoryEntry, Memory, MemoryIn, Page, PathCount, Receipt,
+        Deleted, Event, Forgotten, Health, HistoryEntry, Memory, MemoryIn, Page, PathCount, Receipt,
         Relationship, Remembered, ReviewItem, Rule, RuleDeleted, RuleVersion, SearchResult,
         WriteResult,
     )
@@ -198,6 +198,12 @@ class Client(_Base):
 
     def receipt(self, receipt_id: Id) -> "Receipt":
         return self._send(_calls.receipt(receipt_id))
+
+    def events(self, *, after: str | None = None, path: str | None = None,
+               types: Sequence[str] | None = None, limit: int = 100) -> "Page[Event]":
+        """``GET /v1/events``: changes after the cursor ``after``, in commit order; pass the
+        page's ``next_cursor`` as ``after`` to read on."""
+        return self._send(_calls.events(after=after, path=path, types=types, limit=limit))
 
     def paths(self, path: str | None = None, *, cursor: str | None = None,
               limit: int = 500) -> "Page[PathCount]":
@@ -414,6 +420,11 @@ class AsyncClient(_Base):
 
     async def receipt(self, receipt_id: Id) -> "Receipt":
         return await self._send(_calls.receipt(receipt_id))
+
+    async def events(self, *, after: str | None = None, path: str | None = None,
+                     types: Sequence[str] | None = None, limit: int = 100) -> "Page[Event]":
+        """``GET /v1/events`` (see :meth:`Client.events`)."""
+        return await self._send(_calls.events(after=after, path=path, types=types, limit=limit))
 
     async def paths(self, path: str | None = None, *, cursor: str | None = None,
                     limit: int = 500) -> "Page[PathCount]":

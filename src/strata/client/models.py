@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from strata.events.models import Event
 from strata.ingest.models import IngestRequest, ItemOutcome, Message, NotKept, Receipt
 from strata.memories.models import (
     CreateRequest,
@@ -92,7 +93,7 @@ class Health(BaseModel):
 
 
 __all__ = [
-    "CreateRequest", "Deleted", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
+    "CreateRequest", "Deleted", "Event", "Forgotten", "Health", "HistoryEntry", "IngestRequest",
     "ItemOutcome", "Memory", "MemoryIn", "MemoryPatch", "Message", "NotKept", "Page", "PathCount", "Receipt",
     "Relationship", "Remembered", "RememberedItem", "ReviewItem", "Rule", "RuleDeleted",
     "RuleIn", "RuleVersion", "SearchRequest", "SearchResult", "WriteResult",

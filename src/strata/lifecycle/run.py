@@ -28,6 +28,8 @@ transaction):
 ``history_pruned``
     Only with a history retention window (floored at 90 days): history rows older than it.
     Forgotten memories' rows are content-free already; pruning only removes rows.
+``events_pruned``
+    Events of the outbox (:mod:`strata.events`) older than ``event_retention_days``.
 
 Then, on a run over every tenant, ``vector_indexes``: the per-tenant HNSW indexes of large
 tenants built, rebuilt or dropped online (:mod:`strata.vector_index`).
@@ -61,7 +63,7 @@ from strata.config import Settings, get_settings
 from strata.db import Database
 from strata import decay, vector_index
 from strata.write.lifecycle import (
-    _HISTORY, _HISTORY_DRY, _TOMBSTONES, _TOMBSTONES_DRY, EXPIRE_BY_DELETE, KEEP_IMPORTANCE,
+    _EVENTS, _EVENTS_DRY, _HISTORY, _HISTORY_DRY, _TOMBSTONES, _TOMBSTONES_DRY, EXPIRE_BY_DELETE, KEEP_IMPORTANCE,
     MEMORY_STEPS, Step, _page, _statement,
 )
 
@@ -98,6 +100,7 @@ class LifecycleRun:
             "history_before": (self.now - timedelta(days=self.history["retention_days"])
                                if self.history["retention_days"] else None),
             "limit": s.lifecycle_batch_size,
+            "events_before": self.now - timedelta(days=s.event_retention_days),
         }
         expired = EXPIRE_BY_DELETE if s.lifecycle_short_term_expiry == "delete" else MEMORY_STEPS[1]
         self.steps = tuple(expired if st.name == "expired" else st for st in MEMORY_STEPS)
@@ -109,7 +112,8 @@ class LifecycleRun:
         # that failed fails the run (the next run tries it again).
         indexes = None if tenant_id is not None else vector_index.reconcile(
             self.db, dry_run=self.dry_run, keep_going=self.keep_going)
-        names = [st.name for st in self.steps] + ["tombstones_expired", "history_pruned"]
+        names = [st.name for st in self.steps] + ["tombstones_expired", "history_pruned",
+                                               "events_pruned"]
         totals = {n: sum(t.get(n, 0) for t in result["tenants"]) for n in names}
         s = self.settings
         return {
@@ -125,6 +129,7 @@ class LifecycleRun:
                 "promote_access_count": s.lifecycle_promote_access_count,
                 "candidate_max_age_days": s.lifecycle_candidate_max_age_days,
                 "history": self.history,
+                "event_retention_days": s.event_retention_days,
             },
             "totals": totals, "tenants": result["tenants"], "vector_indexes": indexes,
         }
@@ -144,6 +149,8 @@ class LifecycleRun:
         if params["history_before"] is not None:
             report["history_pruned"] = self._sweep("lifecycle.history_prune", _HISTORY,
                                                    _HISTORY_DRY, params)
+        report["events_pruned"] = self._sweep("lifecycle.event_prune", _EVENTS, _EVENTS_DRY,
+                                              params)
         return report
 
     def _memory_step(self, step: Step, params: dict[str, Any]) -> tuple[int, list[str], bool]:

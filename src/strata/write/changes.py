@@ -359,8 +359,10 @@ def merge(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID,
 def delete(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[str, Any]:
     """Remove the row; the history trigger keeps its last state, so restore brings it back."""
     row = lock_visible(cur, caller, memory_id)
-    cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
-                (caller.tenant_id, memory_id))
+    gone = cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
+                       (caller.tenant_id, memory_id)).rowcount
+    if not gone:  # deleted before: its row's trigger cannot tell, so the erasure does
+        cur.execute(_FORGOTTEN_EVENT, scope(caller, id=memory_id))
     return row
 
 
@@ -456,6 +458,19 @@ def forget(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> dict[st
     return {"tombstone_ids": tombstones, "also_forgotten": also}
 
 
+# The event of erasing a memory deleted before (its last state in history): the live
+# memory's erasure is the delete, whose event the history trigger writes (migration 0025).
+_FORGOTTEN_EVENT = """
+INSERT INTO events (tenant_id, type, memory_id, path, version, cause, actor, operation_id)
+SELECT tenant_id, 'forgotten', memory_id, path, version,
+       nullif(current_setting('strata.cause', true), ''),
+       nullif(current_setting('strata.actor', true), ''),
+       nullif(current_setting('strata.operation_id', true), '')::uuid
+FROM memory_history WHERE tenant_id = %(tenant)s AND memory_id = %(id)s
+ORDER BY version DESC LIMIT 1
+"""
+
+
 def _erase(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[dict[str, Any]]:
     """Delete the row and scrub its history, edges, receipts and earlier tombstones of
     content and plain hashes; return every statement it ever held (content, canonical,
@@ -475,8 +490,10 @@ def _erase(cur: psycopg.Cursor, caller: Caller, memory_id: uuid.UUID) -> list[di
         """,
         scope(caller, id=memory_id),
     ).fetchall()
-    cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
-                (caller.tenant_id, memory_id))
+    gone = cur.execute("DELETE FROM memories WHERE tenant_id = %s AND id = %s",
+                       (caller.tenant_id, memory_id)).rowcount
+    if not gone:  # deleted before: its row's trigger cannot tell, so the erasure does
+        cur.execute(_FORGOTTEN_EVENT, scope(caller, id=memory_id))
     # Edges keep their type and who decided, but a reason may quote the erased content.
     cur.execute(
         "UPDATE memory_relationships SET reason = NULL"

@@ -96,6 +96,16 @@ DELETE FROM memory_history WHERE id IN (
     SELECT id FROM memory_history WHERE tenant_id = %(tenant)s AND changed_at < %(history_before)s
     ORDER BY changed_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
 """
+# The event outbox's retention (migration 0025): events are a feed, not a record (history and
+# the audit chain are), so they are kept for a window a consumer is expected to keep up with.
+_EVENTS = """
+DELETE FROM events WHERE id IN (
+    SELECT id FROM events WHERE tenant_id = %(tenant)s AND at < %(events_before)s
+    ORDER BY at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+"""
+_EVENTS_DRY = """
+SELECT count(*) AS n FROM events WHERE tenant_id = %(tenant)s AND at < %(events_before)s
+"""
 _HISTORY_DRY = """
 SELECT count(*) AS n FROM memory_history
 WHERE tenant_id = %(tenant)s AND changed_at < %(history_before)s
