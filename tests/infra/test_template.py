@@ -1173,7 +1173,7 @@ def test_transformed_schedules_and_authorizer(transformed):
     resources = transformed["Resources"]
     schedules = {n: r["Properties"] for n, r in resources.items()
                  if r["Type"] == "AWS::Scheduler::Schedule"}
-    assert len(schedules) == 4  # one per maintenance entry point
+    assert len(schedules) == 5  # one per maintenance entry point, and the event drain
     for name, props in schedules.items():
         target = props["Target"]
         role = resources[ref_target(target["RoleArn"])]["Properties"]

@@ -26,7 +26,7 @@ class EventPage(BaseModel):
         "event has committed since. Polling with it never misses nor repeats an event."))
 
 
-@router.get("")
+@router.get("", operation_id="listEvents")
 def list_events(
     db: DB,
     caller: CallerDep,

@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 WebhookId = Annotated[uuid.UUID, Path(description="The webhook's id.")]
 
 
-@router.post("", status_code=201)
+@router.post("", operation_id="createWebhook", status_code=201)
 def register(body: WebhookIn, request: Request, db: DB, caller: CallerDep) -> WebhookSecret:
     """Register a webhook
 
@@ -31,7 +31,7 @@ def register(body: WebhookIn, request: Request, db: DB, caller: CallerDep) -> We
     return core.register(db, caller, body, allow_private=settings.webhooks_allow_private)
 
 
-@router.get("")
+@router.get("", operation_id="listWebhooks")
 def list_webhooks(db: DB, caller: CallerDep) -> Items[Webhook]:
     """List webhooks
 
@@ -41,7 +41,7 @@ def list_webhooks(db: DB, caller: CallerDep) -> Items[Webhook]:
     return {"items": core.list_webhooks(db, caller)}
 
 
-@router.delete("/{webhook_id}")
+@router.delete("/{webhook_id}", operation_id="deleteWebhook")
 def delete(webhook_id: WebhookId, db: DB, caller: CallerDep) -> Webhook:
     """Delete a webhook
 
@@ -50,7 +50,7 @@ def delete(webhook_id: WebhookId, db: DB, caller: CallerDep) -> Webhook:
     return core.delete(db, caller, webhook_id)
 
 
-@router.post("/{webhook_id}/rotate")
+@router.post("/{webhook_id}/rotate", operation_id="rotateWebhookSecret")
 def rotate(webhook_id: WebhookId, db: DB, caller: CallerDep) -> WebhookSecret:
     """Rotate a webhook's secret
 
@@ -59,7 +59,7 @@ def rotate(webhook_id: WebhookId, db: DB, caller: CallerDep) -> WebhookSecret:
     return core.rotate(db, caller, webhook_id)
 
 
-@router.post("/{webhook_id}/replay")
+@router.post("/{webhook_id}/replay", operation_id="replayWebhook")
 def replay(webhook_id: WebhookId, body: Replay, db: DB, caller: CallerDep) -> Webhook:
     """Replay a webhook from a cursor
 
@@ -69,7 +69,8 @@ def replay(webhook_id: WebhookId, body: Replay, db: DB, caller: CallerDep) -> We
     return core.replay(db, caller, webhook_id, int(body.after))
 
 
-@router.get("/{webhook_id}/deliveries", responses=answers(404))
+@router.get("/{webhook_id}/deliveries", operation_id="listWebhookDeliveries",
+            responses=answers(404))
 def deliveries(
     webhook_id: WebhookId, db: DB, caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="The most attempts listed.")] = 100,
