@@ -50,6 +50,7 @@ from support import bearer, effective
 # Webhooks are registered, never delivered here (no dispatcher runs): loopback, which the
 # world's settings allow, on the discard port.
 HOOK_URL = "http://127.0.0.1:9/matrix"
+ROOT = Path(__file__).resolve().parents[1]
 TABLE = Path(__file__).resolve().parent / "data" / "access_matrix.csv"
 ACTORS = ("owner", "clamped", "read_only", "revoked", "expired", "other_tenant")
 OUTCOMES = {"2xx", "401", "403", "404", "4xx"}
@@ -711,6 +712,11 @@ def test_every_cell_answers_as_the_table_says_and_nothing_leaks(world, capsys):
     assert res.controls == len([r for r in rows if r.expected["owner"] == "2xx"
                                 and r.scopes[0] in (None, "a_in", "a_out")])
     assert_refused_objects_unchanged(world)
+    # The docs quote these figures: they must be today's (a route added changes them).
+    stated = (ROOT / "docs" / "concepts" / "access.md").read_text()
+    assert (f"all {n_http} HTTP operations and {n_tools} MCP tools" in stated
+            and f"{len(rows)} rows × {len(ACTORS)} = {res.requests} requests" in stated), figures
+    assert f"({res.requests} requests over every operation" in (ROOT / "README.md").read_text(), figures
 
 
 def assert_refused_objects_unchanged(w: World) -> None:
