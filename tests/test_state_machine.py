@@ -310,6 +310,16 @@ def test_execution_runs_the_pipeline_into_the_database(aws, db, tenant, caller_f
         memory = stored[uuid.UUID(item["memory_id"])]
         assert memory["status"] == "active"
     assert any("mongodb" in m["content"].lower() for m in stored.values())
+    # the persist step committed each write's event with it (issue 40's outbox)
+    assert events_of(db, tenant.tenant_id) == [
+        ("created", uuid.UUID(i["memory_id"]), "ingest.persist") for i in created]
+
+
+def events_of(db, tenant_id) -> list[tuple[str, uuid.UUID, str]]:
+    with db.connection() as conn:
+        return [(r["type"], r["memory_id"], r["cause"]) for r in conn.execute(
+            "SELECT type, memory_id, cause FROM events WHERE tenant_id = %s ORDER BY seq",
+            (tenant_id,)).fetchall()]
 
 
 def test_failing_step_is_caught_and_recorded_on_the_receipt(aws, db, tenant, caller_for):
@@ -405,6 +415,8 @@ def test_retried_steps_and_a_replayed_execution_write_nothing_twice(aws, db, ten
     # control: the run did write, exactly one memory per created item
     assert created and len(memories) == len(created)
     assert {uuid.UUID(i["memory_id"]) for i in created} == {m["id"] for m in memories}
+    events = events_of(db, tenant.tenant_id)
+    assert sorted(e[1] for e in events) == sorted(m["id"] for m in memories)  # one per write
 
     fake.calls.clear()
     again = run(sfn, arn, receipt_id, tenant.tenant_id, name=f"{receipt_id}-replay")
@@ -414,6 +426,7 @@ def test_retried_steps_and_a_replayed_execution_write_nothing_twice(aws, db, ten
     assert [c[0] for c in fake.calls] == list(STEPS)  # every step ran, and did nothing
     assert memories_of(db, tenant.tenant_id) == memories
     assert receipt_row(db, receipt_id) == row
+    assert events_of(db, tenant.tenant_id) == events  # the replay wrote no event either
 
 
 def test_fail_step_records_only_a_well_formed_error_name(step_handler, db, tenant, caller_for):
