@@ -14,6 +14,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def fake_aws_credentials(monkeypatch, region: str = "us-east-1") -> None:
+    """What moto needs in the environment: credentials that cannot reach AWS, and a region."""
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": region}.items():
+        monkeypatch.setenv(name, value)
+
+
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 

@@ -76,9 +76,7 @@ def response_sink():
 
 @pytest.fixture
 def aws(monkeypatch):
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
+    support.fake_aws_credentials(monkeypatch)
     with mock_aws():
         yield boto3.client("secretsmanager")
 

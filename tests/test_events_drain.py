@@ -22,9 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def aws(monkeypatch):
     from moto import mock_aws
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
+    support.fake_aws_credentials(monkeypatch)
     with mock_aws():
         yield
 

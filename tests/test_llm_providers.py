@@ -14,6 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+import support
 from fake_openai import FakeLLM, Recorded, error, raw, refuse, reply, slow
 from strata.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour
@@ -277,11 +278,7 @@ def test_judge_failures_raise_judge_failed(fake_llm, answer):
 
 @pytest.fixture
 def aws(monkeypatch):
-    for name, value in {
-        "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-    }.items():
-        monkeypatch.setenv(name, value)
+    support.fake_aws_credentials(monkeypatch, region="eu-west-1")
     from aws_lambda_powertools.utilities import parameters
 
     parameters.clear_caches()
