@@ -131,7 +131,7 @@ def test_memories_show_history_forget_restore(env, capsys, monkeypatch):
 
     # forget asks for --yes when it cannot ask (stdin is not a terminal)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    code, _, err = run(capsys, "memories", "forget", mid, "--yes")
+    code, _, err = run(capsys, "memories", "forget", mid)
     assert code == 2 and "--yes" in err
     code, out, _ = run(capsys, "memories", "show", mid)
     assert code == 0  # still there: nothing was forgotten
