@@ -1,12 +1,12 @@
-"""How many candidates each arm hands the fusion (``strata.ranking.ARM_DEPTH``): what a
+"""How many candidates each arm hands the fusion (``strata.search.ranking.ARM_DEPTH``): what a
 smaller depth saves and what it changes.
 
 Two measurements, each optional, every depth against the same questions:
 
 - ``--data DIR`` (LoCoMo): the tuning conversations (26 and 30; never the held-out eight
   unless ``--conversations`` names them), observations and turns mode, every question
-  asked through the production :func:`strata.search.candidates` at each depth and ordered
-  by the production :func:`strata.ranking.fuse` with :data:`strata.ranking.DEFAULT`
+  asked through the production :func:`strata.search.hybrid.candidates` at each depth and ordered
+  by the production :func:`strata.search.ranking.fuse` with :data:`strata.search.ranking.DEFAULT`
   (``eval/tune_fusion.py``'s scoring): hybrid recall_all@5, MRR and the mean number of
   candidates the fusion ordered, per mode. A search's depth is never below its ``limit``
   (10 here).
@@ -23,7 +23,7 @@ Two measurements, each optional, every depth against the same questions:
   the depth alone; ``D/F`` sets the fetch too (``30/30``: a walk that stops at 30, as the
   arm ran before the two were split).
 
-The depth is set on ``strata.ranking.ARM_DEPTH`` and the fetch on ``VECTOR_FETCH`` (which
+The depth is set on ``strata.search.ranking.ARM_DEPTH`` and the fetch on ``VECTOR_FETCH`` (which
 the search reads per request), and both put back after. Prints one JSON object.
 
 Usage: python eval/bench_arm_depth.py [--data DIR] [--keep DIR] [--tenant 0]
@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import NoAccessLog, percentile, scratch_database  # noqa: E402
-from strata import ranking  # noqa: E402
+from strata.search import ranking  # noqa: E402
 
 
 PRODUCTION = (ranking.ARM_DEPTH, ranking.VECTOR_FETCH)
@@ -65,9 +65,9 @@ def locomo(data: Path, conversations: list[str], depths: list[str], embedder_nam
     conversation loaded once per mode, every question asked at every depth."""
     import locomo_eval as L
     import tune_fusion as T
-    from strata.config import Settings
+    from strata.foundation.config import Settings
     from strata.providers.embedders import get_embedder
-    from strata.search import SearchRequest, candidates
+    from strata.search.hybrid import SearchRequest, candidates
 
     convs = L.read_conversations(data, conversations)
     embedder = get_embedder(Settings(embedder=embedder_name))
@@ -103,10 +103,10 @@ def latency(keep: str, tenant_index: int, depths: list[str], queries: int, round
     import bench_search as B
     import psycopg
 
-    from strata import search as S
+    from strata.search import hybrid as S
     from strata.auth.keys import authenticate
     from strata.db.vector import register_vector
-    from strata.search import SearchRequest
+    from strata.search.hybrid import SearchRequest
 
     state_path = Path(keep) / "bench_search_state.json"
     if not state_path.exists():

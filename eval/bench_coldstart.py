@@ -26,7 +26,7 @@ FastAPI+Mangum (one GET route). Reported beside them, not targets: ``bare_api_fu
 (the Powertools trio and one route with a typed body) and ``bare_db_function``, the floor of
 any API function of strata's (the GET app, the Powertools trio and the PostgreSQL driver,
 before any code of strata's), and ``bare_fastapi_mangum_frozen``, the bare app with the init
-every strata function has (strata.coldstart). Whether a target is met is judged on the paired ratio: each round samples a
+every strata function has (strata.foundation.coldstart). Whether a target is met is judged on the paired ratio: each round samples a
 function right after its baseline and divides the two, and the median of those ratios is
 compared with the target. This machine's slow spells last seconds and move a median of 9 by
 20 % or more; a pair falls into the same spell. The ratio of medians is reported beside it.
@@ -104,7 +104,7 @@ handler = Mangum(app, lifespan="off")
 '''
 
 # Reported beside the target's baseline, not a target: the bare app with the init every strata
-# function has (strata.coldstart: the cyclic collector off during the import, what it built
+# function has (strata.foundation.coldstart: the cyclic collector off during the import, what it built
 # frozen), so strata's functions can also be read against a bare app given the same treatment.
 BARE_FASTAPI_MANGUM_FROZEN = "import gc\ngc.disable()\n" + BARE_FASTAPI_MANGUM + "gc.freeze()\ngc.enable()\n"
 
@@ -157,7 +157,7 @@ def search(body: Query):
 # the bare GET app with the Powertools trio and the PostgreSQL driver (psycopg and its pool),
 # before any code of strata's. Measured at 1.28-1.45x bare_fastapi_mangum (ratio of medians,
 # six runs); strata's API functions, whose init runs without the cyclic collector
-# (strata.coldstart), import in 0.88-1.06x it.
+# (strata.foundation.coldstart), import in 0.88-1.06x it.
 BARE_DB_FUNCTION = api_function("import psycopg\nimport psycopg_pool", '''
 
 @app.get("/healthz")

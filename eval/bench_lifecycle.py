@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from strata.audit import prune, verify_tenant
 from strata.audit.chain import GENESIS, row_hash
 from strata.auth import create_tenant
-from strata.lifecycle import run_lifecycle
+from strata.maintenance.lifecycle import run_lifecycle
 
 from harness import scratch_database, timed
 

@@ -1,4 +1,4 @@
-"""Search benchmark: latency and vector-arm recall of ``strata.search`` on a multi-tenant table.
+"""Search benchmark: latency and vector-arm recall of ``strata.search.hybrid`` on a multi-tenant table.
 
 Seeds ``--tenants`` tenants of ``--per-tenant`` memories each plus one *small* tenant of
 ``--small`` memories (default ``per_tenant // 10``: 1 % of the table at 10 tenants), with
@@ -15,7 +15,7 @@ as migration 0001). This benchmark measures search, not ingest (see bench_store.
 
 Two designs in one run, on the same seed (``--designs``): ``shared`` -- one HNSW index over
 the whole table, the design before per-tenant indexes -- and ``per_tenant``: the same table
-after :func:`strata.vector_index.reconcile` gave every tenant of at least
+after :func:`strata.db.vector_index.reconcile` gave every tenant of at least
 ``vector_index.MIN_ROWS`` rows a partial HNSW index of its own (built concurrently; the build
 time is reported). The per-tenant indexes are dropped before ``shared`` is measured.
 
@@ -73,12 +73,12 @@ import psycopg
 
 from strata.auth import create_tenant
 from strata.auth.keys import authenticate
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
-from strata import vector_index
-from strata.search import ACCESS_LOG, SearchRequest, search
+from strata.db import vector_index
+from strata.search.hybrid import ACCESS_LOG, SearchRequest, search
 
 from harness import cpu_speed_ms, percentile, serving
 
@@ -205,7 +205,7 @@ def seed(db: Database, url: str, args, centroids, words) -> dict:
         tenants.append({"name": name, "id": str(tenant.id), "key": key.key, "rows": n})
 
     # The shared index is built with the memory its graph needs (the sizing
-    # strata.vector_index gives a tenant's own index, without its cap): at 1M rows 1 GB held
+    # strata.db.vector_index gives a tenant's own index, without its cap): at 1M rows 1 GB held
     # a third of the graph, and the rest was built on disk in 50 minutes.
     build_mb = vector_index.build_memory_kb(sum(t["rows"] for t in tenants), DIM,
                                             current_kb=1024 * 1024, cap_mb=None) // 1024

@@ -2,7 +2,7 @@
 
 On a database seeded and kept by ``eval/bench_search.py --keep DIR`` (required: this script
 seeds nothing), for one tenant's queries (the same generated queries bench_search measures),
-runs every search once per setting of ``strata.search.COMMON_LEXEME_ROWS`` -- ``off`` is
+runs every search once per setting of ``strata.search.hybrid.COMMON_LEXEME_ROWS`` -- ``off`` is
 "no lexeme is common", the arm as it was; ``5000@500`` also sets the two-lexeme cap
 (``TEXT_TWO_LEXEME_CAP``) to 500 -- interleaved (each query runs every setting, in a
 rotating order, after one untimed warm-up run), and reports per setting:
@@ -41,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_search as B  # noqa: E402
 from harness import NoAccessLog, percentile  # noqa: E402
-from strata import ranking, search as S  # noqa: E402
+from strata.search import hybrid as S, ranking  # noqa: E402
 from strata.auth.keys import authenticate  # noqa: E402
 from strata.db.vector import register_vector  # noqa: E402
-from strata.search import SearchRequest  # noqa: E402
+from strata.search.hybrid import SearchRequest  # noqa: E402
 
 OFF = 10**15  # no lexeme is in that many rows
 

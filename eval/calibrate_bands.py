@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.providers import get_embedder
 from strata.write import gate as gating
 from strata.write import lexical

@@ -72,8 +72,8 @@ def load(db, embedder, settings, corpus: dict[str, Any] | None = None) -> Golden
     from strata.memories import forget
     from strata.memories.models import CreateRequest, MemoryIn
     from strata.memories.store import create_memories
-    from strata import review
-    from strata.reflection import ReflectRequest, reflect
+    from strata.review import queue as review
+    from strata.reflection.reflect import ReflectRequest, reflect
 
     corpus = corpus or read(CORPUS)
     g = Golden()
@@ -170,7 +170,7 @@ class _NoAccessLog:
 
 def ask(db, embedder, g: Golden, q: dict[str, Any], mode: str, now: datetime,
         ignore_status: bool = False) -> list[str]:
-    from strata.search import SearchRequest, search
+    from strata.search.hybrid import SearchRequest, search
 
     req = SearchRequest(query=q["query"], limit=LIMIT, mode=mode, paths=q.get("paths"))
     results = search(db, g.callers[q["as"]], req, embedder, now=now,

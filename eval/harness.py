@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate

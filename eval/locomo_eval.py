@@ -449,7 +449,7 @@ def stored_vectors(db, tenant_id) -> tuple[list[uuid.UUID], np.ndarray]:
 
 def ask_all(db, embedder, loaded: dict[str, Any], qs: list[dict[str, Any]]):
     """Per question and arm, the ranked memory ids (top 10) and the latency in ms."""
-    from strata.search import SearchRequest, search
+    from strata.search.hybrid import SearchRequest, search
 
     caller = loaded["caller"]
     ids, mat = stored_vectors(db, caller.tenant_id)
@@ -525,7 +525,7 @@ def evaluate(db, embedder, settings, convs: dict[str, dict[str, Any]], mode: str
              context: bool = True) -> dict[str, Any]:
     import contextlib
 
-    from strata.progress import bar
+    from strata.cli.progress import bar
 
     suffix = uuid.uuid4().hex[:6]
     all_q = {cid: questions(c) for cid, c in convs.items()}
@@ -851,7 +851,7 @@ def _samples(path: Path) -> dict[str, dict[str, Any]]:
 
 def run(data: Path, embedder_name: str, mode: str, only: Sequence[str] | None = None,
         context: bool = True) -> dict[str, Any]:
-    from strata.config import Settings
+    from strata.foundation.config import Settings
     from strata.providers.embedders import get_embedder
 
     convs = read_conversations(data, only)

@@ -1,8 +1,8 @@
 """How far ranking alone can take LoCoMo retrieval with the arms search has (issue 17).
 
 Every question of categories 1-4 is asked once, in observations and turns mode, through the
-production :func:`strata.search.candidates` (both arms' candidates with both raw scores) and
-ordered by the production :func:`strata.ranking.fuse`. Against that (hybrid recall_all@5):
+production :func:`strata.search.hybrid.candidates` (both arms' candidates with both raw scores) and
+ordered by the production :func:`strata.search.ranking.fuse`. Against that (hybrid recall_all@5):
 
 - ``stored_ceiling``: the share of questions whose evidence turns are all cited by some
   stored memory. In observations mode LoCoMo's observations do not cite every turn a
@@ -62,7 +62,7 @@ MODES = ("observations", "turns")
 def collect(db, embedder, settings, convs) -> list[dict[str, Any]]:
     """One row per (mode, question): its conversation, evidence, what memories cite, the
     Found of the production candidates(), the stored vectors and the question's."""
-    from strata.search import SearchRequest, candidates
+    from strata.search.hybrid import SearchRequest, candidates
 
     cached = L.CachedEmbedder(embedder, [q["question"] for c in convs.values()
                                          for q in L.questions(c)])
@@ -84,7 +84,7 @@ def collect(db, embedder, settings, convs) -> list[dict[str, Any]]:
 
 def features(row: dict[str, Any]) -> tuple[np.ndarray, list[Any]]:
     """Per candidate: the features the fusion has (see the module docstring)."""
-    from strata import ranking
+    from strata.search import ranking
 
     found = row["found"]
     cands = found.candidates
@@ -154,7 +154,7 @@ def recall(rows: list[dict[str, Any]], order) -> dict[str, Any]:
 
 
 def production(row: dict[str, Any]) -> list[Any]:
-    from strata import ranking
+    from strata.search import ranking
 
     found = row["found"]
     fused = ranking.fuse(found.candidates, mode="hybrid", query=row["q"]["question"],
@@ -197,7 +197,7 @@ def _unit(v) -> np.ndarray:
 
 
 def _fused(row: dict[str, Any], cands=None):
-    from strata import ranking
+    from strata.search import ranking
 
     found = row["found"]
     return ranking.fuse(found.candidates if cands is None else cands, mode="hybrid",
@@ -418,7 +418,7 @@ def report(rows: list[dict[str, Any]], wordnet: Path | None = None) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from strata.config import Settings
+    from strata.foundation.config import Settings
     from strata.providers.embedders import get_embedder
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,15 +1,15 @@
-"""Fit and check the relevance score (strata.ranking, "Relevance") on LoCoMo.
+"""Fit and check the relevance score (strata.search.ranking, "Relevance") on LoCoMo.
 
 A search result's ``score`` is the probability that it is relevant, from a few features the
-search already has for it (:func:`strata.ranking.score_features`) through a logistic
-function whose coefficients are constants in :mod:`strata.ranking`
-(:data:`strata.ranking.CALIBRATIONS`, one per embedder: a ``hash`` cosine and a ``local``
+search already has for it (:func:`strata.search.ranking.score_features`) through a logistic
+function whose coefficients are constants in :mod:`strata.search.ranking`
+(:data:`strata.search.ranking.CALIBRATIONS`, one per embedder: a ``hash`` cosine and a ``local``
 one mean different things). This script makes and checks those constants.
 
 What "relevant" means here: LoCoMo's observations mode (every pre-extracted fact a memory
 citing the turn it came from; :func:`locomo_eval.load_conversation`), each question of
-categories 1-4 asked once through the production path (:func:`strata.search.candidates` and
-:func:`strata.ranking.fuse`, hybrid, ``limit`` 10); each of the top 10 results is *relevant*
+categories 1-4 asked once through the production path (:func:`strata.search.hybrid.candidates` and
+:func:`strata.search.ranking.fuse`, hybrid, ``limit`` 10); each of the top 10 results is *relevant*
 when it cites one of the question's evidence turns. Each conversation is also asked the
 questions of another conversation of its group (:func:`foreign_of`): nothing in its store
 answers them, so all their results are irrelevant -- without them the fit would learn that
@@ -22,14 +22,14 @@ ones (the rest): at ``min_score`` 0.3 / 0.5 / 0.7, the share of relevant results
 bins: the mean over results of |mean score - share relevant| of its bin), all over the
 conversations' own questions; for the foreign ones (``unanswerable``), the share of results
 dropped and of questions left with no result; and the same for the scores the constants in
-:mod:`strata.ranking` give now (``current``), so a refit can be compared with what ships. The order of the results is the production order: the score only
+:mod:`strata.search.ranking` give now (``current``), so a refit can be compared with what ships. The order of the results is the production order: the score only
 replaces the number shown and what ``min_score`` compares with.
 
 Usage: python eval/score_calibration.py --data DIR [--embedder local|hash]
            [--mode observations|ingest] [--conversations 26,30,41] [--rows FILE] [--fit]
 ``--rows FILE`` keeps the collected results (features and labels, no text) in FILE, and
 reads them from it when it exists: the fit can be redone without loading LoCoMo again.
-``--fit`` adds ``fit``: the coefficients to paste into ``strata.ranking.CALIBRATIONS``.
+``--fit`` adds ``fit``: the coefficients to paste into ``strata.search.ranking.CALIBRATIONS``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ import locomo_eval as L  # noqa: E402
 from harness import api_client, scratch_database  # noqa: E402
 
 THRESHOLDS = (0.3, 0.5, 0.7)
-# The score's prior odds of relevance (strata.ranking, "Relevance"): the fit weighs the
+# The score's prior odds of relevance (strata.search.ranking, "Relevance"): the fit weighs the
 # relevant results of the tuning split 1.5 times as much in total as the others, so that a
 # score of 0.5 is where dropping a result is right when missing a relevant one costs 1.5
 # times as much as showing one more that is not -- whatever share of a store's results is
@@ -70,7 +70,7 @@ L2 = 1e-3
 def collect(db, embedder, settings, convs: dict[str, dict[str, Any]],
             mode: str = "observations") -> list[dict[str, Any]]:
     """Per question of every conversation, its top ``LIMIT`` results in production order, each
-    with its raw parts (:class:`strata.ranking.ScoreInputs`) and whether it is relevant.
+    with its raw parts (:class:`strata.search.ranking.ScoreInputs`) and whether it is relevant.
     ``mode``: how LoCoMo is stored (locomo_eval's ``observations``, or ``ingest``: through
     the real pipeline, a memory citing the turns its evidence names)."""
     import contextlib
@@ -99,8 +99,8 @@ def collect(db, embedder, settings, convs: dict[str, dict[str, Any]],
 def results_of(db, embedder, loaded: dict[str, Any], cid: str, q: dict[str, Any],
                want: set[str], other: bool) -> list[dict[str, Any]]:
     """One question's top ``LIMIT`` results, through the production path, as rows."""
-    from strata import ranking
-    from strata.search import SearchRequest, candidates
+    from strata.search import ranking
+    from strata.search.hybrid import SearchRequest, candidates
 
     req = SearchRequest(query=q["question"], limit=L.LIMIT)
     found = candidates(db, loaded["caller"], req, embedder, now=loaded["now"])
@@ -131,8 +131,8 @@ def foreign_of(conv_ids: Sequence[str]) -> dict[str, str]:
 
 
 def design(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> np.ndarray:
-    """One row of features (:func:`strata.ranking.score_features`) per result."""
-    from strata import ranking
+    """One row of features (:func:`strata.search.ranking.score_features`) per result."""
+    from strata.search import ranking
 
     out = []
     for r in rows:
@@ -216,14 +216,14 @@ def _ratio(a: int, b: int) -> float | None:
 
 
 def inputs_of(r: dict[str, Any]):
-    from strata import ranking
+    from strata.search import ranking
 
     return ranking.ScoreInputs(**{k: r[k] for k in ranking.ScoreInputs.__dataclass_fields__})
 
 
 def current_scores(rows: Sequence[dict[str, Any]], embedder_model: str) -> np.ndarray:
-    """The scores the constants in strata.ranking give these results now."""
-    from strata import ranking
+    """The scores the constants in strata.search.ranking give these results now."""
+    from strata.search import ranking
 
     cal = ranking.calibration_for(embedder_model)
     return np.array([ranking.calibrated(inputs_of(r), cal).score for r in rows], dtype=float)
@@ -252,7 +252,7 @@ def group_report(rows: Sequence[dict[str, Any]], scores: np.ndarray) -> dict[str
 
 
 def evaluate(rows: list[dict[str, Any]], embedder_model: str, do_fit: bool) -> dict[str, Any]:
-    from strata import ranking
+    from strata.search import ranking
 
     parts = {"tune": [r for r in rows if r["conv"] in L.TUNE],
              "rest": [r for r in rows if r["conv"] not in L.TUNE]}
@@ -276,7 +276,7 @@ def evaluate(rows: list[dict[str, Any]], embedder_model: str, do_fit: bool) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    from strata.config import Settings
+    from strata.foundation.config import Settings
     from strata.providers.embedders import get_embedder
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

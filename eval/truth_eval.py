@@ -19,7 +19,7 @@ before it (so order is kept). A ``forget`` step after session N lists the path's
 every one whose content holds all of its words -- of any status by default (``--forget
 active``: active ones only, FORMAT.md's letter; forgetting is idempotent, and one forget may
 erase others with it). ``--in-process`` calls the same core functions directly
-(``strata.ingest.service.ingest``, ``strata.memories.forget``, ``strata.search.search``,
+(``strata.ingest.service.ingest``, ``strata.memories.forget``, ``strata.search.hybrid.search``,
 the memories table) and must give the same scores: tests/test_truth_eval.py holds the two
 equal, expectation by expectation.
 
@@ -240,7 +240,7 @@ class InProcess(_Timed):
 
     def search(self, query: str, path: str) -> list[str]:
         """The contents search returns for ``query`` over ``path``, best first."""
-        from strata.search import SearchRequest, search
+        from strata.search.hybrid import SearchRequest, search
 
         req = SearchRequest(query=query, paths=[path], limit=SEARCH_LIMIT)
         # now=None: the clock, as the API's search has it (a request cannot set it).

@@ -1,11 +1,11 @@
-"""Choose the fusion's weights (strata.ranking.FusionParams) on LoCoMo's tuning split.
+"""Choose the fusion's weights (strata.search.ranking.FusionParams) on LoCoMo's tuning split.
 
 Loads the tuning conversations (26 and 30 by default: never the held-out eight unless asked
 with ``--conversations``) in observations and turns mode, asks every question once through
-the production :func:`strata.search.candidates` (both arms, both raw scores), then orders the
-same candidates with the production :func:`strata.ranking.fuse` under every point of a grid
-around :data:`strata.ranking.DEFAULT`. Nothing here ranks by itself: a weight found here
-reaches search only by being written into ``strata.ranking.DEFAULT``.
+the production :func:`strata.search.hybrid.candidates` (both arms, both raw scores), then orders the
+same candidates with the production :func:`strata.search.ranking.fuse` under every point of a grid
+around :data:`strata.search.ranking.DEFAULT`. Nothing here ranks by itself: a weight found here
+reaches search only by being written into ``strata.search.ranking.DEFAULT``.
 
 The objective is the mean of hybrid recall_all@5 over the two modes (ties: mean MRR). Prints
 one JSON object: the default's score, the best point, and the grid sorted best first.
@@ -39,7 +39,7 @@ GRID = {
 
 def collect(db, embedder, settings, convs, modes=("observations", "turns")) -> dict[str, list]:
     """Per mode: for every question, (question, evidence, cites, Found)."""
-    from strata.search import SearchRequest, candidates
+    from strata.search.hybrid import SearchRequest, candidates
 
     all_q = [q["question"] for c in convs.values() for q in L.questions(c)]
     cached = L.CachedEmbedder(embedder, all_q)
@@ -57,7 +57,7 @@ def collect(db, embedder, settings, convs, modes=("observations", "turns")) -> d
 
 
 def score(collected: dict[str, list], params) -> dict[str, Any]:
-    from strata.ranking import fuse
+    from strata.search.ranking import fuse
 
     per_mode = {}
     for mode, rows in collected.items():
@@ -74,9 +74,9 @@ def score(collected: dict[str, list], params) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from strata.config import Settings
+    from strata.foundation.config import Settings
     from strata.providers.embedders import get_embedder
-    from strata.ranking import DEFAULT
+    from strata.search.ranking import DEFAULT
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     L.data_argument(parser)

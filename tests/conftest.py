@@ -21,7 +21,7 @@ from psycopg import sql
 
 from strata.api.app import create_app
 from strata.auth import Caller, create_tenant, authenticate
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
@@ -193,7 +193,7 @@ def _no_ambient_strata_env(monkeypatch):
 @pytest.fixture
 def operator(db, monkeypatch):
     """Operator commands on the test's database (the process database is cached)."""
-    from strata.config import get_settings
+    from strata.foundation.config import get_settings
     from strata.db import get_database
 
     monkeypatch.setenv("STRATA_DATABASE_URL", db.url)

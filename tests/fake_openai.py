@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 PATHS = ("/v1/chat/completions", "/chat/completions")

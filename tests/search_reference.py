@@ -1,14 +1,14 @@
 """The search statement as it was before issue 17's latency work (commit 3ec8c3b), kept
 verbatim as the reference the current statement must agree with, row for row and score for
 score (tests/test_search_equivalence.py). Built from the same filter fragments as
-strata.search, and the same expression for a memory's lexemes (content and context since
+strata.search.hybrid, and the same expression for a memory's lexemes (content and context since
 migration 0022), so only the statement's own shape is frozen here."""
 
-from strata.search import (  # noqa: F401 (the frozen text names them)
+from strata.search.hybrid import (  # noqa: F401 (the frozen text names them)
     _ACCESS, _FILTERS, _OWN_INDEX, _QUERY_TERMS, HNSW_EF_SEARCH, LEXEMES,
 )
 
-# As it was: strata.search now sizes it by the tenant's index (64 below 20,000 rows, which
+# As it was: strata.search.hybrid now sizes it by the tenant's index (64 below 20,000 rows, which
 # every tenant of the equivalence test is).
 OWN_INDEX_EF_SEARCH = 64
 
@@ -36,7 +36,7 @@ exact_rows AS (  -- the largest scope ranked exactly (see "Vector arm" above)
                  (c.reltuples * %(exact_share)s)::bigint)) AS n
     FROM pg_class c WHERE c.oid = 'memories'::regclass
 ),
-own_index AS (  -- a valid HNSW index of the tenant's own (strata.vector_index), as the
+own_index AS (  -- a valid HNSW index of the tenant's own (strata.db.vector_index), as the
                 -- transaction's first statement found it (_prelude)
     SELECT %(use_vec)s AND %(iterative)s AND %(has_own_index)s AS yes
 ),
@@ -96,7 +96,7 @@ idf AS (  -- document frequency among the matches (every match below the caps)
            ln(1 + (greatest(c.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
     FROM hits h, corpus c GROUP BY h.lexeme, c.n
 ),
-bm25 AS (  -- see strata.ranking, "Lexical score"
+bm25 AS (  -- see strata.search.ranking, "Lexical score"
     SELECT h.id, sum(i.idf * h.tf * (%(k1)s + 1)
                      / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.len / a.avglen))) AS bm25
     FROM hits h JOIN idf i USING (lexeme),
@@ -114,7 +114,7 @@ windows AS (
     FROM unnest(%(win_lo)s::timestamptz[], %(win_hi)s::timestamptz[]) AS w(lo, hi)
 ),
 pool AS (SELECT id FROM vec UNION SELECT id FROM txt)
--- Every candidate with both arms' scores: strata.ranking.fuse orders them.
+-- Every candidate with both arms' scores: strata.search.ranking.fuse orders them.
 SELECT m.id, m.content, m.context, m.path::text AS path, m.kind::text AS kind,
        m.status::text AS status,
        m.origin::text AS origin,
@@ -156,10 +156,10 @@ def prelude(iterative: bool) -> str:
 
 
 def rows(conn, params: dict, *, any_lexeme: str | None = None) -> list[dict]:
-    """The reference's candidate rows for ``params`` (as strata.search._search_params builds
+    """The reference's candidate rows for ``params`` (as strata.search.hybrid._search_params builds
     them, with ``iterative`` set), in one transaction like the original. ``any_lexeme``: the
     one-lexeme match query instead of the prelude's (every query word)."""
-    # The query's terms as strata.search reads them; with no lexeme common its rare ones
+    # The query's terms as strata.search.hybrid reads them; with no lexeme common its rare ones
     # are every one: the one-lexeme match as it was.
     params = {**params, "common": []}
     with conn.transaction():

@@ -148,9 +148,9 @@ def explain(conn, sql: str, params: dict) -> dict:
 
 
 def search_plan(conn, params: dict) -> dict:
-    """The search statement's plan for ``params`` (``strata.search``: the prelude's settings
+    """The search statement's plan for ``params`` (``strata.search.hybrid``: the prelude's settings
     and terms first, in one transaction); ``params`` gains the prelude's terms."""
-    from strata import search as S
+    from strata.search import hybrid as S
 
     with conn.transaction():
         terms = conn.execute(S._prelude(params["iterative"]), params).fetchone()

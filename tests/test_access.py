@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from strata.auth import Caller, authenticate, create_key
-from strata.errors import Unauthenticated
+from strata.foundation.errors import Unauthenticated
 from support import assert_error, bearer, effective, read, write, write_ok
 
 
@@ -838,7 +838,7 @@ def test_system_caller_key_for_other_tenants_principal_is_not_found(db, org, mak
     """Given another tenant
     When its operator mints a key for alice (a principal of the first tenant)
     Then NotFound; minting for its own admin principal works and authenticates."""
-    from strata.errors import NotFound
+    from strata.foundation.errors import NotFound
 
     other = make_tenant("other")
     with pytest.raises(NotFound):

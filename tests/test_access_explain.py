@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from strata.auth import Caller, authenticate, create_grant, create_principal
 from strata.auth.keys import insert_key
 from strata.auth.models import CeilingEntry
-from strata.errors import Unauthenticated
+from strata.foundation.errors import Unauthenticated
 
 PATHS = ("", "users", "users.alice", "users.alice.notes", "users.bob", "shared")
 LEVELS = ("read", "write", "owner")

@@ -44,7 +44,7 @@ from fake_openai import serve
 from strata.api.app import create_app
 from strata.auth import create_tenant
 from strata.providers import HashingEmbedder
-from strata.serving import STATUS
+from strata.api.serving import STATUS
 from support import bearer, effective
 
 # Webhooks are registered, never delivered here (no dispatcher runs): loopback, which the
@@ -638,7 +638,7 @@ def world(module_db) -> Iterator[World]:
     with serve() as fake, TestClient(app, raise_server_exceptions=False) as client:
         # A model for reflection only (the rest of the app stays on the rules, as the world
         # it builds expects): the real provider over the real openai client, scripted.
-        from strata.providers.reflector import LLMReflector
+        from strata.reflection.reflector import LLMReflector
 
         found = iter(range(1_000_000))  # each reflection says something new
         fake.fallback = lambda rec: {"content": f"Pattern number {next(found)} of the matrix",

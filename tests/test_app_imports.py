@@ -74,7 +74,7 @@ FIRST_AWS_CLIENT = (
     "sys.path.insert(0, 'functions/ingest')\n"
     "import handler\n"
     "before = 'botocore.client' in sys.modules\n"
-    "from strata import aws\n"
+    "from strata.foundation import aws\n"
     "aws.client('stepfunctions')\n"
     "from aws_xray_sdk.core import patcher\n"
     "import botocore.client\n"

@@ -38,7 +38,7 @@ from strata import audit
 from strata.api.app import create_app
 from strata.audit.chain import row_hash
 from strata.audit.digests import Digests, FileStore, HmacSigner, KmsSigner, S3Store
-from strata.config import Settings
+from strata.foundation.config import Settings
 from tests.test_audit_verify import days_ago, seed
 
 FIRST, SECOND, HEAD = 30, 40, 45  # digest 1 at 30, digest 2 and the checkpoint at 40

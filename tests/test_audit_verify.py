@@ -353,7 +353,7 @@ def test_a_tenant_made_after_the_server_started_is_anchored_within_the_interval(
     nothing more (control: the loop is not simply writing a digest every round)."""
     import time
 
-    from strata.cli import _publish_digests_every
+    from strata.cli.main import _publish_digests_every
 
     settings = settings.model_copy(update={"home": tmp_path, "audit_digest_interval_minutes": 0.005})
     digests = audit.digests.from_settings(settings)

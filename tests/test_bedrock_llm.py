@@ -21,7 +21,7 @@ from botocore.config import Config
 from botocore.stub import ANY, Stubber
 
 from strata.api.app import create_app
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.ingest.models import Candidate, Neighbour
 from strata.providers.bedrock import MAX_TOKENS
 from strata.providers.llm import (
@@ -448,7 +448,7 @@ def test_reflection_runs_on_bedrock_too(aws_clients):
     citing two of the memories shown and one it was not shown
     When the reflector (taken from the settings) reflects
     Then it is the Bedrock-backed reflector and keeps only the two shown ids."""
-    from strata.providers.reflector import get_reflector
+    from strata.reflection.reflector import get_reflector
 
     _, stub, _, built = aws_clients
     shown = [{"id": uuid.uuid4(), "kind": "preference", "content": f"The user prefers {x}."}

@@ -1,4 +1,4 @@
-"""The client-side `strata` commands, run through `strata.cli.main` against a real server
+"""The client-side `strata` commands, run through `strata.cli.main.main` against a real server
 (uvicorn on loopback over the test's database), and `strata export` / `strata import` on the
 test's database. Bad input must give a message and a non-zero status, never a traceback."""
 
@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from strata.cli import main
+from strata.cli.main import main
 
 
 PATH = "users.alice"

@@ -1,5 +1,5 @@
-"""What every `strata` command gets from the one place it goes through (strata.cli.main and
-the parser walk in strata.cli_support.finish), proven by walking every command of the parser:
+"""What every `strata` command gets from the one place it goes through (strata.cli.main.main and
+the parser walk in strata.cli.support.finish), proven by walking every command of the parser:
 --json prints JSON on stdout and nothing else, and a closed stdout ends quietly. Then the
 operator commands a new user tripped over: --version, tenants list, import --create-tenant,
 errors that name the real flag, the embedder-mismatch warning, the LoCoMo data's source, and
@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata.cli import build_parser, main
-from strata.cli_support import EXIT_CLOSED_PIPE, leaf_parsers
+from strata.cli.main import build_parser, main
+from strata.cli.support import EXIT_CLOSED_PIPE, leaf_parsers
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATA = [sys.executable, "-m", "strata.cli"]
@@ -375,7 +375,7 @@ def _hash_memories(db, tenant, n: int = 3) -> None:
 
 
 def test_model_mismatch_counts_what_is_stale():
-    from strata.reindex import model_mismatch
+    from strata.maintenance.reindex import model_mismatch
 
     assert model_mismatch({"strata-hash-v1-384": 3}, "strata-hash-v1-384") is None
     assert model_mismatch({}, "x") is None and model_mismatch(None, "x") is None
@@ -390,7 +390,7 @@ def test_the_stored_models_count_gives_up_rather_than_wait(db, tenant):
     skipped); once the lock is gone it counts (control)."""
     import psycopg
 
-    from strata.store_embedder import STORED_MODELS_TIMEOUT_MS, stored_models
+    from strata.providers.store_embedder import STORED_MODELS_TIMEOUT_MS, stored_models
 
     _hash_memories(db, tenant, n=1)
     with psycopg.connect(db.url) as locker:
@@ -409,7 +409,7 @@ def test_cli_commands_follow_the_store_and_say_when_the_shell_differs(db, tenant
     Then the first says nothing about embedders and records the store's embedder (hash); the
     second follows the store too and says on stderr that STRATA_EMBEDDER is not the store's,
     naming both and `strata reindex`, with stdout still the command's JSON."""
-    from strata.store_embedder import recorded
+    from strata.providers.store_embedder import recorded
 
     _hash_memories(db, tenant)
 
@@ -499,7 +499,7 @@ def test_import_into_a_new_tenant_needs_create_tenant(db, tenant, operator, caps
     imported, and its owner key (in the report) works; a second run with the flag imports
     nothing and makes no tenant; a bad file with the flag leaves no tenant behind."""
     from strata.auth import authenticate, find_tenant
-    from strata.errors import NotFound
+    from strata.foundation.errors import NotFound
 
     _hash_memories(db, tenant, n=2)
     export = tmp_path / "acme.jsonl"
@@ -570,7 +570,7 @@ def test_restore_of_a_live_memory_names_the_version_flag(world, capsys):
 def test_every_error_names_an_option_the_command_has():
     """Given every command's parser Then each argument's error name is an option string it
     accepts or its positional's name in capitals (what option_for shows)."""
-    from strata.cli_support import option_names
+    from strata.cli.support import option_names
 
     for words, parser in leaf_parsers(build_parser()):
         names = option_names(parser)
@@ -582,7 +582,7 @@ def test_every_error_names_an_option_the_command_has():
 
 
 def test_a_nested_request_field_names_the_option_that_sent_it():
-    from strata.cli_support import option_for
+    from strata.cli.support import option_for
 
     args = build_parser().parse_args(["remember", "--as-is", "x", "--path", "users.a"])
     assert option_for(args, "memories[0].path") == "--path"

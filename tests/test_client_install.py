@@ -160,7 +160,7 @@ def test_the_client_models_are_the_server_classes():
     from strata.client import models
     from strata.ingest import models as ingest
     from strata.memories import models as memories
-    from strata import search_models, search
+    from strata.search import hybrid as search, models as search_models
     from strata.api.routes import memories as memory_routes
 
     shared = {

@@ -1,4 +1,4 @@
-"""strata.coldstart: a function's init runs without the cyclic collector on Lambda, and what
+"""strata.foundation.coldstart: a function's init runs without the cyclic collector on Lambda, and what
 it built is frozen; anywhere else nothing changes. Each case imports a real handler in a
 fresh interpreter: freezing this test process's own heap would keep its garbage forever."""
 
@@ -78,7 +78,7 @@ def test_on_lambda_init_runs_without_the_collector_and_freezes_what_it_built():
 
 def test_a_collector_already_off_stays_off():
     """Given a process whose collector was turned off before the handler's import (on Lambda)
-    Then init leaves it off and freezes nothing: strata.coldstart turns back on only what it
+    Then init leaves it off and freezes nothing: strata.foundation.coldstart turns back on only what it
     turned off. Control: with the collector on, it is on afterwards and init froze."""
     off = import_health(on_lambda=True, collector="off")
     on = import_health(on_lambda=True, collector="on")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from strata.config import Settings, get_settings
+from strata.foundation.config import Settings, get_settings
 
 
 def test_each_field_comes_from_its_variable_converted(monkeypatch):

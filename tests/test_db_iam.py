@@ -21,7 +21,7 @@ import pytest
 from moto import mock_aws
 from psycopg import conninfo
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.pool import (
     IamAuthConnection,

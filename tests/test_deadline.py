@@ -16,11 +16,11 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import deadline
 from strata.db.deadline import WATCHDOG
 from strata.db.pool import statement_timeout_ms
-from strata.errors import Unavailable
+from strata.foundation.errors import Unavailable
 
 
 def _bad_returns(db) -> int:
@@ -202,7 +202,7 @@ def test_the_authorizers_lookup_is_denied_unavailable_not_hung(db, tenant):
     When the key is resolved
     Then the answer is a deny for `unavailable`, uncached -- not a wait until the Lambda
     times out -- and once the lock is gone the same key resolves (control)."""
-    from strata.authorizer import KeyResolver
+    from strata.api.authorizer import KeyResolver
 
     resolver = KeyResolver(ttl_s=60, connect_wait_s=0.5)
     header = tenant.headers["Authorization"]

@@ -1,6 +1,6 @@
 """The documentation site builds with `mkdocs build --strict` (a broken link, a page left out
 of the nav, a missing anchor fail it), offline, and its generated reference pages say
-everything the code holds: every `STRATA_*` setting of `strata.config.Settings` and every
+everything the code holds: every `STRATA_*` setting of `strata.foundation.config.Settings` and every
 operation of the served OpenAPI document. README and pages stay short enough to read."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from strata.api.app import create_app
-from strata.config import ENV_PREFIX, Settings
+from strata.foundation.config import ENV_PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 250

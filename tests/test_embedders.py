@@ -26,7 +26,7 @@ from botocore.stub import ANY, Stubber
 from psycopg.types.json import Jsonb
 
 from fake_openai import FakeLLM, raw
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db.migrate import check_schema
 from strata.db.vector import Vector
 from strata.memories import store
@@ -40,7 +40,7 @@ from strata.providers import (
     get_embedder,
 )
 from strata.providers.embedders import TITAN_V2, describe
-from strata.reindex import Reindex, reindex
+from strata.maintenance.reindex import Reindex, reindex
 
 
 def assert_unit_float32(vectors, dim: int) -> None:
@@ -300,7 +300,7 @@ def test_local_minilm_from_the_packaged_weights():
 def test_local_is_lazy_and_refuses_other_dimensions():
     """Choosing `local` imports no torch until the first embed (a fresh interpreter proves it),
     and a dimension other than 384 is refused with the `strata reindex` hint."""
-    code = ("import sys; from strata.config import Settings; from strata.providers import "
+    code = ("import sys; from strata.foundation.config import Settings; from strata.providers import "
             "get_embedder; e = get_embedder(Settings(embedder='local')); "
             "print(e.model, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}

@@ -169,7 +169,7 @@ def test_review_lifecycle_and_derived_changes_have_their_event_types(client, ten
     lifecycle.expire), each naming the memory it changed."""
     from datetime import UTC, datetime
 
-    from strata.lifecycle import run_lifecycle
+    from strata.maintenance.lifecycle import run_lifecycle
 
     h = tenant.headers
 

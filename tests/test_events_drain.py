@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import support
-from strata.config import get_settings
+from strata.foundation.config import get_settings
 from strata.db import get_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def drain(db, aws, monkeypatch):
     module = support.load_module("handler_events", ROOT / "functions" / "events" / "handler.py")
     assert bus
     yield module, sqs, queue
-    from strata import logs
+    from strata.foundation import logs
 
     logs.reset()
     get_database().close()

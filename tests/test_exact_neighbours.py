@@ -10,7 +10,7 @@ table is what gives it the chance; here the planner is steered to the same choic
 switching sequential scans, bitmap scans and sorts off, and the lookups must still return
 the exact nearest rows (``strata.db.vector.exact_distance``). Two statements order by the
 bare distance on purpose, walking HNSW with iterative scans and re-sorting what they fetch:
-search's vector arm (``strata.search``, "Vector arm") and the gate's lookup in a path past
+search's vector arm (``strata.search.hybrid``, "Vector arm") and the gate's lookup in a path past
 the exact limit, which the tests here walk too;
 ``test_no_other_statement_orders_by_the_bare_distance`` holds the source to those two.
 """
@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 import support
-from strata import reflection, vector_index
+from strata.db import vector_index
+from strata.reflection import reflect as reflection
 from strata.db.vector import Vector
 from strata.write import changes, gate
 
@@ -223,7 +224,7 @@ def test_no_other_statement_orders_by_the_bare_distance():
             m = re.search(r"ORDER BY\s+(\(?[\w.]+\s*<=>)", line)
             if m and not re.search(r"<=>\s*[^)]*\)\s*\+\s*0", line):
                 bare.append((path.relative_to(SRC).as_posix(), line.strip()))
-    assert bare == [("search.py",
+    assert bare == [("search/hybrid.py",
                      "ORDER BY m.embedding <=> %(vec)s::vector LIMIT %(vec_fetch)s)\"\"\""),
                     ("write/gate.py", "ORDER BY m.embedding <=> i.vec")]
 

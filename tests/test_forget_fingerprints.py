@@ -309,7 +309,7 @@ def test_edits_restores_promotions_derivations_and_imports_refuse_it_too(
                                                              "content": f"{fresh}; likes jazz"})
         assert ok.status_code == 200, ok.text
     else:
-        from strata import transfer
+        from strata.maintenance import transfer
 
         lines = _export_lines_with(db, tenant.tenant_id, path, [carry, fresh], embedder)
         report = transfer.import_lines(db, tenant.tenant_id, lines, embedder)
@@ -327,10 +327,10 @@ def _export_lines_with(db, tenant_id, path, contents, embedder) -> list[str]:
 
     from fastapi.testclient import TestClient
 
-    from strata import transfer
+    from strata.maintenance import transfer
     from strata.api.app import create_app
     from strata.auth import create_tenant
-    from strata.config import get_settings
+    from strata.foundation.config import get_settings
 
     other, key = create_tenant(db, f"src{uuid.uuid4().hex[:8]}")
     with TestClient(create_app(db=db, embedder=embedder, settings=get_settings())) as c:

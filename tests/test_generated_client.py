@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from strata.api.app import create_app
-from strata.config import Settings
+from strata.foundation.config import Settings
 
 PACKAGE = "strata_generated"
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.providers import HashingEmbedder
 from strata.providers.embedders import LocalEmbedder
 
@@ -155,7 +155,7 @@ def test_report_shapes(golden):
 
 
 def test_cli_has_eval_golden():
-    from strata.cli import build_parser
+    from strata.cli.main import build_parser
 
     args = build_parser().parse_args(["eval", "golden", "--json"])
     assert args.func.__name__ == "cmd_eval_golden" and args.json

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.authorizer import set_resolver
-from strata.config import get_settings
+from strata.api.authorizer import set_resolver
+from strata.foundation.config import get_settings
 from strata.db import get_database
 
 import support
@@ -81,7 +81,7 @@ def handlers(db, monkeypatch):
 
 def _reset_logging() -> None:
     """The aws runtime switches the strata loggers to JSON; give later tests the default."""
-    from strata import logs
+    from strata.foundation import logs
 
     logs.reset()
 

@@ -40,7 +40,7 @@ def test_every_namespace_maps_to_a_valid_path_and_back(namespace):
     """Given any namespace LangGraph accepts (labels without '.' or NUL)
     Then its path is dot-separated labels strata accepts, and decodes to the same namespace,
     under a root too."""
-    from strata.paths import validate_path
+    from strata.foundation.paths import validate_path
 
     ns = tuple(namespace)
     for root in (None, "apps.support"):

@@ -527,7 +527,7 @@ def test_the_property_is_not_vacuous(db):
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    from strata.cli import main
+    from strata.cli.main import main
 
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -605,21 +605,22 @@ def _imports(module: str) -> set[str]:
 
 
 def test_cli_modules_do_not_import_each_other_back():
-    """Given strata.cli (which registers the client commands) and strata.cli_client
-    Then cli_client imports nothing of strata.cli (anywhere, even inside a function), and the
-    shared module cli_support imports neither; cli does import cli_client (the control)."""
-    assert "strata.cli_client" in _imports("cli")
-    client_side = _imports("cli_client")
-    assert "strata.cli" not in client_side and "strata.cli_support" in client_side
-    support = _imports("cli_support")
-    assert not {"strata.cli", "strata.cli_client"} & support
+    """Given strata.cli.main (which registers the client commands) and strata.cli.client
+    Then the client commands import nothing of strata.cli.main (anywhere, even inside a
+    function), and the shared module strata.cli.support imports neither; main does import the
+    client commands (the control)."""
+    assert "strata.cli.client" in _imports("cli/main")
+    client_side = _imports("cli/client")
+    assert "strata.cli.main" not in client_side and "strata.cli.support" in client_side
+    support = _imports("cli/support")
+    assert not {"strata.cli.main", "strata.cli.client"} & support
 
 
 @pytest.mark.parametrize("days", ["0", "-3", "nan", "inf", "soon"])
 def test_cli_keys_create_refuses_a_lifetime_that_is_not_positive(org, operator, capsys, days):
     """`--expires-in-days 0` used to make a key that never expires: a lifetime must be a
     positive number of days (exit 2, nothing created); 1.5 days works (control)."""
-    from strata.cli import main
+    from strata.cli.main import main
 
     with pytest.raises(SystemExit) as refused:
         main(["keys", "create", "--tenant", "acme", "--principal", "ghost",

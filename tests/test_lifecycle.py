@@ -19,13 +19,13 @@ import pytest
 
 from strata import audit
 from strata.write import bookkeeping
-from strata.config import Settings
-from strata.errors import VersionConflict
-from strata import decay
-from strata.lifecycle import run_lifecycle
+from strata.foundation.config import Settings
+from strata.foundation.errors import VersionConflict
+from strata.write import decay
+from strata.maintenance.lifecycle import run_lifecycle
 from strata.memories import CreateRequest, MemoryPatch, create_memories, restore, update_memory
 from strata.write.canonical import canonicalize, value_hash
-from strata.search import AccessLog, SearchRequest, search
+from strata.search.hybrid import AccessLog, SearchRequest, search
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 STRATA = [sys.executable, "-m", "strata.cli"]
@@ -628,7 +628,7 @@ def test_cli_index_run_builds_a_large_tenants_own_index(db, tenant, caller_for, 
     """`strata index run --min-rows N --dry-run` names the index a tenant of N memories would
     get and builds nothing; without --dry-run it builds it (exit 0 both times), and a second
     run keeps it."""
-    from strata import vector_index
+    from strata.db import vector_index
 
     caller = caller_for(tenant.key)
     make(db, caller, embedder, words(8, 80), words(9, 80), words(10, 80))
@@ -660,7 +660,7 @@ def test_build_memory_fits_the_graph_within_bounds():
     the default), a 1M-row graph uncapped more than the cap."""
     from hypothesis import given, settings as hsettings, strategies as st
 
-    from strata import vector_index as vi
+    from strata.db import vector_index as vi
 
     cap = vi.BUILD_MEMORY_MAX_MB * 1024
 
@@ -690,7 +690,7 @@ def test_an_index_build_asks_for_its_memory_and_gives_it_back(db, tenant, caller
     gives for the tenant's rows, 384 dimensions and the server's setting), the index exists
     and is valid, and every pooled connection afterwards has the server's setting again (the
     build's SET does not leak into search or writes)."""
-    from strata import vector_index
+    from strata.db import vector_index
 
     caller = caller_for(tenant.key)
     make(db, caller, embedder, words(8, 81), words(9, 81), words(10, 81))

@@ -16,7 +16,7 @@ from moto import mock_aws
 
 import support
 from fake_openai import FakeLLM, Recorded, error, raw, refuse, reply, slow
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour
 from strata.providers.llm import (
     ExtractorFailed, JudgeFailed, LLMExtractor, LLMJudge, get_extractor, get_judge,

@@ -363,7 +363,7 @@ def _reorder_row(question: str, memories: list[tuple[str, list[float], str]],
 
     import numpy as np
 
-    from strata import ranking
+    from strata.search import ranking
 
     cands, vectors, cites = [], {}, {}
     for i, (content, vec, day) in enumerate(memories):
@@ -445,7 +445,7 @@ def test_arm_depth_bench_asks_every_depth_and_puts_the_depth_back(capsys):
     depth is reported per mode, and the depth reaches the search: at 30 the fusion orders all
     16 turns, at 1 (raised to the request's limit, 10) fewer -- while both evidence turns of
     question 2 are found either way; the production depth is in place again afterwards."""
-    from strata import ranking
+    from strata.search import ranking
 
     bench = support.load_module("bench_arm_depth", ROOT / "eval" / "bench_arm_depth.py")
     production = ranking.ARM_DEPTH, ranking.VECTOR_FETCH

@@ -9,8 +9,8 @@ from functools import partial
 
 import pytest
 
-from strata import logs
-from strata.config import Settings, get_settings
+from strata.foundation import logs
+from strata.foundation.config import Settings, get_settings
 
 import support
 
@@ -50,7 +50,7 @@ def test_a_decorated_handler_logs_its_correlation_id_on_core_lines(
     Then the line carries the request's id as correlation_id and the Lambda request id, and
     the next invocation carries its own (control: locally nothing is configured)."""
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "search")
-    core = logging.getLogger("strata.search")
+    core = logging.getLogger("strata.search.hybrid")
 
     @logs.lambda_context("requestContext.requestId")
     def handler(event, context):

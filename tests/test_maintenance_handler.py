@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.config import get_settings
+from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.memories import CreateRequest, create_memories
 
@@ -42,7 +42,7 @@ def maintenance(db, monkeypatch):
     get_settings.cache_clear()
     get_database.cache_clear()
     yield support.load_module("handler_maintenance", ROOT / "functions" / "maintenance" / "handler.py")
-    from strata import logs
+    from strata.foundation import logs
 
     logs.reset()  # the aws runtime switched strata logs to JSON
     get_database().close()

@@ -21,7 +21,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from strata.mcpserver.tools import TOOLS
+from strata.api.mcp.tools import TOOLS
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from strata.errors import VersionConflict
+from strata.foundation.errors import VersionConflict
 from strata.memories import MemoryPatch, update_memory
 from support import assert_error, create, create_ok
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings as hsettings
 from hypothesis import strategies as st
 from psycopg.rows import dict_row
 
-from strata import search as S
+from strata.search import hybrid as S
 from strata.db.migrate import migrate, migration_files, render
 from support import assert_error, create_ok
 
@@ -134,7 +134,7 @@ def test_forget_erases_the_context_from_history(client, tenant, db):
 def test_export_and_import_keep_the_context(db, client, tenant, make_tenant, embedder):
     import io
 
-    from strata import transfer
+    from strata.maintenance import transfer
 
     h = tenant.headers
     create_ok(client, h, {"content": REPLY, "path": ALICE, "context": QUESTION},
@@ -254,7 +254,7 @@ def test_a_memory_rule_judges_the_context_too(client, tenant, make_tenant, db, e
     alone passes it: control), in a create and in an import alike."""
     import io
 
-    from strata import transfer
+    from strata.maintenance import transfer
 
     h = tenant.headers
     r = client.put("/v1/rules", headers=h, json={"path": "users", "exclude_patterns": ["zephyr"],

@@ -1,4 +1,4 @@
-"""Search's meta filter (strata.meta_filter) through HTTP on the real statement, explored with
+"""Search's meta filter (strata.search.meta_filter) through HTTP on the real statement, explored with
 generated filters against a reference that states the documented semantics in Python."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from strata.meta_filter import OPERATORS
+from strata.search.meta_filter import OPERATORS
 
 KEYS = ("p", "q")
 VALUES = [-2, 0, 1, 1.0, 1.5, 3, "a", "ab", "b", True, False, None, [1], {"x": 1}]

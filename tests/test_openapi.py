@@ -19,7 +19,7 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from strata.api.app import ROUTERS, UNDOCUMENTED, create_app
-from strata.config import Settings
+from strata.foundation.config import Settings
 
 SETTINGS = Settings(embedding_dim=384, home=Path("/nonexistent-strata-home"), rate_limit=False)
 
@@ -345,7 +345,7 @@ def test_every_bound_is_stated_in_json_schema_words(document):
 
     from pydantic import BaseModel, Field
 
-    from strata.fields import Integer
+    from strata.foundation.fields import Integer
 
     class Loose(BaseModel):
         ttl: Integer | None = Field(default=None, ge=60)

@@ -37,14 +37,14 @@ from psycopg import sql
 
 from strata.api.app import create_app
 from strata.auth import create_tenant
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db import embedded
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
-from strata.mcpserver import tools
+from strata.api.mcp import tools
 from strata.providers import HashingEmbedder
-from strata.serving import Runtime
+from strata.api.serving import Runtime
 
 import support
 

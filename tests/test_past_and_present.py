@@ -24,7 +24,7 @@ from talk import fresh_path as _path
 from talk import has_word as _word
 from talk import stored as _stored
 
-from strata.ranking import Candidate, fuse
+from strata.search.ranking import Candidate, fuse
 
 ONSETS = ["k", "v", "z", "dr", "qu", "th", "br", "m", "s", "gr", "pl"]
 VOWELS = ["a", "o", "e", "ui", "ae"]

@@ -1,4 +1,4 @@
-"""The fusion (strata.ranking) as a pure function, explored with generated candidate sets; and
+"""The fusion (strata.search.ranking) as a pure function, explored with generated candidate sets; and
 BM25 in the real statement: term rarity counts, and its statistics see only what the caller
 may read."""
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata.ranking import (
+from strata.search.ranking import (
     CALIBRATIONS, DEFAULT, FEATURES, Candidate, FusionParams, ScoreInputs, calibrated,
     calibration_for, fuse, has_identifier, vector_weight,
 )
@@ -269,7 +269,7 @@ def test_a_name_in_the_path_counts_when_the_content_says_the_user(client, tenant
 
 
 # --------------------------------------------------------------------------------------
-# Later statements (strata.ranking.later_first)
+# Later statements (strata.search.ranking.later_first)
 # --------------------------------------------------------------------------------------
 
 WORDS = ("standup", "dentist", "recital", "user", "nora")
@@ -331,7 +331,7 @@ def test_a_later_restatement_takes_the_earlier_ones_place_and_past_questions_kee
     and a word every memory holds keep the fused order (the controls)."""
     from datetime import UTC, datetime
 
-    from strata.ranking import asks_about_past
+    from strata.search.ranking import asks_about_past
 
     a, b, c = (uuid.UUID(int=i) for i in (1, 2, 3))
     day = lambda d: datetime(2026, 1, d, tzinfo=UTC)  # noqa: E731

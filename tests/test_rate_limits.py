@@ -1,5 +1,5 @@
 """Rate limits over HTTP: per API key, per source address, and failed authentications per
-source address (strata.ratelimit, the local server), and API Gateway's throttling on AWS
+source address (strata.api.ratelimit, the local server), and API Gateway's throttling on AWS
 (template.yaml).
 
 Requests go through the whole app (TestClient, or uvicorn on loopback where the source
@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 import support
 from strata.api.app import create_app
 from strata.auth import create_key
-from strata.config import Settings
-from strata.ratelimit import Rate, RateLimiter
+from strata.foundation.config import Settings
+from strata.api.ratelimit import Rate, RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 LIST = "/v1/memories?limit=1"
@@ -166,7 +166,7 @@ def test_bad_keys_are_slowed_long_before_good_ones(live, tenant, caller_for, cap
     wrong = tenant.key[:-4] + ("AAAA" if not tenant.key.endswith("AAAA") else "BBBB")
     prefix = tenant.key.split("_")[1]
     bad, good = {"X-Forwarded-For": "198.51.100.7"}, {"X-Forwarded-For": "198.51.100.8"}
-    caplog.set_level(logging.WARNING, logger="strata.ratelimit")
+    caplog.set_level(logging.WARNING, logger="strata.api.ratelimit")
     with httpx.Client(base_url=url) as http:
         attempts = [
             http.get(LIST, headers={**bad, **support.bearer(wrong)}),
@@ -187,7 +187,7 @@ def test_bad_keys_are_slowed_long_before_good_ones(live, tenant, caller_for, cap
     assert control == [200] * 10 + [429]
     assert rate_limiter.counts["auth_failures"] == 3
     assert rate_limiter.counts["refused_auth_failures"] == 3
-    lines = [r.getMessage() for r in caplog.records if r.name == "strata.ratelimit"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "strata.api.ratelimit"]
     assert any("auth_failures" in line and "198.51.100.7" in line for line in lines), lines
     assert any(f"sk_{prefix}_" in line for line in lines), lines
     secret = tenant.key.split("_", 2)[2]
@@ -309,13 +309,13 @@ def test_default_limits_slow_failed_authentications_first():
 def test_on_aws_the_app_has_no_limiter_and_never_imports_it():
     """Given STRATA_RUNTIME=aws (a Lambda function: API Gateway throttles)
     When the app is built in a fresh interpreter
-    Then no rate limiter is installed and strata.ratelimit is not even imported (cold start);
+    Then no rate limiter is installed and strata.api.ratelimit is not even imported (cold start);
     control: the same build locally has one."""
     code = ("import json, sys\n"
             "from strata.api.app import create_app\n"
             "app = create_app(['health', 'search'])\n"
             "print(json.dumps({'limiter': hasattr(app.state, 'rate_limiter'),"
-            " 'imported': 'strata.ratelimit' in sys.modules}))")
+            " 'imported': 'strata.api.ratelimit' in sys.modules}))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     assert support.run_python(code, env={**env, "STRATA_RUNTIME": "aws"}) == {
         "limiter": False, "imported": False}

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from strata.api.app import create_app
-from strata.transfer import export
+from strata.maintenance.transfer import export
 
 PATH = "users.alice"
 PREFS = ["I prefer tea in the morning", "I like green tea after lunch",

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from test_mcp import assert_tool_error, call, mcp_session, ok, run
 
-from strata.cli import main
+from strata.cli.main import main
 from strata.client import Client, InvalidInput
 
 PATH = "users.alice"
@@ -287,7 +287,7 @@ def test_the_answer_shows_content_only_for_what_was_read_and_never_for_a_blocked
     the blocked one) are asked for."""
     from types import SimpleNamespace
 
-    from strata.remember_models import SHOW_CONTENT, of_receipt, to_show
+    from strata.ingest.remember import SHOW_CONTENT, of_receipt, to_show
 
     def item(outcome: str, memory_id: uuid.UUID, **more: Any) -> SimpleNamespace:
         # the fields of a receipt item (ItemOutcome), with a forgotten value's tombstone

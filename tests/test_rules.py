@@ -364,7 +364,7 @@ def test_a_retention_rule_expires_memories_through_lifecycle_with_history(
     restore brings it back."""
     from datetime import UTC, datetime, timedelta
 
-    from strata.lifecycle.run import run_lifecycle
+    from strata.maintenance.lifecycle import run_lifecycle
 
     h = tenant.headers
     put_rule(client, h, path="users.alice", retention_days=30)
@@ -409,7 +409,7 @@ def test_import_obeys_the_destinations_rules(client, db, make_tenant, embedder):
     preference comes in held as a candidate (the control that the import ran)."""
     import io
 
-    from strata import transfer
+    from strata.maintenance import transfer
 
     src, dest = make_tenant("source"), make_tenant("dest")
     create(client, src.headers, "users.alice", "I was diagnosed with asthma", "I prefer tea")
@@ -477,7 +477,7 @@ def test_cli_sets_lists_and_deletes_rules_and_remember_obeys_them(server, tenant
     delete leaves no rule."""
     import json
 
-    from strata.cli import main
+    from strata.cli.main import main
 
     monkeypatch.setenv("STRATA_URL", server)
     monkeypatch.setenv("STRATA_KEY", tenant.key)

@@ -1,5 +1,5 @@
 """The fit behind the relevance score (eval/score_calibration.py) on synthetic results, not
-LoCoMo: what it fits is what strata.ranking computes from the pasted constants, it recovers
+LoCoMo: what it fits is what strata.search.ranking computes from the pasted constants, it recovers
 a known logistic model, its prior weighting moves only the intercept, and its report counts
 as it says."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strata import ranking
+from strata.search import ranking
 
 import support
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strata.ranking import DEFAULT
+from strata.search.ranking import DEFAULT
 from support import assert_error
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -146,10 +146,10 @@ def test_search_bad_input_and_no_query_text_in_audit(client, tenant, db):
 # meta, include, time-window boost, expansion, modes, access bookkeeping
 # --------------------------------------------------------------------------------------
 
-from strata.search import (  # noqa: E402
+from strata.search.hybrid import (  # noqa: E402
     ACCESS_LOG, AccessLog, SearchRequest, time_windows,
 )
-from strata.search import search as core_search  # noqa: E402
+from strata.search.hybrid import search as core_search  # noqa: E402
 from strata.write import bookkeeping  # noqa: E402
 
 
@@ -550,7 +550,7 @@ def test_text_arm_keeps_every_multi_lexeme_match_above_the_single_lexeme_cap(
     and still keeps every row sharing two lexemes; below the cap (control: the default) it
     ranks every match. The tenant-keyed index never reaches another tenant's row with
     the same words (control: that tenant finds it)."""
-    import strata.search as search_module
+    import strata.search.hybrid as search_module
 
     h = tenant.headers
     singles = create(client, h, *[
@@ -581,8 +581,8 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
     above it the HNSW branch runs (control) -- and both rank the same memories here. The
     limit grows with the table: the same tenant is exact once it is a small share of a
     larger table. Without iterative scans (pgvector 0.7) the arm is always exact."""
-    import strata.search as search_module
-    from strata import vector_index
+    import strata.search.hybrid as search_module
+    from strata.db import vector_index
 
     h = tenant.headers
     created = create(client, h, *[
@@ -627,9 +627,9 @@ def test_a_large_tenant_is_ranked_through_an_index_of_its_own(
     (the plan names that index) and rank what the exact route ranks, while the smaller one
     stays exact (control); an interrupted build (an invalid index) is never routed to and is
     rebuilt by the next run; a tenant that shrank loses its index."""
-    import strata.search as search_module
-    from strata import vector_index
-    from strata.lifecycle import run_lifecycle
+    import strata.search.hybrid as search_module
+    from strata.db import vector_index
+    from strata.maintenance.lifecycle import run_lifecycle
 
     h = tenant.headers
     created = create(client, h, *[
@@ -794,7 +794,7 @@ def test_a_tenants_own_index_is_walked_with_an_ef_search_for_its_size(db):
     agrees with own_index_ef_search for generated sizes around and between the steps: larger
     indexes walk wider (the 100k-row measurement), the smallest keep 64; without an index of
     its own the shared index's HNSW_EF_SEARCH applies (control)."""
-    import strata.search as S
+    import strata.search.hybrid as S
 
     steps = [least for least, _ in S.OWN_INDEX_EF_SEARCH]
     sizes = sorted({-1, 0, 1, 9_999, 10_000, 10**6}  # -1: reltuples of a relation never counted
@@ -822,7 +822,7 @@ def test_the_search_transaction_plans_without_workers_or_jit_and_leaves_no_setti
     workers, no JIT: a large tenant's estimate passes jit_above_cost) and for it alone --
     session settings would pin a connection behind RDS Proxy; control: outside it the
     server's defaults differ from each."""
-    import strata.search as S
+    import strata.search.hybrid as S
     from strata.auth.keys import authenticate
 
     caller = authenticate(db, tenant.key)

@@ -1,4 +1,4 @@
-"""Search that knows which attribute a question asks about (strata.asked; strata.ranking,
+"""Search that knows which attribute a question asks about (strata.search.asked; strata.search.ranking,
 "Asked attribute"), through the HTTP API over real PostgreSQL.
 
 Generated: for each attribute, questions in several everyday phrasings ("what does the user
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import support
-from strata.asked import answers, asked
+from strata.search.asked import answers, asked
 
 SETTINGS = settings(max_examples=8, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 import search_reference
 import support
-from strata import search as S, vector_index
+from strata.db import vector_index
+from strata.search import hybrid as S
 from strata.auth.keys import authenticate
-from strata.search import SearchRequest
+from strata.search.hybrid import SearchRequest
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WORDS = ("postgres deploy region python budget travel flight dentist birthday sister manager "
@@ -105,9 +106,9 @@ caps = st.fixed_dictionaries({
 })
 
 
-# Columns the statement gained after the reference (strata.ranking, "Later statements"):
+# Columns the statement gained after the reference (strata.search.ranking, "Later statements"):
 # checked against the reference's own scores in ``assert_same``; and the memory's slot, read
-# as stored (strata.ranking, "Asked attribute").
+# as stored (strata.search.ranking, "Asked attribute").
 ADDED = ("said_at", "terms", "telling", "slot")
 
 
@@ -255,7 +256,7 @@ def test_path_words_count_once_where_the_content_lacks_them(db, embedder, corpus
 
 def test_the_statement_is_not_parsed_again_on_every_search(db, embedder, corpus, monkeypatch):
     """psycopg's placeholder parse of the (long) search statement is cached
-    (strata.search._parse_once); control: the uncached path is what would run without it."""
+    (strata.search.hybrid._parse_once); control: the uncached path is what would run without it."""
     from psycopg import _queries
 
     parsed: list[bytes] = []
@@ -276,7 +277,7 @@ def test_the_statement_is_not_parsed_again_on_every_search(db, embedder, corpus,
 
 
 # --------------------------------------------------------------------------------------
-# BM25's N, remembered for a scope whose count reached the cap (strata.search._corpus_at_cap)
+# BM25's N, remembered for a scope whose count reached the cap (strata.search.hybrid._corpus_at_cap)
 # --------------------------------------------------------------------------------------
 
 def _corpus_n(db, embedder, caller, req: SearchRequest) -> float:

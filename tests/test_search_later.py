@@ -1,4 +1,4 @@
-"""Later statements (strata.ranking, "Later statements"), through the HTTP API over real
+"""Later statements (strata.search.ranking, "Later statements"), through the HTTP API over real
 PostgreSQL: of two active memories holding the same telling words of a question about the
 present, the one said later ranks first, whatever the fused score says; a question about the
 past, words every memory holds, and words more than two memories hold keep the fused order.

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import search_reference
 import support
-from strata import search as S
+from strata.search import hybrid as S
 from strata.auth import Caller
 from strata.auth.keys import authenticate, create_key
-from strata.search import SearchRequest
+from strata.search.hybrid import SearchRequest
 
 WORDS = "coffee tea chess guitar lisbon porto dentist budget zebra".split()
 FILLER = "the user said likes about with and".split()
@@ -168,7 +168,7 @@ def test_hybrid_searches_through_the_tenants_own_index_agree_too(
         db, embedder, corpus, words, common, depth, one_cap):
     """The same in hybrid mode through the tenant's own HNSW index (the route whose walk
     hands its rows to the BM25 pass); control: the rows say they took that route."""
-    from strata import vector_index
+    from strata.db import vector_index
 
     name = vector_index.index_name(corpus.tenant_id)
     with db.connection() as conn:

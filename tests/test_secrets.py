@@ -1,4 +1,4 @@
-"""Secrets never become memories: ``strata.write.secrets`` finds them, direct creation refuses
+"""Secrets never become memories: ``strata.rules.secrets`` finds them, direct creation refuses
 them.
 
 Generated tests explore both sides: card numbers that pass Luhn (any length, any grouping) are
@@ -30,7 +30,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from strata.ingest.models import Message
-from strata.write.secrets import Secret, contains_secret, find, redact
+from strata.rules.secrets import Secret, contains_secret, find, redact
 from support import assert_error
 
 EXAMPLES = int(os.environ.get("STRATA_SECRETS_EXAMPLES", "200"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.config import get_settings
+from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.ingest.models import IngestRequest, Message
 from strata.ingest.pipeline import STEPS

@@ -15,10 +15,10 @@ import json
 
 import pytest
 
-from strata.config import get_settings
+from strata.foundation.config import get_settings
 from strata.ingest.pipeline import STEPS
 from strata.providers.embedders import TITAN_V2
-from strata.reindex import switch_dimension
+from strata.maintenance.reindex import switch_dimension
 from test_bedrock_llm import (  # noqa: F401 (fixtures)
     MODEL, answered, aws_clients, aws_env, bedrock, expected_request, memory,
 )

@@ -1,4 +1,4 @@
-"""The store owns its embedder (strata.store_embedder): recorded in the database, followed by
+"""The store owns its embedder (strata.providers.store_embedder): recorded in the database, followed by
 every process that does not configure one, refused by a server configured with another.
 
 In process on a real database; `strata dev` and operator commands as real processes are in
@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from strata.auth import authenticate
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.memories.models import CreateRequest
 from strata.memories.store import create_memories
 from strata.providers import HashingEmbedder, LocalEmbedder
 from strata.providers.embedders import local_available
-from strata.reindex import Reindex
-from strata.store_embedder import EmbedderMismatch, StoreEmbedder, recorded, resolve
+from strata.maintenance.reindex import Reindex
+from strata.providers.store_embedder import EmbedderMismatch, StoreEmbedder, recorded, resolve
 
 HASH = "strata-hash-v1-384"
 OPENAI = "openai:text-embedding-3-small:384"

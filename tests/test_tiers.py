@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from strata.lifecycle.run import run_lifecycle
-from strata.search import ACCESS_LOG
+from strata.maintenance.lifecycle import run_lifecycle
+from strata.search.hybrid import ACCESS_LOG
 
 
 def create(client, h, **fields):

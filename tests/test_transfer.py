@@ -1,4 +1,4 @@
-"""Export and import (strata.transfer, `strata export` / `strata import`) on a real database.
+"""Export and import (strata.maintenance.transfer, `strata export` / `strata import`) on a real database.
 
 The source store is built through the real API (ingest with the rule extractor and judge,
 review, direct create, patch, delete, forget), so it holds every kind of row an export must
@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from strata import transfer
-from strata.search import ACCESS_LOG
+from strata.maintenance import transfer
+from strata.search.hybrid import ACCESS_LOG
 from strata.db.vector import Vector
 from strata.providers import HashingEmbedder
 
@@ -375,7 +375,7 @@ def test_vectors_in_the_file_are_little_endian_float32_base64():
     (['{"type": "nonsense"}'], "unknown record type"),
 ])
 def test_bad_files_are_refused_with_the_line(db, make_tenant, embedder, lines, message):
-    from strata.errors import InvalidInput
+    from strata.foundation.errors import InvalidInput
 
     dest = make_tenant("copy")
     with pytest.raises(InvalidInput, match=message):
@@ -385,7 +385,7 @@ def test_bad_files_are_refused_with_the_line(db, make_tenant, embedder, lines, m
 def test_records_out_of_order_and_truncation(db, source, make_tenant, embedder):
     """A record after its phase is refused naming the line; a file cut before its end record
     imports what it holds and says it is incomplete (a rerun with the whole file finishes)."""
-    from strata.errors import InvalidInput
+    from strata.foundation.errors import InvalidInput
 
     src, _ = source
     lines = export_text(db, src.tenant_id).splitlines()

@@ -350,7 +350,7 @@ def test_cli_runs_a_folder(db, monkeypatch, capsys, tmp_path):
     When `strata eval truth --data FOLDER --json --out F` runs
     Then it prints one JSON object with a summary per file name, through the API, each
     with its own scenarios, the forget step done, latency timed; --out holds the same."""
-    from strata.cli import main
+    from strata.cli.main import main
 
     monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
     out = tmp_path / "report.json"
@@ -376,7 +376,7 @@ def test_cli_names_the_data_it_cannot_read(tmp_path, capsys):
     When `strata eval truth --data` names them
     Then it exits 2 naming --data, and no evaluation starts. Control: the folder with a
     scenario file in it passes that check (and runs: test_cli_runs_a_folder)."""
-    from strata.cli import main
+    from strata.cli.main import main
 
     for data in (tmp_path / "nowhere", tmp_path):
         assert main(["eval", "truth", "--data", str(data), "--json"]) == 2

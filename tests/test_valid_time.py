@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from support import create_ok
 
-from strata import transfer
+from strata.maintenance import transfer
 
 SLOT = "user.preferred_shell"
 SHELLS = ["bash", "zsh", "fish", "nushell", "tcsh", "ksh"]

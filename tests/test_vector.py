@@ -164,7 +164,7 @@ def test_search_ranks_by_cosine_through_the_adapter(client, tenant, embedder):
 def test_runtime_modules_do_not_import_numpy():
     """The Lambda layer has no numpy: the API app, the search route, the ingest and export
     code and the pool's adapter import without it (control: numpy is installed here)."""
-    code = ("import sys; import strata.api.app, strata.api.routes.search, strata.transfer, "
+    code = ("import sys; import strata.api.app, strata.api.routes.search, strata.maintenance.transfer, "
             "strata.ingest.pipeline, strata.db.pool; print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -18,7 +18,7 @@ from standardwebhooks import Webhook
 from strata.api.app import create_app
 from strata.events.dispatch import dispatch_once
 from strata.events.targets import check_url
-from strata.errors import InvalidInput
+from strata.foundation.errors import InvalidInput
 
 
 class Receiver:

@@ -4,7 +4,7 @@ A hypothesis ``RuleBasedStateMachine`` drives one fresh tenant per example (one 
 the whole run, so examples are cheap) through every way a memory, a tombstone or a key can
 change: each step goes through the real HTTP app (TestClient over the real database), except
 import, which is an operator entry point and is called as the core function
-(``strata.transfer.import_lines``) on the real database. Values are drawn from small pools
+(``strata.maintenance.transfer.import_lines``) on the real database. Values are drawn from small pools
 (three slots, a handful of values each with alias / case / punctuation variants, three
 paths), so duplicates, tombstones and supersessions really happen.
 
@@ -86,10 +86,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from strata import transfer
+from strata.maintenance import transfer
 from strata.audit import verify_tenant
 from strata.auth import create_tenant
-from strata.errors import Conflict, InvalidInput
+from strata.foundation.errors import Conflict, InvalidInput
 
 from strata.write import fingerprints
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash

@@ -1,9 +1,9 @@
 """MkDocs hook: the reference pages that are generated from the code at build time, so they
 cannot drift from it.
 
-- ``reference/configuration.md``: every field of :class:`strata.config.Settings` as its
+- ``reference/configuration.md``: every field of :class:`strata.foundation.config.Settings` as its
   ``STRATA_*`` variable, with its type, default and bounds, and the comment written above it
-  in ``src/strata/config.py`` (the settings' own documentation).
+  in ``src/strata/foundation/config.py`` (the settings' own documentation).
 - ``index.md``: the README's "Why strata" and "The parts", so the site's home page and the
   README say the same thing from one text.
 - ``reference/operations.md``: every operation of the OpenAPI document the server serves
@@ -112,7 +112,7 @@ def _type(annotation: Any) -> str:
 
 def settings_markdown() -> str:
     _strata_on_path()
-    from strata.config import ENV_PREFIX, Settings
+    from strata.foundation.config import ENV_PREFIX, Settings
 
     source = (ROOT / "src" / "strata" / "config.py").read_text()
     out = []
@@ -138,7 +138,7 @@ def openapi_document() -> dict[str, Any]:
     from pathlib import Path as _Path
 
     from strata.api.app import create_app
-    from strata.config import Settings
+    from strata.foundation.config import Settings
 
     # The settings the document depends on, fixed: not the builder's environment.
     settings = Settings(embedding_dim=384, home=_Path("/nonexistent-strata-home"),

@@ -3,9 +3,9 @@ router), /v1/audit, /v1/audit/verify (the `audit` router), /v1/rules (the `rules
 event feed and webhooks (/v1/events, /v1/webhooks). Rarely called and never on an
 agent's hot path, so one function (one pool of warm containers) serves both."""
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 from strata.api.lambda_handler import api_handler
 
 handler = api_handler("access", "audit", "rules", "events", "webhooks")

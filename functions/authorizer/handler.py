@@ -2,7 +2,7 @@
 
 API Gateway sends the request's ``Authorization`` header; the answer is
 ``{"isAuthorized": true, "context": {...}}`` with the tenant, principal, key and effective
-access the API functions rebuild their caller from (``strata.authorizer.caller_from_context``),
+access the API functions rebuild their caller from (``strata.api.authorizer.caller_from_context``),
 or ``{"isAuthorized": false}``. Everything that goes wrong denies: a database outage is one
 log line and a 403, never a trace to the client. Logs carry decision codes and ids, never the
 key.
@@ -13,15 +13,15 @@ stack is imported by the first lookup the cache cannot answer.
 
 from __future__ import annotations
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata.authorizer import Decision, get_resolver
+from strata.api.authorizer import Decision, get_resolver
 
 log = Logger()
 # Nothing patched: patching is eager (botocore alone adds about 0.1 s to every cold start).

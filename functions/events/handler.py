@@ -10,9 +10,9 @@ second while the function runs. Its reserved concurrency is 1, so invocations do
 
 from __future__ import annotations
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 
 import logging
 import time
@@ -21,8 +21,8 @@ import boto3
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata import logs
-from strata.config import get_settings
+from strata.foundation import logs
+from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.events.bridge import drain_to_bus
 from strata.events.dispatch import dispatch_once

@@ -4,9 +4,9 @@ router); and the API's own documentation (/openapi.json, /docs, /redoc and their
 `docs` router, whose document describes every route of the API, not only these). Like the
 health checks they carry no data and are reached without a key."""
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 from strata.api.lambda_handler import api_handler
 
 handler = api_handler("health", "console", "docs")

@@ -7,9 +7,9 @@ instead (strata.ingest.service.ingest), so it answers with the final receipt wit
 HTTP API's 30 s: meant for small batches, not for bulk imports.
 """
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 from strata.api.lambda_handler import api_handler
 
 handler = api_handler("ingest")

@@ -7,20 +7,20 @@ the failed step's error *name* on the receipt (the state machine never passes th
 
 from __future__ import annotations
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 
 import uuid
 
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata import logs
-from strata.config import get_settings
+from strata.foundation import logs
+from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.ingest.pipeline import STEPS, IngestRuntime, record_failure, run_step
-from strata.store_embedder import resolve
+from strata.providers.store_embedder import resolve
 
 # Nothing patched: X-Ray's httpx patch (the model calls) replaces httpx.Client, and only on
 # Lambda, where tracing is on: the tests would never run what production runs.

@@ -22,9 +22,9 @@ scheduler does not retry it; an error escaping the core does raise.
 
 from __future__ import annotations
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 
 import logging
 from datetime import UTC, datetime
@@ -32,13 +32,13 @@ from datetime import UTC, datetime
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata import logs
+from strata.foundation import logs
 from strata.audit import digests, prune, publish_digest, verify_tenant
 from strata.audit.maintenance import for_each_tenant
 from strata.auth import find_tenant
-from strata.config import get_settings
+from strata.foundation.config import get_settings
 from strata.db import get_database
-from strata.lifecycle import run_lifecycle
+from strata.maintenance.lifecycle import run_lifecycle
 
 RESERVE_MS = 60_000  # left for the batch in flight, the report and the metrics flush
 # The digest job runs every minute: it starts no tenant after this, so runs do not overlap

@@ -6,9 +6,9 @@ database pool and the embedder stay warm in the container. With STRATA_INGEST_ST
 set, `remember` with messages starts one state machine execution per receipt.
 """
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 from strata.api.lambda_handler import api_handler
 
 handler = api_handler("mcp", lifespan="on")

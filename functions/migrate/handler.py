@@ -13,9 +13,9 @@ has details, never the key.
 
 from __future__ import annotations
 
-from strata import coldstart
+from strata.foundation import coldstart
 
-coldstart.begin()  # the collector stays off until init is done: strata.coldstart
+coldstart.begin()  # the collector stays off until init is done: strata.foundation.coldstart
 
 import json
 import logging
@@ -26,12 +26,12 @@ import psycopg
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata import aws, logs
+from strata.foundation import aws, logs
 from strata.auth import create_tenant, delete_tenant
-from strata.config import get_settings
+from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.db.migrate import migrate_database
-from strata.errors import Conflict
+from strata.foundation.errors import Conflict
 
 log = logging.getLogger("strata.migrate")
 # MigrationsApplied: how many this deploy applied (0 on a deploy without schema changes).
@@ -96,7 +96,7 @@ class StoredVectorsDiffer(Exception):
 def _check_stored_vectors() -> None:
     from strata.db.migrate import stored_embedding_dim
     from strata.providers import get_embedder
-    from strata.store_embedder import stored_models
+    from strata.providers.store_embedder import stored_models
 
     settings = get_settings()
     db = get_database()

@@ -519,7 +519,7 @@ def test_ingest_api_starts_the_state_machine(template):
     """Each function that ingests (/v1/ingest, and /mcp whose `remember` takes messages) knows
     the state machine (the setting the core reads), may start executions of it, and can reach
     Step Functions from the private subnets."""
-    from strata.config import Settings
+    from strata.foundation.config import Settings
 
     assert "ingest_state_machine_arn" in Settings.model_fields
     machines = resources_of(template, "AWS::Serverless::StateMachine")
@@ -550,8 +550,8 @@ def test_ingest_api_starts_the_state_machine(template):
 
 
 def test_strata_environment_variables_are_settings(template):
-    """Every STRATA_* variable the template sets is a field strata.config.Settings reads."""
-    from strata.config import Settings
+    """Every STRATA_* variable the template sets is a field strata.foundation.config.Settings reads."""
+    from strata.foundation.config import Settings
 
     fields = set(Settings.model_fields)
     env_maps = [template["Globals"]["Function"].get("Environment", {}).get("Variables", {})]
@@ -784,7 +784,7 @@ def test_every_handler_is_traced_without_its_response(template):
     """Given each function's handler module
     Then an API function's handler is ``api_handler(...)`` (strata.api.lambda_handler), whose
     handler is traced with capture_response=False, measured and calls the Mangum adapter,
-    and whose Tracer patches nothing at import (strata.aws patches botocore before the first
+    and whose Tracer patches nothing at import (strata.foundation.aws patches botocore before the first
     AWS client); every other handler builds one
     Powertools Tracer that patches nothing or names what it patches (never the default
     patch-everything) and is decorated the same way."""
@@ -819,9 +819,9 @@ def test_every_handler_is_traced_without_its_response(template):
 
 def test_every_handler_inits_without_the_collector(template):
     """Given each function's handler module
-    Then, after its docstring and ``from __future__`` imports, it imports strata.coldstart and
+    Then, after its docstring and ``from __future__`` imports, it imports strata.foundation.coldstart and
     calls ``coldstart.begin()`` before any other statement, and ``coldstart.end()`` is its last
-    statement: all of init runs without the cyclic collector on Lambda (strata.coldstart)."""
+    statement: all of init runs without the cyclic collector on Lambda (strata.foundation.coldstart)."""
     seen = set()
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
         path, _ = handler_source(template, function)

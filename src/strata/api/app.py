@@ -11,16 +11,16 @@ from fastapi import FastAPI
 
 from strata import __version__
 from strata.api import deadlines, errors, jsonbody, openapi
-from strata.config import Settings, get_settings
+from strata.foundation.config import Settings, get_settings
 from strata.db import Database
 from strata.providers import Embedder
 
 if TYPE_CHECKING:
-    from strata.ratelimit import RateLimiter
+    from strata.api.ratelimit import RateLimiter
 
 # What a request runs against; shared with the MCP server, which imports nothing of strata.api
 # (this module mounts it), so it lives below both.
-from strata.serving import Runtime
+from strata.api.serving import Runtime
 
 __all__ = ["ROUTERS", "Runtime", "create_app"]
 
@@ -73,7 +73,7 @@ def create_app(
     settings: Settings | None = None,
     rate_limiter: RateLimiter | None = None,
 ) -> FastAPI:
-    from strata import logs
+    from strata.foundation import logs
 
     settings = settings or get_settings()
     logs.configure(settings)
@@ -84,7 +84,7 @@ def create_app(
     app.state.runtime = Runtime(settings, db, embedder)
     openapi.install(app, documented=lambda: [_router(n) for n in ROUTERS
                                              if n not in UNDOCUMENTED])
-    # Middleware, inner to outer: the rate limits (strata.ratelimit; the local server only,
+    # Middleware, inner to outer: the rate limits (strata.api.ratelimit; the local server only,
     # API Gateway throttles on AWS) inside the NeverLeak guard, so a fault there is the JSON
     # 500; CORS outside it, so every answer (a 429, the guard's 500) carries the CORS
     # headers and a preflight is answered before rate limits or auth see it. Every body is
@@ -92,7 +92,7 @@ def create_app(
     # it is read (strata.api.jsonbody); every request's database work has one deadline
     # (strata.api.deadlines).
     if rate_limiter is None and settings.rate_limit and settings.runtime == "local":
-        from strata.ratelimit import RateLimiter
+        from strata.api.ratelimit import RateLimiter
 
         rate_limiter = RateLimiter.from_settings(settings)
     if rate_limiter is not None:
@@ -113,7 +113,7 @@ def create_app(
         # not pay at cold start for the others (ingestion's rule tables, say; the mcp
         # package, over a second).
         if name == "mcp":
-            from strata.mcpserver import transport
+            from strata.api.mcp import transport
 
             transport.mount(app, app.state.runtime)
         else:

@@ -14,13 +14,13 @@ from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
 from strata.db import Database
-from strata.errors import InvalidInput
-from strata.fields import SPACE_CLASS
+from strata.foundation.errors import InvalidInput
+from strata.foundation.fields import SPACE_CLASS
 from strata.db.routing import Reads
 from strata.providers import Embedder
 
-# Not FastAPI's: the MCP transport resolves its caller the same way (strata.serving).
-from strata.serving import resolve_caller
+# Not FastAPI's: the MCP transport resolves its caller the same way (strata.api.serving).
+from strata.api.serving import resolve_caller
 
 __all__ = ["DB", "AuditCursor", "CallerDep", "Cursor", "EmbedderDep", "MemoryId", "ReadsDep",
            "csv_pattern", "csv_values", "get_caller",

@@ -13,12 +13,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from strata.errors import StrataError
+from strata.foundation.errors import StrataError
 from strata.providers.clients import ModelCallFailed
 
 # The contract itself (the body, each core error's status, a field's name) is shared with the
-# MCP server, which imports nothing of strata.api: it lives in strata.serving.
-from strata.serving import error_answer, error_body, field_name
+# MCP server, which imports nothing of strata.api: it lives in strata.api.serving.
+from strata.api.serving import error_answer, error_body, field_name
 
 __all__ = ["NeverLeak", "install"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
-from strata.serving import error_body
+from strata.api.serving import error_body
 
 __all__ = ["JsonBodies", "install"]
 

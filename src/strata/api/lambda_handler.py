@@ -2,7 +2,7 @@
 
 ``api_handler("search")`` is the core app with only that group's routers under Mangum,
 wrapped the way every strata function is (Powertools): JSON logs carrying the API Gateway
-request id as ``correlation_id`` (:func:`strata.logs.lambda_context`), a ``ColdStart``
+request id as ``correlation_id`` (:func:`strata.foundation.logs.lambda_context`), a ``ColdStart``
 metric, and an X-Ray ``## handler`` subsegment that never holds the response -- responses
 carry memory content, new keys and the caller's access.
 
@@ -10,7 +10,7 @@ Built at import, so a warm container reuses the app, its database pool and its e
 ``create_app`` touches neither the network nor the database.
 
 Patching: nothing at import. Patching is eager and botocore alone adds ~65 ms to a cold
-start; :mod:`strata.aws` patches it for X-Ray just before the function's first AWS client
+start; :mod:`strata.foundation.aws` patches it for X-Ray just before the function's first AWS client
 (StartExecution, InvokeModel, an RDS token, a secret read), so every function traces its AWS
 calls and only the requests that make one pay for botocore.
 """
@@ -21,7 +21,7 @@ from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from mangum import Mangum
 
-from strata import logs
+from strata.foundation import logs
 from strata.api.app import create_app
 
 

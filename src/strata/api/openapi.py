@@ -89,7 +89,7 @@ TAGS: list[dict[str, str]] = [
 ERROR = "Error"
 BEARER = "bearer"
 
-# The body of every error answer (strata.serving.error_body): nothing but "error", which holds
+# The body of every error answer (strata.api.serving.error_body): nothing but "error", which holds
 # the code, the message, the field when one is to blame, and a code's own details
 # (current_version, tombstone_id, checks, ...).
 ERROR_SCHEMA: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""The local server's rate limits as ASGI middleware (the limits themselves: strata.ratelimit).
+"""The local server's rate limits as ASGI middleware (the limits themselves: strata.api.ratelimit).
 
 Every HTTP request is checked before routing, by its source address (the ASGI client:
 uvicorn takes it from ``X-Forwarded-For`` only when the peer is a trusted proxy, by default
@@ -6,7 +6,7 @@ loopback) and its bearer token; a refusal is the API's error body with 429 and
 ``Retry-After``. Liveness and readiness are exempt from the failed-authentication budget.
 Each 401 the app answers counts as a failed authentication, and so does a
 403 from /mcp, which refuses a missing or wrong key with 403 rather than 401 (a 401 sends MCP
-clients looking for OAuth: strata.mcpserver.transport) and answers no other 403 itself.
+clients looking for OAuth: strata.api.mcp.transport) and answers no other 403 itself.
 Not installed on AWS, where API Gateway throttles (template.yaml).
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strata.authorizer import bearer_token
-from strata.ratelimit import RateLimiter
-from strata.serving import error_body
+from strata.api.authorizer import bearer_token
+from strata.api.ratelimit import RateLimiter
+from strata.api.serving import error_body
 
 __all__ = ["RateLimits", "install"]
 
@@ -50,7 +50,7 @@ class RateLimits:
         await self.app(scope, receive, counting_send)
 
 
-MCP_PATH = "/mcp"  # strata.mcpserver.transport.PATH, named here without importing mcp
+MCP_PATH = "/mcp"  # strata.api.mcp.transport.PATH, named here without importing mcp
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})  # liveness and readiness: no key, no auth budget
 
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from strata.db import Database
-from strata.errors import StrataError
+from strata.foundation.errors import StrataError
 
 if TYPE_CHECKING:  # audit sits below auth: it only reads the caller's ids
     from strata.auth.access import Caller

@@ -40,7 +40,7 @@ from strata.audit.chain import GENESIS, canonical
 if TYPE_CHECKING:
     import psycopg
 
-    from strata.config import Settings
+    from strata.foundation.config import Settings
 
 VERSION = 1
 
@@ -149,7 +149,7 @@ class KmsSigner:
     @property
     def client(self) -> Any:
         if self._client is None:
-            from strata import aws
+            from strata.foundation import aws
 
             self._client = aws.client("kms")
         return self._client
@@ -183,7 +183,7 @@ class S3Store:
     @property
     def client(self) -> Any:
         if self._client is None:
-            from strata import aws
+            from strata.foundation import aws
 
             self._client = aws.client("s3")
         return self._client

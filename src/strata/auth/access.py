@@ -10,8 +10,8 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 
-from strata.errors import Forbidden
-from strata.paths import is_within
+from strata.foundation.errors import Forbidden
+from strata.foundation.paths import is_within
 
 
 class Level(enum.IntEnum):

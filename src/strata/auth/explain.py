@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
-from strata.errors import NotFound
-from strata.paths import is_within, validate_path
+from strata.foundation.errors import NotFound
+from strata.foundation.paths import is_within, validate_path
 
 __all__ = ["AccessExplanation", "explain"]
 

@@ -26,8 +26,8 @@ from strata.audit import audited
 from strata.auth.access import Access, Caller, Level
 from strata.auth.models import CeilingEntry, CreatedKey, KeyInfo
 from strata.db import Database
-from strata.errors import Forbidden, InvalidInput, NotFound, Unauthenticated
-from strata.paths import validate_path
+from strata.foundation.errors import Forbidden, InvalidInput, NotFound, Unauthenticated
+from strata.foundation.paths import validate_path
 
 KEY_PREFIX = "sk"
 # What a listing shows of a key (KeyInfo), qualified so it reads the same inside joins.

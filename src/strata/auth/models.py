@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from strata.fields import ScopePath
+from strata.foundation.fields import ScopePath
 
 
 class Tenant(BaseModel):

@@ -10,8 +10,8 @@ from strata.auth.access import Caller, Level
 from strata.auth.keys import insert_key
 from strata.auth.models import CreatedKey, Grant, Principal, Tenant, TenantSummary
 from strata.db import Database
-from strata.errors import NotFound
-from strata.paths import validate_path
+from strata.foundation.errors import NotFound
+from strata.foundation.paths import validate_path
 
 ADMIN_PRINCIPAL = "admin"
 _GRANT_COLUMNS = "id, principal_id, path::text AS path, level::text AS level, created_at"

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from strata.client.errors import ApiError, InvalidInput, ServerError, from_response
-from strata.errors import field_path
+from strata.foundation.errors import field_path
 
 # Statuses worth another attempt. 429 and 503 say the request was not processed (rate
 # limit; a provider down before anything was written), so every request retries them;
@@ -283,7 +283,7 @@ def remember(content: str | Sequence[Any], path: str | None, *, as_is: bool, rol
 def to_read(written: Any) -> list[uuid.UUID]:
     """The memories ``remember`` reads back (with the caller's key) to show their content:
     a receipt's kept items, or the one memory a statement stored as is landed in."""
-    from strata import remember_models
+    from strata.ingest import remember as remember_models
 
     if isinstance(written, _models().Receipt):
         return remember_models.to_show(written.items)
@@ -292,7 +292,7 @@ def to_read(written: Any) -> list[uuid.UUID]:
 
 def remembered(written: Any, path: str | None, memories: dict[uuid.UUID, Any]) -> Any:
     """``remember``'s answer from what it sent back and the memories read for it."""
-    from strata import remember_models
+    from strata.ingest import remember as remember_models
 
     if isinstance(written, _models().Receipt):
         return remember_models.of_receipt(written, {k: m.content for k, m in memories.items()})

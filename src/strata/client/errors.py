@@ -2,7 +2,7 @@
 typed exception.
 
 Every class derives from :class:`ApiError` and from the core error of the same code
-(``strata.errors``), so ``except strata.errors.NotFound`` catches a 404 from the client as
+(``strata.foundation.errors``), so ``except strata.foundation.errors.NotFound`` catches a 404 from the client as
 it catches the core's own. ``status`` is the HTTP status (``None`` when the request never got
 an answer, or was refused before sending); ``details`` holds the body's other keys
 (``current_version``, ``tombstone_id``, ...).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strata import errors as core
+from strata.foundation import errors as core
 
 
 class ApiError(core.StrataError):

@@ -1,9 +1,9 @@
 """The shapes the client sends and returns: the server's own pydantic models, plus the few
 answers the server builds as plain dicts (pages, edges, delete/forget results), and
-``Remembered``, what ``remember`` answers on every surface (:mod:`strata.remember_models`).
+``Remembered``, what ``remember`` answers on every surface (:mod:`strata.ingest.remember`).
 
 The server's shape modules (``strata.memories.models``, ``strata.ingest.models``,
-``strata.search_models``) import pydantic and the standard library only, so these are the
+``strata.search.models``) import pydantic and the standard library only, so these are the
 very classes the server validates with, in a client-only install too.
 """
 
@@ -25,9 +25,9 @@ from strata.memories.models import (
     MemoryPatch,
     WriteResult,
 )
-from strata.remember_models import Remembered, RememberedItem
+from strata.ingest.remember import Remembered, RememberedItem
 from strata.rules.models import Rule, RuleDeleted, RuleIn, RuleVersion
-from strata.search_models import SearchRequest, SearchResult
+from strata.search.models import SearchRequest, SearchResult
 
 T = TypeVar("T")
 

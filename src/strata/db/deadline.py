@@ -16,7 +16,7 @@ never fire; its ``statement_timeout`` does not run while it is stopped; and psyc
 ``cancel()`` asks the postmaster, which is frozen too. A request on such a connection waits
 forever. So :class:`Watchdog` -- one thread per process -- shuts down the socket of any
 connection still checked out when its deadline passes: psycopg's wait then fails with an
-``OperationalError`` (no SQLSTATE, so :class:`~strata.errors.Unavailable`, a 503), the
+``OperationalError`` (no SQLSTATE, so :class:`~strata.foundation.errors.Unavailable`, a 503), the
 connection is broken, and the pool discards it rather than lending it again. The server sees
 the socket close when it next runs and rolls back whatever transaction was open.
 """

@@ -14,7 +14,7 @@ import os
 import threading
 import warnings
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 
 log = logging.getLogger(__name__)
 

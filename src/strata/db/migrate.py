@@ -13,7 +13,7 @@ from importlib import resources
 
 import psycopg
 
-from strata.config import Settings, get_settings
+from strata.foundation.config import Settings, get_settings
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ signs in to RDS Proxy with an IAM token minted for that connect, over TLS.
 A checkout waits ``timeout`` seconds for a connection: long for jobs, and for requests only
 as long as a caller should wait (:meth:`Database.waiting`, ``STRATA_POOL_TIMEOUT_S``), after
 which the database counts as unavailable. Connection-level failures become
-:class:`~strata.errors.Unavailable` in :func:`translate_errors`, the one place database
+:class:`~strata.foundation.errors.Unavailable` in :func:`translate_errors`, the one place database
 errors become core errors; the pool reconnects by itself when the server is back.
 
 Every checkout has a deadline (:mod:`strata.db.deadline`): what is left of the enclosing
@@ -39,10 +39,10 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
-from strata.config import Settings, get_settings
+from strata.foundation.config import Settings, get_settings
 from strata.db import deadline
 from strata.db.vector import register_vector
-from strata.errors import Conflict, InvalidInput, StrataError, Unavailable
+from strata.foundation.errors import Conflict, InvalidInput, StrataError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ _VERIFYING_SSLMODES = ("verify-ca", "verify-full")
 
 @lru_cache(maxsize=1)
 def _rds_client():
-    from strata import aws
+    from strata.foundation import aws
 
     return aws.client("rds")
 
@@ -359,7 +359,7 @@ def _aws_url(settings: Settings, host: str | None = None) -> str:
         return conninfo.make_conninfo(user=settings.db_user, **params)
     from aws_lambda_powertools.utilities import parameters
 
-    from strata import aws
+    from strata.foundation import aws
 
     aws.trace_aws_calls()
     secret = parameters.get_secret(settings.db_secret_arn, transform="json", max_age=300)

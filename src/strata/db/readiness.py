@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import deadline
 from strata.db.migrate import migration_level, stored_embedding_dim
 from strata.db.pool import Database
-from strata.errors import Unavailable
+from strata.foundation.errors import Unavailable
 
 OK = "ok"
 NOT_CHECKED = "not checked"

@@ -134,7 +134,7 @@ def exact_distance(column: str, vector: str) -> str:
     enough for the walk to look cheaper than reading the filtered rows, so a lookup that is
     exact in tests stops being exact in production. ``+ 0`` is an expression no index can
     order by: a top-N sort over exactly the rows the filter keeps. Every statement that
-    means "the nearest k of these rows" orders by this; only :mod:`strata.search`'s HNSW
+    means "the nearest k of these rows" orders by this; only :mod:`strata.search.hybrid`'s HNSW
     walks, which set up iterative scans and re-sort what they fetch, order by the bare
     distance (tests/test_exact_neighbours.py holds the source to that)."""
     return f"({column} <=> {vector}) + 0"

@@ -30,9 +30,9 @@ from typing import Any
 
 import httpx
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
-from strata.errors import InvalidInput
+from strata.foundation.errors import InvalidInput
 from strata.events.models import Event
 from strata.events.targets import check_url
 

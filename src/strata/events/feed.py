@@ -6,7 +6,7 @@ from strata.audit import audited
 from strata.auth import Caller
 from strata.db import Database
 from strata.events.models import Event
-from strata.paths import validate_path
+from strata.foundation.paths import validate_path
 from strata.write.rows import scope
 
 __all__ = ["list_events"]

@@ -17,7 +17,7 @@ import re
 import socket
 from urllib.parse import urlsplit
 
-from strata.errors import InvalidInput
+from strata.foundation.errors import InvalidInput
 
 __all__ = ["URL_PATTERN", "check_url"]
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from strata.events.models import EventType
 from strata.events.targets import URL_PATTERN
-from strata.fields import ScopePath
+from strata.foundation.fields import ScopePath
 
 __all__ = ["Delivery", "Replay", "Webhook", "WebhookIn", "WebhookSecret"]
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from strata.fields import TIER_TTL_SCHEMA, Content, Flag, MemoryPath, Tier, Ttl, tier_ttl
+from strata.foundation.fields import TIER_TTL_SCHEMA, Content, Flag, MemoryPath, Tier, Ttl, tier_ttl
 from strata.memories.models import Instant, Text, _content_ok
 from strata.write.models import Candidate, ItemOutcome, Neighbour, Outcome, Relation, Verdict
 
@@ -59,7 +59,7 @@ class IngestRequest(BaseModel):
         "Where the memories go; defaults to the key's default path."))
     messages: list[Message] = Field(min_length=1, max_length=1000, description=(
         "The conversation, in order: 1 to 1000 messages."))
-    wait: Flag = Field(default=False, description=(  # JSON's boolean (strata.fields says why)
+    wait: Flag = Field(default=False, description=(  # JSON's boolean (strata.foundation.fields says why)
         "Process the conversation within the request and answer the finished receipt (200), "
         "instead of answering 202 at once."))
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200, description=(
@@ -69,7 +69,7 @@ class IngestRequest(BaseModel):
     tier: Tier = Field(default="long_term", description=(
         "Where the memories this ingest creates land: `long_term`, or `short_term`, which "
         "expires after `ttl` seconds."))
-    # Ttl: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    # Ttl: JSON's number (strata.foundation.fields). Seconds; short_term only, and then required.
     ttl: Ttl | None = Field(default=None, validate_default=True, description=(
         "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
         "refused (422) with `long_term`."))

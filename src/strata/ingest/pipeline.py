@@ -23,13 +23,14 @@ from psycopg.types.json import Jsonb
 
 from strata.audit import audited
 from strata.auth.access import Access, Caller, Level
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db import Database
-from strata.errors import Unavailable
+from strata.foundation.errors import Unavailable
 from strata.write import gate as gating
 from strata.ingest import receipts
 from strata.write import apply as persist
-from strata.write import fingerprints, locks, secrets
+from strata.write import fingerprints, locks
+from strata.rules import secrets
 from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,

@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 
 from strata.auth.access import Caller, Level
 from strata.db import Database
-from strata.errors import Conflict, NotFound
+from strata.foundation.errors import Conflict, NotFound
 from strata.ingest.models import IngestRequest, Receipt
 
 COLUMNS = """id, path::text AS path, status, extractor, items, not_kept, counts, timings, notes, error,

@@ -14,8 +14,8 @@ from strata.db import deadline
 from strata.ingest.models import TERMINAL, IngestRequest, Receipt
 from strata.ingest.pipeline import IngestRuntime, run_pipeline
 from strata.ingest.receipts import get_receipt, open_receipt
-from strata.errors import InvalidInput
-from strata.paths import validate_path
+from strata.foundation.errors import InvalidInput
+from strata.foundation.paths import validate_path
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class StepFunctionsLauncher:
 
     def start(self, rt: IngestRuntime, receipt_id: uuid.UUID, tenant_id: uuid.UUID) -> str | None:
         if self._client is None:
-            from strata import aws
+            from strata.foundation import aws
 
             self._client = aws.client("stepfunctions")
         out = self._client.start_execution(

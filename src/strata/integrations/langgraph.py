@@ -81,7 +81,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from strata.client import AsyncClient, Client, Forbidden, NotFound, Suppressed
-from strata.fields import MAX_PATH_LEN
+from strata.foundation.fields import MAX_PATH_LEN
 
 __all__ = ["StrataStore", "label_of", "namespace_of", "path_of", "remember_conversation"]
 
@@ -261,7 +261,7 @@ class StrataStore(BaseStore):
         if client is None and aclient is None:
             raise ValueError("StrataStore needs a strata Client or AsyncClient")
         if root:
-            from strata.paths import validate_path
+            from strata.foundation.paths import validate_path
 
             validate_path(root, field="root")
         self.client, self.aclient, self.root = client, aclient, root or None

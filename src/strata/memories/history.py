@@ -8,7 +8,7 @@ from typing import Any
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
-from strata.errors import NotFound
+from strata.foundation.errors import NotFound
 from strata.memories.models import HistoryEntry, Memory
 from strata.providers import Embedder
 from strata.write import changes, locks
@@ -57,7 +57,7 @@ def restore(
     """Bring a deleted memory back with its id, or roll a live one back to ``version``,
     through the write path's rules for an edit: a value retired since (forgotten, rejected)
     does not come back through restore either."""
-    from strata.config import get_settings
+    from strata.foundation.config import get_settings
 
     thresholds = gating.bands(settings or get_settings(), embedder.model)
     with audited(db, caller, "write", "memory.restore") as event:

@@ -1,6 +1,6 @@
 """Memory shapes: what callers send and what they get back (shared by HTTP, MCP and the client).
 
-Wire shapes: this module imports pydantic and :mod:`strata.fields` only, because the Python
+Wire shapes: this module imports pydantic and :mod:`strata.foundation.fields` only, because the Python
 client uses these very classes without the server's dependencies (tests/test_client_install.py
 holds it to that). Rules that need more than the JSON, such as refusing a secret
 (detect-secrets), are the write path's: :mod:`strata.memories.store` applies them.
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from strata.fields import (  # noqa: F401  (re-exported: the shapes' field types)
+from strata.foundation.fields import (  # noqa: F401  (re-exported: the shapes' field types)
     CONTENT_PATTERN, MAX_CONTENT_BYTES, TIER_TTL_SCHEMA, Flag, Fraction, Instant, Kind, MemoryContent,
     MemoryPath, Meta, OnConflict, Status, Tag, Text, Tier, Ttl, Version, _content_ok, storable,
     tier_ttl,
@@ -76,7 +76,7 @@ class MemoryIn(BaseModel):
         "resolved by `on_conflict`."))
     tier: Tier = Field(default="long_term", description=(
         "Where it lands: `long_term`, or `short_term`, which expires after `ttl` seconds."))
-    # Ttl: JSON's number (strata.fields). Seconds; short_term only, and then required.
+    # Ttl: JSON's number (strata.foundation.fields). Seconds; short_term only, and then required.
     ttl: Ttl | None = Field(default=None, validate_default=True, description=(
         "Seconds a short-term memory lives, 60 to 366 days' worth: required with `short_term`, "
         "refused (422) with `long_term`."))

@@ -18,15 +18,16 @@ import psycopg
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database, deadline
-from strata.errors import Conflict, InvalidInput, NotFound, Suppressed
+from strata.foundation.errors import Conflict, InvalidInput, NotFound, Suppressed
 from strata.write import apply as persist
-from strata.write import changes, locks, secrets
+from strata.write import changes, locks
+from strata.rules import secrets
 from strata.write import gate as gating
 from strata.write.canonical import canonicalize, value_hash
 from strata.write.rows import COLUMNS, columns, evidence_entry, scope
 from strata.write.values import derive_value
 from strata.memories.models import CreateRequest, Memory, MemoryIn, MemoryPatch, WriteResult
-from strata.paths import validate_path
+from strata.foundation.paths import validate_path
 from strata.providers import Embedder
 
 _SELECT_READABLE = f"""
@@ -103,7 +104,7 @@ def create_memories(
     is that item's ``blocked`` or ``skipped`` result. A bad item (invalid, not writable, a
     name clash under ``error``) rejects the whole batch with its index named.
     """
-    from strata.config import get_settings
+    from strata.foundation.config import get_settings
 
     settings = settings or get_settings()
     thresholds = gating.bands(settings, embedder.model)
@@ -332,7 +333,7 @@ def update_memory(
 ) -> Memory:
     """Compare-and-set on ``version``, through the write path's rules for an edit (see
     :mod:`strata.write.changes`): every change bumps the version and leaves a history row."""
-    from strata.config import get_settings
+    from strata.foundation.config import get_settings
 
     expected = patch.expected_version if patch.expected_version is not None else expected_version
     with audited(db, caller, "write", "memory.update") as event:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from strata.audit import audited
 from strata.auth.access import Caller
 from strata.db import Database
-from strata.paths import validate_path
+from strata.foundation.paths import validate_path
 from strata.write.rows import scope
 
 

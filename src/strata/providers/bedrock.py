@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.providers.clients import Fail, bedrock_client, bedrock_failures, strict_schema
 
 # Enough for an extraction of a long conversation, and within every tool-capable model's

@@ -70,7 +70,7 @@ def secret_key_reader(arn: str) -> Callable[[], str]:
     def read() -> str:
         from aws_lambda_powertools.utilities import parameters
 
-        from strata import aws
+        from strata.foundation import aws
 
         aws.trace_aws_calls()
         try:
@@ -139,7 +139,7 @@ def bedrock_client(region: str | None, *, max_retries: int, timeout_s: float,
     backoff with jitter) for ``max_retries`` retries, each attempt's read bounded."""
     from botocore.config import Config
 
-    from strata import aws
+    from strata.foundation import aws
 
     return aws.client("bedrock-runtime", region_name=region, config=Config(
         retries={"mode": "standard", "max_attempts": max_retries + 1},

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.db.vector import Vector
 from strata.providers.clients import (
     Lazy,
@@ -394,7 +394,7 @@ def default_provider(settings: Settings) -> str:
 
 def get_embedder(settings: Settings) -> Embedder:
     """The configured embedder, or when none is configured this machine's default for a new
-    store (:func:`default_provider`; :mod:`strata.store_embedder` gives a store's own).
+    store (:func:`default_provider`; :mod:`strata.providers.store_embedder` gives a store's own).
     Nothing is loaded or connected until it first embeds."""
     kind = settings.embedder or default_provider(settings)
     if kind == "openai":

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from strata.config import Settings
+from strata.foundation.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
 from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
 from strata.providers.clients import (

@@ -7,7 +7,7 @@ Each category is a vocabulary of lemmas and short lemma phrases (simplemma, as
 (conditions, treatments, care; money held, owed, earned and spent; ...), not to fit given
 sentences; a model can do better, but a rule must decide the same way on every entry point
 and without a network call, so this runs in the write path. ``credentials`` also counts
-anything ``strata.write.secrets`` finds.
+anything ``strata.rules.secrets`` finds.
 
 A miss lets a memory through, a false hit keeps one out: both are visible on the receipt or
 the create result, which names the rule that decided.
@@ -138,7 +138,7 @@ def _hits(forms: list[tuple[str, str]], category: str) -> set[str]:
 def classify(text: str, *, strong_only: bool = False) -> list[str]:
     """The categories ``text`` touches, in ``CATEGORIES`` order. ``strong_only``: ignore the
     broad words (pronouns, "from", "pay") that only exclusion counts."""
-    from strata.write import secrets
+    from strata.rules import secrets
 
     forms = _forms(text)
     out = []

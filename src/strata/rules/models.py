@@ -11,7 +11,7 @@ from pydantic import (
     AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator,
 )
 
-from strata.fields import ScopePath, Text, Version, _json_number
+from strata.foundation.fields import ScopePath, Text, Version, _json_number
 from strata.rules.categories import Category
 
 Capture = Literal["on", "off", "review_only"]

@@ -17,8 +17,8 @@ from psycopg.types.json import Jsonb
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database
-from strata.errors import Conflict, InvalidInput, NotFound
-from strata.paths import validate_path
+from strata.foundation.errors import Conflict, InvalidInput, NotFound
+from strata.foundation.paths import validate_path
 from strata.rules.models import Rule, RuleIn, RuleVersion
 
 COLUMNS = """id, path::text AS path, capture, exclude_categories, exclude_patterns,

@@ -2,7 +2,7 @@
 when it last did, in ``memory_access`` (migration 0021) -- never in ``memories``, whose pages
 then change only when a memory does, or is first counted (its foreign key's lock: see
 ``TOUCH``) -- a read that rewrote them made the next reads' index-only scans visit the heap.
-Written off the query path by :class:`strata.search.AccessLog`.
+Written off the query path by :class:`strata.search.hybrid.AccessLog`.
 
 Readers of a memory's use (the API's ``access_count``/``last_accessed_at``, decay, the
 lifecycle's promotion, export) take it from :func:`count_sql` and :func:`last_sql`."""

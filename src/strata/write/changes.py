@@ -35,7 +35,7 @@ from psycopg.types.range import Range
 
 from strata.auth.access import Caller, Level
 from strata.db.vector import exact_distance
-from strata.errors import (
+from strata.foundation.errors import (
     Conflict, Forbidden, Gone, InvalidInput, NotFound, Suppressed, VersionConflict,
 )
 from strata.write import lexical, locks, slots

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from strata.auth.access import Caller, Level
-from strata.errors import Conflict, InvalidInput, NotFound
+from strata.foundation.errors import Conflict, InvalidInput, NotFound
 from strata.write import locks
 from strata.write.apply import Staged, _Writer, add_edge, retire
 from strata.write.canonical import canonicalize, value_hash

@@ -1,5 +1,5 @@
 """Embeddings of stored memories and of the tombstones that copy them, rewritten by
-``strata reindex`` (:mod:`strata.reindex`) when the embedding model changes."""
+``strata reindex`` (:mod:`strata.maintenance.reindex`) when the embedding model changes."""
 
 WRITE_MEMORY = """
 UPDATE memories SET embedding = %(embedding)s, embedding_model = %(model)s

@@ -29,8 +29,8 @@ from typing import Any
 
 import psycopg
 
-from strata import vector_index
-from strata.config import Settings
+from strata.db import vector_index
+from strata.foundation.config import Settings
 from strata.db.vector import Vector, exact_distance
 from strata.write import lexical, slots, topics
 from strata.write.canonical import slot_value_hash, value_hash
@@ -186,7 +186,7 @@ ORDER BY i.ord, m.created_at
 """
 
 # The nearest active neighbours in one path, the way search's vector arm ranks a scope
-# (strata.vector_index, EXACT_SCOPE_*): a path of at most the exact limit of active rows
+# (strata.db.vector_index, EXACT_SCOPE_*): a path of at most the exact limit of active rows
 # exactly -- through memories_tenant_path_active_idx and a top-N sort (exact_distance) --
 # and a larger one through an HNSW walk with iterative scans (pgvector 0.8+; _WALKS turns
 # them on for the transaction), which fetches NEIGHBOUR_FETCH rows and keeps the nearest k.

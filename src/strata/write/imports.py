@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from strata.errors import Conflict
+from strata.foundation.errors import Conflict
 from strata.write import fingerprints
 from strata.write import gate as gating
 from strata.write import lexical, locks, policy, slots

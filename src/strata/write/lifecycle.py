@@ -1,11 +1,11 @@
 """The lifecycle job's changes, as statements: which memories each step selects and what it
-does to them (see :mod:`strata.lifecycle.run` for the job that runs them in batches)."""
+does to them (see :mod:`strata.maintenance.lifecycle` for the job that runs them in batches)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strata import decay
+from strata.write import decay
 from strata.write import bookkeeping
 
 KEEP_IMPORTANCE = 0.8  # never archived at or above this importance

@@ -25,7 +25,7 @@ from typing import TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 
-from strata.errors import Conflict
+from strata.foundation.errors import Conflict
 
 log = logging.getLogger(__name__)
 

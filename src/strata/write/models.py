@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from strata.fields import Kind, Text
+from strata.foundation.fields import Kind, Text
 from strata.write import slots
 
 Outcome = Literal[

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from strata.auth.access import Caller, Level
-from strata.errors import NotFound
+from strata.foundation.errors import NotFound
 from strata.write import fingerprints
 from strata.write.canonical import slot_value_hash, value_hash
 

@@ -13,7 +13,7 @@ from strata.api.deps import DB, CallerDep
 from strata.api.openapi import Items, answers
 from strata.auth.explain import AccessExplanation, explain
 from strata.auth.models import CeilingEntry, CreatedKey, Grant, KeyInfo, Principal
-from strata.fields import MemoryPath, ScopePath
+from strata.foundation.fields import MemoryPath, ScopePath
 from strata.memories.models import Text, Instant
 
 router = APIRouter(prefix="/v1", tags=["access"])

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from strata.api.deps import DB, CallerDep
 from strata.api.openapi import Page
-from strata.fields import MemoryPath
+from strata.foundation.fields import MemoryPath
 from strata.memories import tree
 
 router = APIRouter(prefix="/v1", tags=["browse"])

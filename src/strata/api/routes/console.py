@@ -14,7 +14,7 @@ from importlib import resources
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from strata.errors import NotFound
+from strata.foundation.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
 

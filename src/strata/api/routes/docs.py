@@ -21,7 +21,7 @@ from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-from strata.errors import NotFound
+from strata.foundation.errors import NotFound
 
 router = APIRouter(include_in_schema=False)
 

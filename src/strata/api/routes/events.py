@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from strata.events import feed as core
 from strata.events.models import TYPES, Event
 from strata.api.deps import DB, AuditCursor, CallerDep, csv_pattern, csv_values
-from strata.fields import MemoryPath
+from strata.foundation.fields import MemoryPath
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
 

@@ -6,9 +6,9 @@ from pydantic import BaseModel, Field
 
 from strata.audit import failure_count
 from strata.db.readiness import readiness
-from strata.errors import Unavailable
+from strata.foundation.errors import Unavailable
 from strata.providers.embedders import describe
-from strata.serving import error_body
+from strata.api.serving import error_body
 
 router = APIRouter(tags=["health"])
 

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from strata.api.deps import CallerDep, Cursor, csv_pattern, csv_values
 from strata.api.openapi import Page, answers
-from strata.fields import MemoryPath
+from strata.foundation.fields import MemoryPath
 from strata.ingest import service
 from strata.ingest.models import IngestRequest, Receipt, ReceiptStatus
 

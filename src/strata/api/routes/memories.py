@@ -12,8 +12,8 @@ from strata import memories as core
 from strata.memories.history import history as history_of
 from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep, MemoryId, csv_pattern, csv_values
 from strata.api.openapi import Items, Page, Results, answers
-from strata.errors import InvalidInput
-from strata.fields import MemoryPath, Version
+from strata.foundation.errors import InvalidInput
+from strata.foundation.fields import MemoryPath, Version
 from strata.memories.models import (
     Deleted, Forgotten, HistoryEntry, Instant, Kind, Relationship, Status, WriteResult,
 )
@@ -191,7 +191,7 @@ def history(memory_id: MemoryId, db: DB, caller: CallerDep) -> Items[HistoryEntr
 
 class RestoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"version": 2}]})
-    version: Version | None = Field(default=None, description=(  # JSON's integer: strata.fields
+    version: Version | None = Field(default=None, description=(  # JSON's integer: strata.foundation.fields
         "The version of its history to restore. Required for a live memory (rolled back to "
         "it); without it a deleted memory comes back as it was when deleted."))
 

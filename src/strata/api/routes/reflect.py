@@ -1,11 +1,11 @@
-"""/v1/reflect and /v1/consolidate: memories made from memories (strata.reflection). Parse,
+"""/v1/reflect and /v1/consolidate: memories made from memories (strata.reflection.reflect). Parse,
 call one core function, shape the answer."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from strata import reflection
+from strata.reflection import reflect as reflection
 from strata.api.deps import DB, CallerDep, EmbedderDep
 from strata.api.openapi import answers
 

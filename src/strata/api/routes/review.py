@@ -8,10 +8,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata import review
+from strata.review import queue as review
 from strata.api.deps import DB, CallerDep, Cursor, MemoryId
 from strata.api.openapi import Page, answers
-from strata.fields import NOT_NULL, Flag, MemoryPath
+from strata.foundation.fields import NOT_NULL, Flag, MemoryPath
 from strata.memories.models import Instant, Memory
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
@@ -23,7 +23,7 @@ class RejectRequest(BaseModel):
         "if": {"required": ["until"], "properties": {"until": NOT_NULL}},
         "then": {"required": ["suppress"], "properties": {"suppress": {"const": True}}},
         "examples": [{"suppress": True}, {"suppress": True, "until": "2099-01-01T00:00:00Z"}]})
-    suppress: Flag = Field(default=False, description=(  # JSON's boolean: strata.fields
+    suppress: Flag = Field(default=False, description=(  # JSON's boolean: strata.foundation.fields
         "Also tombstone the value, so it is not stored again by any route (until `until`, "
         "when given)."))
     until: Instant | None = Field(default=None, description=(
@@ -52,7 +52,7 @@ def list_(
     contradicts.
     """
     if path is not None:
-        from strata.paths import validate_path
+        from strata.foundation.paths import validate_path
 
         validate_path(path)
     items, next_cursor = review.list_candidates(db, caller, path=path, cursor=cursor, limit=limit)
@@ -76,7 +76,7 @@ def list_tombstones(
     that a value was retired, why, when, and by which memory.
     """
     if path is not None:
-        from strata.paths import validate_path
+        from strata.foundation.paths import validate_path
 
         validate_path(path)
     items, next_cursor = review.list_tombstones(db, caller, path=path, reason=reason,

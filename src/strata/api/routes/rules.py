@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query
 
 from strata.api.deps import DB, CallerDep
 from strata.api.openapi import Items, answers
-from strata.fields import ScopePath
+from strata.foundation.fields import ScopePath
 from strata.rules import store
 from strata.rules.models import Rule, RuleDeleted, RuleIn, RuleVersion
 

@@ -1,7 +1,7 @@
 """/v1/search: hybrid retrieval over what the caller may read.
 
-Body (``strata.search.SearchRequest``): ``query``, ``paths``, ``kinds``, ``tags``, ``meta``
-(equality and operators: strata.meta_filter), ``limit``, ``valid_at``, ``include``
+Body (``strata.search.hybrid.SearchRequest``): ``query``, ``paths``, ``kinds``, ``tags``, ``meta``
+(equality and operators: strata.search.meta_filter), ``limit``, ``valid_at``, ``include``
 (``candidates`` / ``history`` opt-ins), ``mode`` (``hybrid`` | ``vector`` | ``keyword``),
 ``expand``, ``explain``, ``min_score``, ``why_not`` (the answer then carries ``why_not``). The
 core's keyword-only knobs (``now``, ``ignore_status``, the access log) are deliberately not
@@ -15,7 +15,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
-from strata import search as core
+from strata.search import hybrid as core
 from strata.api.deps import DB, CallerDep, EmbedderDep, ReadsDep
 
 router = APIRouter(prefix="/v1/search", tags=["search"])

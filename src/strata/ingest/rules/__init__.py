@@ -19,7 +19,7 @@ Where things are
                       contractions, lead-ins such as "actually", "btw", "I think")
     ``screen``        why a clause is not kept (question, hypothetical, reported, past,
                       other_person, small_talk, vague, no_statement); secrets are withheld by
-                      ``strata.write.secrets`` before anything else looks at a sentence
+                      ``strata.rules.secrets`` before anything else looks at a sentence
     ``person``        third-person rewriting, and the speaker's name in place of "the user"
     ``base``          objects of verbs, the lexicon slot an object names, numbers, ``Found``
     the families, tried in the order of ``extract.FAMILIES``:
@@ -71,7 +71,7 @@ Conventions
         A state told as over ("I ran the 400 in high school", "my first car was a Corolla",
         "I lived in Berlin for three years", "when I was at Oracle ..."): an event with no
         slot whose ``valid_to`` is when it was said, so it retires nothing current and a
-        question about the present ranks it low (``strata.ranking``, "Ended states").
+        question about the present ranks it low (``strata.search.ranking``, "Ended states").
     asserts_change
         Set by explicit change words ("actually", "switched to", "moved to", "now at",
         "joined", "left", "no longer", ...). A correction word standing alone ("I changed my

@@ -25,7 +25,7 @@ from strata.ingest.rules.text import (
     clean, expand, list_items,
     remove_date, sentences, squash, strip_leads, told_as_over,
 )
-from strata.write import secrets
+from strata.rules import secrets
 from strata.write.canonical import canonicalize
 from strata.write.values import _EDGE, normalize_value
 

@@ -1,0 +1,2 @@
+"""The ``strata`` command: the local stack and operator commands (``main``), the client-side
+commands (``client``), what both share (``support``) and progress bars (``progress``)."""
