@@ -24,7 +24,7 @@ from strata.api.app import create_app
 from strata.foundation.config import Settings
 from strata.ingest.models import Candidate, Neighbour
 from strata.providers.bedrock import MAX_TOKENS
-from strata.providers.llm import (
+from strata.ingest.llm import (
     ExtractorFailed, JudgeFailed, LLMExtractor, LLMJudge, get_extractor, get_judge,
 )
 

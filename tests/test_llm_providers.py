@@ -18,7 +18,7 @@ import support
 from fake_openai import FakeLLM, Recorded, error, raw, refuse, reply, slow
 from strata.foundation.config import Settings
 from strata.ingest.models import Candidate, Extraction, Message, Neighbour
-from strata.providers.llm import (
+from strata.ingest.llm import (
     ExtractorFailed, JudgeFailed, LLMExtractor, LLMJudge, get_extractor, get_judge,
 )
 

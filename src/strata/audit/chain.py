@@ -22,17 +22,43 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from strata.db import Database
 from strata.foundation.errors import StrataError
 
-if TYPE_CHECKING:  # audit sits below auth: it only reads the caller's ids
-    from strata.auth.access import Caller
-
 log = logging.getLogger(__name__)
 
 GENESIS = b"\x00" * 32
+
+
+class Actor(Protocol):
+    """Who an audit row names. Audit sits below auth, so it takes any object with a caller's
+    ids (``strata.auth.access.Caller`` is one) rather than importing the caller's class."""
+
+    @property
+    def tenant_id(self) -> uuid.UUID: ...
+    @property
+    def principal_id(self) -> uuid.UUID | None: ...
+    @property
+    def key_id(self) -> uuid.UUID | None: ...
+    @property
+    def surface(self) -> str: ...
+
+    def require_root_owner(self) -> None:
+        """Refuse (``Forbidden``) unless the caller owns the tenant's root: reading the trail."""
+
+
+@dataclass(frozen=True)
+class SystemActor:
+    """A job acting on one tenant with no principal and no key (a prune, a lifecycle run)."""
+
+    tenant_id: uuid.UUID
+    surface: str = "cli"
+    principal_id: None = None
+    key_id: None = None
+
+
 MISSED = "audit.missed"
 _failures = 0
 _missed: dict[uuid.UUID, int] = {}  # per tenant: failed appends not yet marked in its chain
@@ -117,7 +143,7 @@ _OPTIMISTIC_ATTEMPTS = 3
 _ATTEMPTS = 6
 
 
-def _try_append(conn, caller: "Caller", event: AuditEvent, *, locked: bool,
+def _try_append(conn, caller: Actor, event: AuditEvent, *, locked: bool,
                 durable: bool = True) -> int | None:
     row = _next_row(conn, caller, event, locked=locked, durable=durable)
     if row is None:
@@ -125,7 +151,7 @@ def _try_append(conn, caller: "Caller", event: AuditEvent, *, locked: bool,
     return row["seq"] if conn.execute(_APPEND, row).rowcount == 1 else None
 
 
-def _try_append_known_head(conn, caller: "Caller", event: AuditEvent) -> int | None:
+def _try_append_known_head(conn, caller: Actor, event: AuditEvent) -> int | None:
     """A read's first attempt when the operation read the head already (``event.head``): the
     append in one round trip (BEGIN, the setting, the append, COMMIT). A head that moved
     since loses the race like any other attempt; the caller reads it again."""
@@ -138,7 +164,7 @@ def _try_append_known_head(conn, caller: "Caller", event: AuditEvent) -> int | N
     return row["seq"] if cur.rowcount == 1 else None
 
 
-def _try_append_pipelined(conn, caller: "Caller", event: AuditEvent) -> int | None:
+def _try_append_pipelined(conn, caller: Actor, event: AuditEvent) -> int | None:
     """One optimistic attempt of a read's append in two round trips instead of four: BEGIN
     travels with the head's read, and the append with COMMIT (psycopg's pipeline mode). The
     append's row count is known once the pipeline has synced, after COMMIT; an append that
@@ -150,7 +176,7 @@ def _try_append_pipelined(conn, caller: "Caller", event: AuditEvent) -> int | No
     return row["seq"] if cur is not None and cur.rowcount == 1 else None
 
 
-def _next_row(conn, caller: "Caller", event: AuditEvent, *, locked: bool,
+def _next_row(conn, caller: Actor, event: AuditEvent, *, locked: bool,
               durable: bool) -> dict[str, Any] | None:
     """The entry that would follow the tenant's head, linked to it (None: the tenant had no
     head yet; one is created)."""
@@ -171,7 +197,7 @@ def _next_row(conn, caller: "Caller", event: AuditEvent, *, locked: bool,
     return _row_after(caller, event, head["seq"], bytes(head["row_hash"]))
 
 
-def _row_after(caller: "Caller", event: AuditEvent, seq: int, prev_hash: bytes
+def _row_after(caller: Actor, event: AuditEvent, seq: int, prev_hash: bytes
                ) -> dict[str, Any]:
     """The entry for ``event`` linked to the head (``seq``, ``prev_hash``)."""
     row = {
@@ -194,7 +220,7 @@ def _row_after(caller: "Caller", event: AuditEvent, seq: int, prev_hash: bytes
     return row
 
 
-def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
+def append(db: Database, caller: Actor, event: AuditEvent) -> int | None:
     """Append one entry to the caller's tenant chain; return its seq, or None on failure.
 
     Compare-and-set on the tenant's head: read it, link the new row to it, and move the head
@@ -223,7 +249,7 @@ def append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
     return seq
 
 
-def _append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
+def _append(db: Database, caller: Actor, event: AuditEvent) -> int | None:
     durable = event.action != "read"
     try:
         with db.connection() as conn:
@@ -252,7 +278,7 @@ def _append(db: Database, caller: "Caller", event: AuditEvent) -> int | None:
         return None
 
 
-def append_in(conn, caller: "Caller", event: AuditEvent) -> int:
+def append_in(conn, caller: Actor, event: AuditEvent) -> int:
     """Append inside the caller's open transaction, so the entry commits (or rolls back) with
     the change it records. It queues on the head's row lock; it raises rather than fail open."""
     seq = _try_append(conn, caller, event, locked=True)
@@ -264,7 +290,7 @@ def append_in(conn, caller: "Caller", event: AuditEvent) -> int:
 
 
 @contextlib.contextmanager
-def audited(db: Database, caller: "Caller", action: str, operation: str) -> Iterator[AuditEvent]:
+def audited(db: Database, caller: Actor, action: str, operation: str) -> Iterator[AuditEvent]:
     """Record the operation whether it succeeds or is refused (outcome = the error code)."""
     event = AuditEvent(action=action, operation=operation)
     try:
@@ -285,7 +311,7 @@ _LIST_COLUMNS = """seq, at, action, surface, operation, principal_id, key_id, me
 
 
 def list_entries(
-    db: Database, caller: "Caller", *, after_seq: int = 0, limit: int = 100
+    db: Database, caller: Actor, *, after_seq: int = 0, limit: int = 100
 ) -> tuple[list[dict[str, Any]], int | None]:
     with audited(db, caller, "admin", "audit.list") as event:
         # Inside: a refused read of the audit trail is audited too. The trail names memory

@@ -24,7 +24,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from strata.audit.chain import AuditEvent, append_in
+from strata.audit.chain import AuditEvent, SystemActor, append_in
 from strata.audit.maintenance import KeepGoing, floored
 from strata.audit.verify import BATCH, verify_tenant
 from strata.db import Database
@@ -74,9 +74,7 @@ def prune(
     if dry_run:
         return {**report, "ok": True, "complete": True, "pruned": max(0, cut - done),
                 "pruned_to_seq": max(cut, done)}
-    from strata.auth.access import Caller  # audit sits below auth
-
-    system = Caller.system(tenant_id, surface=surface)
+    system = SystemActor(tenant_id, surface=surface)
     pruned, complete, failure = 0, True, None
     while done < cut:
         target = min(done + batch, cut)

@@ -6,15 +6,12 @@ this is what an owner looks at first."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from strata.audit.chain import audited
+from strata.audit.chain import Actor, audited
 from strata.db import Database
-
-if TYPE_CHECKING:
-    from strata.auth.access import Caller
 
 
 class Checkpoint(BaseModel):
@@ -65,7 +62,7 @@ def _run(row: dict[str, Any] | None) -> JobRun | None:
     )
 
 
-def status_for(db: Database, caller: "Caller") -> AuditStatus:
+def status_for(db: Database, caller: Actor) -> AuditStatus:
     with audited(db, caller, "admin", "audit.status"):
         # As the trail itself: the chain covers the whole tenant, so only its root owner.
         caller.require_root_owner()

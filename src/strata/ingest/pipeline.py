@@ -62,7 +62,7 @@ class IngestRuntime:
         """The model-backed extractor when configured, else None (the rule extractor runs)."""
         if self._extractor is not None:
             return self._extractor
-        from strata.providers.llm import get_extractor
+        from strata.ingest.llm import get_extractor
 
         return get_extractor(self.settings)
 
@@ -70,7 +70,7 @@ class IngestRuntime:
     def judge(self) -> ConflictJudge:
         if self._judge is not None:
             return self._judge
-        from strata.providers.llm import get_judge
+        from strata.ingest.llm import get_judge
 
         return get_judge(self.settings) or RuleJudge()
 
@@ -127,7 +127,7 @@ def extract(rt: IngestRuntime, p: StepPayload) -> StepPayload:
     model = None if rule is not None and rule.capture == "off" \
         and not rule.include_categories else rt.extractor
     if model is not None:
-        from strata.providers.llm import ExtractorFailed
+        from strata.ingest.llm import ExtractorFailed
 
         try:
             extraction = model.extract(_withheld(messages), now,

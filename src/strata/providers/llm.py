@@ -1,12 +1,15 @@
-"""Model-backed extractor and conflict judge, through the ``openai`` client against any
+"""One structured call to a chat model, through the ``openai`` client against any
 OpenAI-compatible endpoint (``STRATA_LLM_BASE_URL`` / ``STRATA_LLM_MODEL``) or through
 Bedrock Converse (``STRATA_LLM_PROVIDER=bedrock``, ``strata.providers.bedrock``). The provider
-makes the one call; prompts, validation of the answer and what is kept are the same for both.
+makes the one call; validation of the answer is the same for both. What is asked and what is
+kept of the answer belong to the capability that asks: extraction and judging
+(``strata.ingest.llm``), reflection (``strata.reflection.reflector``).
 
 Retries are the client's own (see ``strata.providers.clients``); ``llm_max_retries`` and
 ``llm_timeout_s`` set them.
 Anything that still fails — transport, refusal, an empty, truncated, malformed or off-schema
-answer — raises ``ExtractorFailed`` / ``JudgeFailed``, whose messages name the failure and
+answer — raises the caller's ``failure`` (``ExtractorFailed``, ``JudgeFailed``, ...), whose
+messages name the failure and
 never quote the conversation (the chained cause may: log ``str(exc)``, not the traceback,
 where that matters).
 
@@ -18,15 +21,11 @@ whole request over them). Validation on our side still enforces every constraint
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from strata.foundation.config import Settings
-from strata.ingest.models import Candidate, Extraction, Message, Neighbour, Verdict
-from strata.ingest.prompts import JudgeAnswer, extraction_messages, judge_messages
 from strata.providers.clients import (
     Fail,
     Lazy,
@@ -41,20 +40,7 @@ if TYPE_CHECKING:
 
     from strata.providers.bedrock import BedrockConverse
 
-# DESIGN "Truth maintenance": model verdicts count only at this confidence or above.
-MIN_VERDICT_CONFIDENCE = 0.75
-
-_REASON_MAX = 500
-
 M = TypeVar("M", bound=BaseModel)
-
-
-class ExtractorFailed(ModelCallFailed):
-    pass
-
-
-class JudgeFailed(ModelCallFailed):
-    pass
 
 
 def make_client(settings: Settings) -> OpenAI:
@@ -135,7 +121,7 @@ def chat_provider(settings: Settings) -> OpenAIChat | BedrockConverse:
     return OpenAIChat(settings)
 
 
-class _ModelCaller:
+class ModelCaller:
     """What the extractor, judge and reflector share, whichever the provider: a lazily created
     client, one structured call (the provider's ``ask``, which returns the answer's JSON text)
     and the validation of its answer against the pydantic model."""
@@ -176,83 +162,3 @@ class _ModelCaller:
                 f"answer does not match {answer.__name__} ({len(errors)} errors at "
                 f"{', '.join(where[:5])})", "invalid",
             ) from exc
-
-
-class LLMExtractor(_ModelCaller):
-    """Messages → candidate memories, by one structured chat completion."""
-
-    failure = ExtractorFailed
-    what = "extraction"
-
-    def extract(self, messages: list[Message], now: datetime,
-                instructions: str | None = None) -> Extraction:
-        if not messages:
-            return Extraction()
-        answer = self._call(extraction_messages(messages, now, instructions), Extraction)
-        kept = []
-        for candidate in answer.memories:
-            # An index the conversation does not have means the model made the item up, or
-            # misattributed it: provenance we cannot show is no provenance.
-            if any(i < 0 or i >= len(messages) for i in candidate.evidence):
-                continue
-            # What only the assistant said is never a fact about the user.
-            if not any(messages[i].role == "user" for i in candidate.evidence):
-                continue
-            kept.append(_tidy(candidate))
-        # What the model says it left out, where it names a message it was shown; a secret's
-        # text is never kept, whatever the model echoed.
-        not_kept = [
-            n.model_copy(update={"text": None}) if n.reason == "secret" else n
-            for n in answer.not_kept
-            if n.message < len(messages) and messages[n.message].role == "user"
-        ]
-        return Extraction(memories=kept, not_kept=not_kept)
-
-
-def _tidy(candidate: Candidate) -> Candidate:
-    update: dict[str, Any] = {"evidence": sorted(set(candidate.evidence))}
-    if candidate.valid_from is not None and candidate.valid_from.tzinfo is None:
-        # A timestamp without an offset is UTC, so it compares with stored (aware) ones.
-        update["valid_from"] = candidate.valid_from.replace(tzinfo=UTC)
-    return candidate.model_copy(update=update)
-
-
-class LLMJudge(_ModelCaller):
-    """A candidate and the memories it is compared with → verdicts, by one structured call."""
-
-    failure = JudgeFailed
-    what = "conflict judgement"
-
-    def judge(self, candidate: Candidate, neighbours: list[Neighbour]) -> list[Verdict]:
-        if not neighbours:
-            return []
-        answer = self._call(judge_messages(candidate, neighbours), JudgeAnswer)
-        shown = {n.id for n in neighbours}
-        best: dict[uuid.UUID, Verdict] = {}
-        for v in answer.verdicts:
-            try:
-                target = uuid.UUID(v.target_id.strip())
-            except ValueError:
-                continue
-            # DESIGN: verdicts count only at >= 0.75 and only for memories the model was shown.
-            if target not in shown or v.confidence < MIN_VERDICT_CONFIDENCE:
-                continue
-            if target in best and best[target].confidence >= v.confidence:
-                continue
-            reason = " ".join(v.reason.split())[:_REASON_MAX] or f"{v.relation} (no reason given)"
-            best[target] = Verdict(
-                target_id=target, relation=v.relation, confidence=v.confidence, reason=reason,
-                decided_by=self.model,
-            )
-        return list(best.values())
-
-
-def get_extractor(settings: Settings) -> LLMExtractor | None:
-    """The model-backed extractor when a model provider is configured (OpenAI-compatible or
-    Bedrock, ``Settings.llm_backend``); ``None`` means use the rules."""
-    return LLMExtractor(settings) if settings.llm_configured else None
-
-
-def get_judge(settings: Settings) -> LLMJudge | None:
-    """The model-backed judge when a model is configured; ``None`` means use the rules."""
-    return LLMJudge(settings) if settings.llm_configured else None

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from strata.foundation.config import Settings
-from strata.providers.llm import _ModelCaller
+from strata.providers.llm import ModelCaller
 from strata.providers.clients import ModelCallFailed
 
 
@@ -62,7 +62,7 @@ def consolidation_messages(originals: list[dict[str, Any]]) -> list[dict[str, st
             {"role": "user", "content": _lines(originals)}]
 
 
-class LLMReflector(_ModelCaller):
+class LLMReflector(ModelCaller):
     failure = ReflectionFailed
     what = "reflection"
 
