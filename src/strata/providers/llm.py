@@ -9,9 +9,8 @@ Retries are the client's own (see ``strata.providers.clients``); ``llm_max_retri
 ``llm_timeout_s`` set them.
 Anything that still fails — transport, refusal, an empty, truncated, malformed or off-schema
 answer — raises the caller's ``failure`` (``ExtractorFailed``, ``JudgeFailed``, ...), whose
-messages name the failure and
-never quote the conversation (the chained cause may: log ``str(exc)``, not the traceback,
-where that matters).
+messages name the failure and never quote the conversation (the chained cause may: log
+``str(exc)``, not the traceback, where that matters).
 
 The answer schema is sent as a strict ``json_schema`` response format built from the same
 pydantic model the answer is validated with, minus the keywords strict mode does not accept
