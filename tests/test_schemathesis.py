@@ -217,7 +217,7 @@ def server(db, embedder, settings):
     from loopback for the rest of the run (tests/test_rate_limits.py holds that limit).
     Webhook URLs are not resolved (``webhooks_allow_private``): the document's examples name
     hosts this machine cannot resolve, and no dispatcher runs here to deliver anything
-    (tests/test_webhooks.py holds the URL check)."""
+    (tests/events/test_webhooks.py holds the URL check)."""
     harness = support.load_module(
         "strata_eval_harness", Path(__file__).resolve().parents[1] / "eval" / "harness.py")
     fuzzing = settings.model_copy(update={"rate_limit_auth_failures_burst": 10**9,

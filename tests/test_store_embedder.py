@@ -2,7 +2,7 @@
 every process that does not configure one, refused by a server configured with another.
 
 In process on a real database; `strata dev` and operator commands as real processes are in
-tests/test_cli_operator.py and tests/test_local_stack.py."""
+tests/cli/test_cli_operator.py and tests/test_local_stack.py."""
 
 from __future__ import annotations
 

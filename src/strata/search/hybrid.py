@@ -112,8 +112,8 @@ Text arm
     COMMIT); on the writer the second also reads the tenant's audit head, so the search's
     audit entry is one more (:func:`strata.audit.append`; a head moved meanwhile costs the
     usual retry). psycopg keeps the statement's placeholder parse (``_parse_once``).
-    tests/test_search_equivalence.py holds the statement to the one before, frozen in
-    tests/search_reference.py, so a rewrite for speed keeps the same rows and scores.
+    tests/search/test_search_equivalence.py holds the statement to the one before, frozen in
+    tests/search/search_reference.py, so a rewrite for speed keeps the same rows and scores.
 
 Statuses
     ``active`` only by default. ``include: ["candidates"]`` adds ``candidate``;
@@ -300,7 +300,7 @@ FROM lx
 # hybrid search planned in ~1.1 ms instead of ~1.4 ms (the exact branch, the scope count
 # and the window checks no longer beside the HNSW walk), a vector-only one in ~0.4 ms
 # instead of ~1.0 ms. Each variant returns the rows and columns the single statement did
-# (tests/test_search_equivalence.py).
+# (tests/search/test_search_equivalence.py).
 
 # The text arm's matches (see "Text arm" above), with BM25's N.
 _CORPUS = f"""

@@ -1,6 +1,6 @@
 """The search statement as it was before issue 17's latency work (commit 3ec8c3b), kept
 verbatim as the reference the current statement must agree with, row for row and score for
-score (tests/test_search_equivalence.py). Built from the same filter fragments as
+score (tests/search/test_search_equivalence.py). Built from the same filter fragments as
 strata.search.hybrid, and the same expression for a memory's lexemes (content and context since
 migration 0022), so only the statement's own shape is frozen here."""
 

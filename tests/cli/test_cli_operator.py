@@ -27,7 +27,7 @@ import pytest
 from strata.cli.main import build_parser, main
 from strata.cli.support import EXIT_CLOSED_PIPE, leaf_parsers
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STRATA = [sys.executable, "-m", "strata.cli"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from strata.client import Client
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def example(server: str, key: str, name: str, *args: str, lines: tuple[str, ...] = ()) -> str:

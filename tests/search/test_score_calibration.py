@@ -15,7 +15,7 @@ from strata.search import ranking
 
 import support
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 support.load_module("locomo_eval", ROOT / "eval" / "locomo_eval.py", register=True)
 calib = support.load_module("score_calibration", ROOT / "eval" / "score_calibration.py")
 

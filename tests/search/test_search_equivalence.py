@@ -2,7 +2,7 @@
 before: the same candidate rows with the same raw scores (cosine, bm25, idf_sum), ranks,
 window matches and route flags, for generated queries, filters and arm caps, on every route
 (exact, a tenant's own HNSW index, pgvector 0.7's exact-only path). The reference is the
-statement as it was, frozen in tests/search_reference.py."""
+statement as it was, frozen in tests/search/search_reference.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The text arm's one-lexeme sample and common lexemes (issue 17): a lexeme the table's
 statistics count in at least ``COMMON_LEXEME_ROWS`` of the tenant's rows is sampled only
 while fewer than the arm's depth of rows share two query words -- its postings are then not
-read at all -- and every other match is what it was (tests/test_search_equivalence.py holds
+read at all -- and every other match is what it was (tests/search/test_search_equivalence.py holds
 the statement to the reference when no lexeme is common)."""
 
 from __future__ import annotations

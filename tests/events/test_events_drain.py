@@ -15,7 +15,7 @@ import support
 from strata.foundation.config import get_settings
 from strata.db import get_database
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
