@@ -103,9 +103,9 @@ def latency(keep: str, tenant_index: int, depths: list[str], queries: int, round
     import bench_search as B
     import psycopg
 
-    from strata.search import hybrid as S
     from strata.auth.keys import authenticate
     from strata.db.vector import register_vector
+    from strata.search import hybrid as S
     from strata.search.hybrid import SearchRequest
 
     state_path = Path(keep) / "bench_search_state.json"

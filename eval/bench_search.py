@@ -73,11 +73,11 @@ import psycopg
 
 from strata.auth import create_tenant
 from strata.auth.keys import authenticate
-from strata.foundation.config import Settings
 from strata.db import Database
+from strata.db import vector_index
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
-from strata.db import vector_index
+from strata.foundation.config import Settings
 from strata.search.hybrid import ACCESS_LOG, SearchRequest, search
 
 from harness import cpu_speed_ms, percentile, serving

@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_search as B  # noqa: E402
 from harness import NoAccessLog, percentile  # noqa: E402
-from strata.search import hybrid as S, ranking  # noqa: E402
 from strata.auth.keys import authenticate  # noqa: E402
 from strata.db.vector import register_vector  # noqa: E402
+from strata.search import hybrid as S, ranking  # noqa: E402
 from strata.search.hybrid import SearchRequest  # noqa: E402
 
 OFF = 10**15  # no lexeme is in that many rows

@@ -66,14 +66,14 @@ def load(db, embedder, settings, corpus: dict[str, Any] | None = None) -> Golden
     """Write the corpus through the core; check every memory ended where the corpus says."""
     from strata.auth import Caller, authenticate, create_key, create_tenant
     from strata.ingest import service
-    from strata.write.conflict import RuleJudge
     from strata.ingest.models import IngestRequest
     from strata.ingest.pipeline import IngestRuntime
     from strata.memories import forget
     from strata.memories.models import CreateRequest, MemoryIn
     from strata.memories.store import create_memories
-    from strata.review import queue as review
     from strata.reflection.reflect import ReflectRequest, reflect
+    from strata.review import queue as review
+    from strata.write.conflict import RuleJudge
 
     corpus = corpus or read(CORPUS)
     g = Golden()

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import psycopg
 
-from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
+from strata.foundation.config import Settings
 
 
 @contextlib.contextmanager

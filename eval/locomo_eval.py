@@ -314,9 +314,9 @@ def load_conversation(db, embedder, settings, conv_id: str, conv: dict[str, Any]
     """Store one conversation in its own tenant; return its caller, the dia_ids each memory
     cites and the write outcomes."""
     from strata.auth import authenticate, create_tenant
-    from strata.write.conflict import RuleJudge
     from strata.memories.models import CreateRequest, MemoryIn
     from strata.memories.store import create_memories
+    from strata.write.conflict import RuleJudge
 
     _, owner = create_tenant(db, f"locomo-{conv_id}-{mode}-{suffix}")
     caller = authenticate(db, owner.key)

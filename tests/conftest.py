@@ -21,10 +21,10 @@ from psycopg import sql
 
 from strata.api.app import create_app
 from strata.auth import Caller, create_tenant, authenticate
-from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
+from strata.foundation.config import Settings
 from strata.providers import HashingEmbedder
 
 import support
@@ -193,8 +193,8 @@ def _no_ambient_strata_env(monkeypatch):
 @pytest.fixture
 def operator(db, monkeypatch):
     """Operator commands on the test's database (the process database is cached)."""
-    from strata.foundation.config import get_settings
     from strata.db import get_database
+    from strata.foundation.config import get_settings
 
     monkeypatch.setenv("STRATA_DATABASE_URL", db.url)
     get_settings.cache_clear()

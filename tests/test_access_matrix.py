@@ -42,9 +42,9 @@ from fastapi.testclient import TestClient
 
 from fake_openai import serve
 from strata.api.app import create_app
+from strata.api.serving import STATUS
 from strata.auth import create_tenant
 from strata.providers import HashingEmbedder
-from strata.api.serving import STATUS
 from support import bearer, effective
 
 # Webhooks are registered, never delivered here (no dispatcher runs): loopback, which the

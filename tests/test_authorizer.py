@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from strata.api.authorizer import KeyResolver, caller_from_context, set_resolver, ttl_from_env
 from strata.auth import Caller, create_grant, create_key, create_principal, revoke_key
 from strata.auth.access import Access, Level
 from strata.auth.principals import delete_grant
-from strata.api.authorizer import KeyResolver, caller_from_context, set_resolver, ttl_from_env
-from strata.foundation.config import get_settings
 from strata.db import Database, get_database
+from strata.foundation.config import get_settings
 from strata.foundation.errors import Unauthenticated
 
 import support

@@ -22,11 +22,11 @@ from botocore.stub import ANY, Stubber
 
 from strata.api.app import create_app
 from strata.foundation.config import Settings
-from strata.ingest.models import Candidate, Neighbour
-from strata.providers.bedrock import MAX_TOKENS
 from strata.ingest.llm import (
     ExtractorFailed, JudgeFailed, LLMExtractor, LLMJudge, get_extractor, get_judge,
 )
+from strata.ingest.models import Candidate, Neighbour
+from strata.providers.bedrock import MAX_TOKENS
 
 from test_llm_providers import NOW, PRIVATE, conversation  # the OpenAI path's conversation
 

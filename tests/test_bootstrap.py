@@ -21,11 +21,11 @@ import pytest
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from moto import mock_aws
 
-from strata.foundation import logs
 from strata.auth import authenticate, create_tenant, find_tenant
 from strata.auth.access import Level
-from strata.foundation.config import get_settings
 from strata.db import Database, get_database
+from strata.foundation import logs
+from strata.foundation.config import get_settings
 from strata.foundation.errors import NotFound
 
 import support

@@ -20,11 +20,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import strata.foundation.errors as core_errors
 from strata.client import (
     AsyncClient, Backoff, Client, ConfigError, InvalidInput, NotFound, ProviderUnavailable,
     RateLimited, ServerError, Suppressed, Unauthenticated, Unreachable, VersionConflict, resolve,
 )
+import strata.foundation.errors as core_errors
 
 
 PATH = "users.alice"

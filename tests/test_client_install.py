@@ -157,11 +157,11 @@ def test_the_client_models_are_the_server_classes():
     Then every shared name is the very same class (not a copy that could drift), and the
     routes' request bodies are those classes (control: the API's route for POST /v1/memories
     takes CreateRequest)."""
+    from strata.api.routes import memories as memory_routes
     from strata.client import models
     from strata.ingest import models as ingest
     from strata.memories import models as memories
     from strata.search import hybrid as search, models as search_models
-    from strata.api.routes import memories as memory_routes
 
     shared = {
         "CreateRequest": memories, "HistoryEntry": memories, "Memory": memories,

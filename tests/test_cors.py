@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 import support
 from strata.api import cors
 from strata.api.app import create_app
-from strata.foundation.config import Settings
 from strata.api.ratelimit import Rate, RateLimiter
+from strata.foundation.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = "https://app.example"

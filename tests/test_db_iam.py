@@ -21,7 +21,6 @@ import pytest
 from moto import mock_aws
 from psycopg import conninfo
 
-from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.pool import (
     IamAuthConnection,
@@ -29,6 +28,7 @@ from strata.db.pool import (
     connection_class,
     database_url,
 )
+from strata.foundation.config import Settings
 
 PROXY = "strata-dev.proxy-c0ffee123456.us-east-1.rds.amazonaws.com"
 T0 = dt.datetime(2026, 11, 29, 20, 0, 0, tzinfo=dt.UTC)

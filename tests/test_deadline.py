@@ -16,10 +16,10 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from strata.foundation.config import Settings
 from strata.db import deadline
 from strata.db.deadline import WATCHDOG
 from strata.db.pool import statement_timeout_ms
+from strata.foundation.config import Settings
 from strata.foundation.errors import Unavailable
 
 

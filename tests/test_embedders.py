@@ -26,9 +26,10 @@ from botocore.stub import ANY, Stubber
 from psycopg.types.json import Jsonb
 
 from fake_openai import FakeLLM, raw
-from strata.foundation.config import Settings
 from strata.db.migrate import check_schema
 from strata.db.vector import Vector
+from strata.foundation.config import Settings
+from strata.maintenance.reindex import Reindex, reindex
 from strata.memories import store
 from strata.memories.models import CreateRequest
 from strata.providers import (
@@ -40,7 +41,6 @@ from strata.providers import (
     get_embedder,
 )
 from strata.providers.embedders import TITAN_V2, describe
-from strata.maintenance.reindex import Reindex, reindex
 
 
 def assert_unit_float32(vectors, dim: int) -> None:

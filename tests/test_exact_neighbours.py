@@ -28,8 +28,8 @@ import pytest
 
 import support
 from strata.db import vector_index
-from strata.reflection import reflect as reflection
 from strata.db.vector import Vector
+from strata.reflection import reflect as reflection
 from strata.write import changes, gate
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "strata"

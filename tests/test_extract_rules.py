@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 
 from strata.ingest.dates import add_months, find_date, guess_tense, render, resolve
+from strata.ingest.models import Candidate, Extraction, Message
 from strata.ingest.rules import (
     RuleExtractor,
     extract_message,
@@ -24,7 +25,6 @@ from strata.ingest.rules import (
     preference_slot,
     third_person,
 )
-from strata.ingest.models import Candidate, Extraction, Message
 
 NOW = datetime(2026, 5, 13, 15, 0, tzinfo=UTC)
 assert NOW.strftime("%A") == "Wednesday"

@@ -327,10 +327,10 @@ def _export_lines_with(db, tenant_id, path, contents, embedder) -> list[str]:
 
     from fastapi.testclient import TestClient
 
-    from strata.maintenance import transfer
     from strata.api.app import create_app
     from strata.auth import create_tenant
     from strata.foundation.config import get_settings
+    from strata.maintenance import transfer
 
     other, key = create_tenant(db, f"src{uuid.uuid4().hex[:8]}")
     with TestClient(create_app(db=db, embedder=embedder, settings=get_settings())) as c:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from strata.api.authorizer import set_resolver
-from strata.foundation.config import get_settings
 from strata.db import get_database
+from strata.foundation.config import get_settings
 
 import support
 

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from strata import audit
-from strata.write import bookkeeping
 from strata.foundation.config import Settings
 from strata.foundation.errors import VersionConflict
-from strata.write import decay
 from strata.maintenance.lifecycle import run_lifecycle
 from strata.memories import CreateRequest, MemoryPatch, create_memories, restore, update_memory
-from strata.write.canonical import canonicalize, value_hash
 from strata.search.hybrid import AccessLog, SearchRequest, search
+from strata.write import bookkeeping
+from strata.write import decay
+from strata.write.canonical import canonicalize, value_hash
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 STRATA = [sys.executable, "-m", "strata.cli"]

@@ -17,10 +17,10 @@ from moto import mock_aws
 import support
 from fake_openai import FakeLLM, Recorded, error, raw, refuse, reply, slow
 from strata.foundation.config import Settings
-from strata.ingest.models import Candidate, Extraction, Message, Neighbour
 from strata.ingest.llm import (
     ExtractorFailed, JudgeFailed, LLMExtractor, LLMJudge, get_extractor, get_judge,
 )
+from strata.ingest.models import Candidate, Extraction, Message, Neighbour
 
 NOW = datetime(2025, 3, 14, 12, 0, tzinfo=UTC)
 # A phrase that appears only in the conversation: it must reach the prompt and never an

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.foundation.config import get_settings
 from strata.db import get_database
+from strata.foundation.config import get_settings
 from strata.memories import CreateRequest, create_memories
 
 import support

@@ -28,14 +28,14 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from test_handlers import _reset_logging, http_event, invoke
 
-from strata.auth import Caller, create_key
-from strata.foundation.config import get_settings
-from strata.db import get_database
-from strata.ingest.models import IngestRequest, Message
 from strata.api.mcp import tools
+from strata.auth import Caller, create_key
+from strata.db import get_database
+from strata.foundation.config import get_settings
+from strata.ingest.models import IngestRequest, Message
 from strata.memories.models import MemoryIn, MemoryPatch
-from strata.rules.models import RuleIn
 from strata.reflection import reflect as reflection
+from strata.rules.models import RuleIn
 from strata.search.hybrid import SearchRequest
 
 import support

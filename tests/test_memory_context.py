@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings as hsettings
 from hypothesis import strategies as st
 from psycopg.rows import dict_row
 
-from strata.search import hybrid as S
 from strata.db.migrate import migrate, migration_files, render
+from strata.search import hybrid as S
 from support import assert_error, create_ok
 
 ALICE = "users.alice"

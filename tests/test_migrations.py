@@ -14,9 +14,9 @@ import pytest
 from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 
-from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db.migrate import check_schema, migrate, migration_files, render
+from strata.foundation.config import Settings
 
 TABLES = {
     "maintenance_state",

@@ -36,15 +36,15 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 
 from strata.api.app import create_app
+from strata.api.mcp import tools
+from strata.api.serving import Runtime
 from strata.auth import create_tenant
-from strata.foundation.config import Settings
 from strata.db import Database
 from strata.db import embedded
 from strata.db.embedded import start_server
 from strata.db.migrate import migrate
-from strata.api.mcp import tools
+from strata.foundation.config import Settings
 from strata.providers import HashingEmbedder
-from strata.api.serving import Runtime
 
 import support
 

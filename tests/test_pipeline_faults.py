@@ -54,8 +54,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from fake_openai import FakeLLM, Recorded, error, slow
-from strata.foundation.config import Settings, get_settings
 from strata.db import Database, get_database
+from strata.foundation.config import Settings, get_settings
 from strata.ingest.models import TERMINAL, IngestRequest
 from strata.ingest.pipeline import STEPS, IngestRuntime, run_pipeline, run_step
 from strata.ingest.service import StepFunctionsLauncher, ingest

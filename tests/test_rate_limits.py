@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 
 import support
 from strata.api.app import create_app
+from strata.api.ratelimit import Rate, RateLimiter
 from strata.auth import create_key
 from strata.foundation.config import Settings
-from strata.api.ratelimit import Rate, RateLimiter
 
 ROOT = Path(__file__).resolve().parents[1]
 LIST = "/v1/memories?limit=1"

@@ -46,8 +46,8 @@ from schemathesis.specs.openapi.checks import (
 
 from strata import auth
 from strata.api.app import create_app
-from strata.foundation.config import Settings
 from strata.db import Database
+from strata.foundation.config import Settings
 from strata.foundation.errors import Conflict, Unauthenticated
 from strata.foundation.fields import (
     CONTENT_PATTERN, EARLIEST, LATEST, MEMORY_CONTENT_PATTERN, SPACE_CLASS, WORDLESS_CLASS,

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from strata.foundation.config import get_settings
 from strata.db import get_database
+from strata.foundation.config import get_settings
 from strata.ingest.models import IngestRequest, Message
 from strata.ingest.pipeline import STEPS
 from strata.ingest.receipts import open_receipt

@@ -17,8 +17,8 @@ import pytest
 
 from strata.foundation.config import get_settings
 from strata.ingest.pipeline import STEPS
-from strata.providers.embedders import TITAN_V2
 from strata.maintenance.reindex import switch_dimension
+from strata.providers.embedders import TITAN_V2
 from test_bedrock_llm import (  # noqa: F401 (fixtures)
     MODEL, answered, aws_clients, aws_env, bedrock, expected_request, memory,
 )

@@ -10,11 +10,11 @@ import pytest
 
 from strata.auth import authenticate
 from strata.foundation.config import Settings
+from strata.maintenance.reindex import Reindex
 from strata.memories.models import CreateRequest
 from strata.memories.store import create_memories
 from strata.providers import HashingEmbedder, LocalEmbedder
 from strata.providers.embedders import local_available
-from strata.maintenance.reindex import Reindex
 from strata.providers.store_embedder import EmbedderMismatch, StoreEmbedder, recorded, resolve
 
 HASH = "strata-hash-v1-384"

@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from strata.maintenance import transfer
-from strata.search.hybrid import ACCESS_LOG
 from strata.db.vector import Vector
+from strata.maintenance import transfer
 from strata.providers import HashingEmbedder
+from strata.search.hybrid import ACCESS_LOG
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ALICE = "users.alice"

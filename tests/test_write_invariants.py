@@ -86,10 +86,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from strata.maintenance import transfer
 from strata.audit import verify_tenant
 from strata.auth import create_tenant
 from strata.foundation.errors import Conflict, InvalidInput
+from strata.maintenance import transfer
 
 from strata.write import fingerprints
 from strata.write.canonical import canonicalize, slot_value_hash, value_hash

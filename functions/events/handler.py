@@ -21,11 +21,11 @@ import boto3
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata.foundation import logs
-from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.events.bridge import drain_to_bus
 from strata.events.dispatch import dispatch_once
+from strata.foundation import logs
+from strata.foundation.config import get_settings
 
 BUDGET_MS = 50_000  # of a minute's schedule: the next invocation takes over
 RESERVE_MS = 10_000  # never start a pass with less left than this

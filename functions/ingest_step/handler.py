@@ -16,9 +16,9 @@ import uuid
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+from strata.db import get_database
 from strata.foundation import logs
 from strata.foundation.config import get_settings
-from strata.db import get_database
 from strata.ingest.pipeline import STEPS, IngestRuntime, record_failure, run_step
 from strata.providers.store_embedder import resolve
 

@@ -32,12 +32,12 @@ from datetime import UTC, datetime
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata.foundation import logs
 from strata.audit import digests, prune, publish_digest, verify_tenant
 from strata.audit.maintenance import for_each_tenant
 from strata.auth import find_tenant
-from strata.foundation.config import get_settings
 from strata.db import get_database
+from strata.foundation import logs
+from strata.foundation.config import get_settings
 from strata.maintenance.lifecycle import run_lifecycle
 
 RESERVE_MS = 60_000  # left for the batch in flight, the report and the metrics flush

@@ -26,11 +26,11 @@ import psycopg
 from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from strata.foundation import aws, logs
 from strata.auth import create_tenant, delete_tenant
-from strata.foundation.config import get_settings
 from strata.db import get_database
 from strata.db.migrate import migrate_database
+from strata.foundation import aws, logs
+from strata.foundation.config import get_settings
 from strata.foundation.errors import Conflict
 
 log = logging.getLogger("strata.migrate")

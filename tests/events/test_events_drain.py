@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import support
-from strata.foundation.config import get_settings
 from strata.db import get_database
+from strata.foundation.config import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

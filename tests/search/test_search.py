@@ -581,8 +581,8 @@ def test_vector_arm_ranks_a_small_scope_exactly_and_a_large_one_through_hnsw(
     above it the HNSW branch runs (control) -- and both rank the same memories here. The
     limit grows with the table: the same tenant is exact once it is a small share of a
     larger table. Without iterative scans (pgvector 0.7) the arm is always exact."""
-    import strata.search.hybrid as search_module
     from strata.db import vector_index
+    import strata.search.hybrid as search_module
 
     h = tenant.headers
     created = create(client, h, *[
@@ -627,9 +627,9 @@ def test_a_large_tenant_is_ranked_through_an_index_of_its_own(
     (the plan names that index) and rank what the exact route ranks, while the smaller one
     stays exact (control); an interrupted build (an invalid index) is never routed to and is
     rebuilt by the next run; a tenant that shrank loses its index."""
-    import strata.search.hybrid as search_module
     from strata.db import vector_index
     from strata.maintenance.lifecycle import run_lifecycle
+    import strata.search.hybrid as search_module
 
     h = tenant.headers
     created = create(client, h, *[
@@ -822,8 +822,8 @@ def test_the_search_transaction_plans_without_workers_or_jit_and_leaves_no_setti
     workers, no JIT: a large tenant's estimate passes jit_above_cost) and for it alone --
     session settings would pin a connection behind RDS Proxy; control: outside it the
     server's defaults differ from each."""
-    import strata.search.hybrid as S
     from strata.auth.keys import authenticate
+    import strata.search.hybrid as S
 
     caller = authenticate(db, tenant.key)
     params, _ = S._search_params(caller, S.SearchRequest(query="coffee in lisbon"),

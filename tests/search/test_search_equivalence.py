@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import search_reference
 import support
+from strata.auth.keys import authenticate
 from strata.db import vector_index
 from strata.search import hybrid as S
-from strata.auth.keys import authenticate
 from strata.search.hybrid import SearchRequest
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

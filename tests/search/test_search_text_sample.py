@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import search_reference
 import support
-from strata.search import hybrid as S
 from strata.auth import Caller
 from strata.auth.keys import authenticate, create_key
+from strata.search import hybrid as S
 from strata.search.hybrid import SearchRequest
 
 WORDS = "coffee tea chess guitar lisbon porto dentist budget zebra".split()

@@ -11,8 +11,8 @@ from fastapi import FastAPI
 
 from strata import __version__
 from strata.api import deadlines, errors, jsonbody, openapi
-from strata.foundation.config import Settings, get_settings
 from strata.db import Database
+from strata.foundation.config import Settings, get_settings
 from strata.providers import Embedder
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse, Response
 
-from strata.foundation.config import Settings
 from strata.api.serving import error_body
+from strata.foundation.config import Settings
 
 __all__ = ["ALLOW_HEADERS", "ALLOW_METHODS", "EXPOSE_HEADERS", "MAX_AGE", "Cors", "install"]
 

@@ -14,9 +14,9 @@ from pydantic import Field, WithJsonSchema
 
 from strata.auth import Caller
 from strata.db import Database
+from strata.db.routing import Reads
 from strata.foundation.errors import InvalidInput
 from strata.foundation.fields import SPACE_CLASS
-from strata.db.routing import Reads
 from strata.providers import Embedder
 
 # Not FastAPI's: the MCP transport resolves its caller the same way (strata.api.serving).

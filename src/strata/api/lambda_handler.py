@@ -21,8 +21,8 @@ from aws_lambda_powertools import Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from mangum import Mangum
 
-from strata.foundation import logs
 from strata.api.app import create_app
+from strata.foundation import logs
 
 
 def api_handler(*routers: str, lifespan: str = "off"):

@@ -22,8 +22,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from strata.api.authorizer import bearer_token, caller_from_context
-from strata.foundation.config import Settings
 from strata.db import Database, get_database
+from strata.foundation.config import Settings
 from strata.foundation.errors import (
     Conflict,
     Forbidden,

@@ -50,11 +50,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from strata.foundation import logs
     from strata.api.app import create_app
     from strata.auth import create_tenant
     from strata.db import embedded
     from strata.db.migrate import check_schema
+    from strata.foundation import logs
     from strata.foundation.errors import Conflict
     from strata.providers.embedders import describe, get_embedder
     from strata.providers.store_embedder import EmbedderMismatch, resolve
@@ -388,8 +388,8 @@ def _positive(value: str) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from strata.providers.embedders import EmbeddingFailed, get_embedder
     from strata.maintenance.reindex import Reindex
+    from strata.providers.embedders import EmbeddingFailed, get_embedder
 
     settings = get_settings()
     if args.dim is not None:

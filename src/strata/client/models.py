@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from strata.events.models import Event
 from strata.ingest.models import IngestRequest, ItemOutcome, Message, NotKept, Receipt
+from strata.ingest.remember import Remembered, RememberedItem
 from strata.memories.models import (
     CreateRequest,
     HistoryEntry,
@@ -25,7 +26,6 @@ from strata.memories.models import (
     MemoryPatch,
     WriteResult,
 )
-from strata.ingest.remember import Remembered, RememberedItem
 from strata.rules.models import Rule, RuleDeleted, RuleIn, RuleVersion
 from strata.search.models import SearchRequest, SearchResult
 

@@ -39,9 +39,9 @@ from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
-from strata.foundation.config import Settings, get_settings
 from strata.db import deadline
 from strata.db.vector import register_vector
+from strata.foundation.config import Settings, get_settings
 from strata.foundation.errors import Conflict, InvalidInput, StrataError, Unavailable
 
 log = logging.getLogger(__name__)

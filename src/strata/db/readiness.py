@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strata.foundation.config import Settings
 from strata.db import deadline
 from strata.db.migrate import migration_level, stored_embedding_dim
 from strata.db.pool import Database
+from strata.foundation.config import Settings
 from strata.foundation.errors import Unavailable
 
 OK = "ok"

@@ -30,11 +30,11 @@ from typing import Any
 
 import httpx
 
-from strata.foundation.config import Settings
 from strata.db import Database
-from strata.foundation.errors import InvalidInput
 from strata.events.models import Event
 from strata.events.targets import check_url
+from strata.foundation.config import Settings
+from strata.foundation.errors import InvalidInput
 
 __all__ = ["Dispatcher", "dispatch_once", "payload"]
 

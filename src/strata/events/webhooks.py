@@ -14,10 +14,10 @@ from typing import Any
 from strata.audit import audited
 from strata.auth import Caller, Level
 from strata.db import Database
-from strata.foundation.errors import Forbidden, NotFound
 from strata.events.targets import check_url
-from strata.foundation.paths import validate_path
 from strata.events.webhook_models import Delivery, Webhook, WebhookIn, WebhookSecret
+from strata.foundation.errors import Forbidden, NotFound
+from strata.foundation.paths import validate_path
 
 __all__ = ["deliveries", "delete", "list_webhooks", "register", "replay", "rotate"]
 

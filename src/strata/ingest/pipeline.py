@@ -23,15 +23,10 @@ from psycopg.types.json import Jsonb
 
 from strata.audit import audited
 from strata.auth.access import Access, Caller, Level
-from strata.foundation.config import Settings
 from strata.db import Database
+from strata.foundation.config import Settings
 from strata.foundation.errors import Unavailable
-from strata.write import gate as gating
 from strata.ingest import receipts
-from strata.write import apply as persist
-from strata.write import fingerprints, locks
-from strata.rules import secrets
-from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 from strata.ingest.models import (
     TERMINAL,
     Candidate,
@@ -41,8 +36,13 @@ from strata.ingest.models import (
     StepPayload,
     Verdict,
 )
-from strata.write.canonical import canonicalize, value_hash
 from strata.providers import Embedder
+from strata.rules import secrets
+from strata.write import gate as gating
+from strata.write import apply as persist
+from strata.write import fingerprints, locks
+from strata.write.canonical import canonicalize, value_hash
+from strata.write.conflict import ConflictJudge, NoJudge, RuleJudge, judge_candidate
 
 log = logging.getLogger(__name__)
 

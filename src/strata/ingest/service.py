@@ -11,11 +11,11 @@ from typing import Protocol
 from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import deadline
+from strata.foundation.errors import InvalidInput
+from strata.foundation.paths import validate_path
 from strata.ingest.models import TERMINAL, IngestRequest, Receipt
 from strata.ingest.pipeline import IngestRuntime, run_pipeline
 from strata.ingest.receipts import get_receipt, open_receipt
-from strata.foundation.errors import InvalidInput
-from strata.foundation.paths import validate_path
 
 log = logging.getLogger(__name__)
 

@@ -59,9 +59,9 @@ from typing import Any
 from strata.audit import AuditEvent, append
 from strata.audit.maintenance import KeepGoing, floored, for_each_tenant
 from strata.auth import Caller
-from strata.foundation.config import Settings, get_settings
 from strata.db import Database
 from strata.db import vector_index
+from strata.foundation.config import Settings, get_settings
 from strata.write import decay
 from strata.write.lifecycle import (
     _EVENTS, _EVENTS_DRY, _HISTORY, _HISTORY_DRY, _TOMBSTONES, _TOMBSTONES_DRY, EXPIRE_BY_DELETE, KEEP_IMPORTANCE,

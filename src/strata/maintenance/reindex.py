@@ -37,11 +37,11 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
-from strata.write import embeddings
 from strata.db import Database
 from strata.foundation.errors import Conflict
 from strata.providers import Embedder
 from strata.providers.store_embedder import record
+from strata.write import embeddings
 
 VECTOR_TABLES = ("memories", "tombstones", "ingest_candidates")
 _LOCK_KEY = 0x5374726152  # "StraR": one reindex at a time

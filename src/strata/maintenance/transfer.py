@@ -66,10 +66,10 @@ from strata.auth.access import Caller
 from strata.db import Database
 from strata.db.vector import Vector
 from strata.foundation.errors import Conflict, InvalidInput
-from strata.write import bookkeeping, imports
-from strata.write.canonical import canonicalize, value_hash
 from strata.memories.models import Kind, Status
 from strata.providers import Embedder
+from strata.write import bookkeeping, imports
+from strata.write.canonical import canonicalize, value_hash
 
 FORMAT = "strata-export"
 VERSION = 1

@@ -19,16 +19,16 @@ from strata.audit import audited
 from strata.auth.access import Caller, Level
 from strata.db import Database, deadline
 from strata.foundation.errors import Conflict, InvalidInput, NotFound, Suppressed
+from strata.foundation.paths import validate_path
+from strata.memories.models import CreateRequest, Memory, MemoryIn, MemoryPatch, WriteResult
+from strata.providers import Embedder
+from strata.rules import secrets
 from strata.write import apply as persist
 from strata.write import changes, locks
-from strata.rules import secrets
 from strata.write import gate as gating
 from strata.write.canonical import canonicalize, value_hash
 from strata.write.rows import COLUMNS, columns, evidence_entry, scope
 from strata.write.values import derive_value
-from strata.memories.models import CreateRequest, Memory, MemoryIn, MemoryPatch, WriteResult
-from strata.foundation.paths import validate_path
-from strata.providers import Embedder
 
 _SELECT_READABLE = f"""
 SELECT {COLUMNS} FROM memories

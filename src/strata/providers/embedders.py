@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.foundation.config import Settings
 from strata.db.vector import Vector
+from strata.foundation.config import Settings
 from strata.providers.clients import (
     Lazy,
     ModelCallFailed,

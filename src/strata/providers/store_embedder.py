@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass
 from psycopg import errors as pg_errors
 from psycopg import sql
 
-from strata.foundation.config import Settings
 from strata.db import Database
+from strata.foundation.config import Settings
 from strata.providers import Embedder
 from strata.providers.embedders import default_provider, get_embedder
 

@@ -28,9 +28,9 @@ from strata.db import Database
 from strata.db.vector import exact_distance
 from strata.foundation.errors import Conflict, InvalidInput, ModelUnavailable, NotFound
 from strata.foundation.fields import NOT_NULL, Integer, MemoryContent, MemoryPath, Text, _content_ok
+from strata.foundation.paths import validate_path
 from strata.memories.models import Memory
 from strata.memories.store import refuse_secrets
-from strata.foundation.paths import validate_path
 from strata.providers import Embedder
 from strata.write import locks
 from strata.write.derive import NOT_DERIVED, Derived, lock_sources, refuse_derived, write_derived

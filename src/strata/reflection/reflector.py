@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from strata.foundation.config import Settings
-from strata.providers.llm import ModelCaller
 from strata.providers.clients import ModelCallFailed
+from strata.providers.llm import ModelCaller
 
 
 class ReflectionFailed(ModelCallFailed):

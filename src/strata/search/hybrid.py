@@ -159,22 +159,22 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict
 
-from strata.db import vector_index
-from strata.search import meta_filter, ranking
 from strata.audit import audited
 from strata.audit.chain import HEAD as _AUDIT_HEAD
 from strata.auth.access import Caller, Level
+from strata.db import vector_index
 from strata.db import Database
 from strata.db.routing import Reads
 from strata.db.vector import exact_distance
 from strata.foundation.errors import Unavailable
-from strata.ingest import dates
-from strata.write.bookkeeping import TOUCH as _TOUCH
 from strata.foundation.paths import validate_path
+from strata.ingest import dates
 from strata.providers import Embedder
+from strata.search import meta_filter, ranking
 from strata.search.models import (  # noqa: F401 (re-exported)
     Include, Mode, SearchRequest, SearchResponse, SearchResult, WhyNot,
 )
+from strata.write.bookkeeping import TOUCH as _TOUCH
 
 log = logging.getLogger(__name__)
 # One bookkeeping batch may take this long against the database before its connection is cut.

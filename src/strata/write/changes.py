@@ -39,11 +39,11 @@ from strata.foundation.errors import (
     Conflict, Forbidden, Gone, InvalidInput, NotFound, Suppressed, VersionConflict,
 )
 from strata.write import lexical, locks, slots
-from strata.write.apply import add_edge, retire
-from strata.write.derived import derived_from
-from strata.write.canonical import canonicalize, slot_value_hash, value_hash
-from strata.write.rows import COLUMNS, columns, evidence_entry, scope
 from strata.write import fingerprints
+from strata.write.apply import add_edge, retire
+from strata.write.canonical import canonicalize, slot_value_hash, value_hash
+from strata.write.derived import derived_from
+from strata.write.rows import COLUMNS, columns, evidence_entry, scope
 from strata.write.tombstones import find_tombstone, insert_forgotten, insert_tombstone, lift
 from strata.write.values import derive_value
 

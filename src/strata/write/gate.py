@@ -30,8 +30,8 @@ from typing import Any
 import psycopg
 
 from strata.db import vector_index
-from strata.foundation.config import Settings
 from strata.db.vector import Vector, exact_distance
+from strata.foundation.config import Settings
 from strata.write import lexical, slots, topics
 from strata.write.canonical import slot_value_hash, value_hash
 from strata.write.models import Neighbour

@@ -25,22 +25,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import to_jsonable_python
 
 from strata import memories as core
-from strata.memories.history import history as history_of
-from strata.reflection import reflect as reflection
-from strata.review import queue as review
-from strata.search import hybrid as search
+from strata.api.serving import error_body, error_body_for, field_name
 from strata.auth import Caller
 from strata.foundation.errors import InvalidInput, StrataError, Unauthenticated
-from strata.ingest import service
-from strata.ingest.models import IngestRequest, Role
-from strata.memories.models import MAX_CONTEXT_CHARS, Instant, Kind
 from strata.foundation.paths import validate_path
+from strata.ingest import service
 from strata.ingest import remember as answers
+from strata.ingest.models import IngestRequest, Role
 from strata.ingest.remember import Remembered, to_show
+from strata.memories.history import history as history_of
+from strata.memories.models import MAX_CONTEXT_CHARS, Instant, Kind
+from strata.providers.clients import ModelCallFailed
+from strata.reflection import reflect as reflection
+from strata.review import queue as review
 from strata.rules import store as rules
 from strata.rules.models import RuleIn
-from strata.providers.clients import ModelCallFailed
-from strata.api.serving import error_body, error_body_for, field_name
+from strata.search import hybrid as search
 
 if TYPE_CHECKING:
     from strata.api.serving import Runtime

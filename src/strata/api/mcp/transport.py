@@ -41,10 +41,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from strata import __version__
-from strata.auth import Caller
-from strata.foundation.errors import StrataError, Unauthenticated
 from strata.api.mcp import tools
 from strata.api.serving import Runtime, error_answer, error_body, error_body_for, resolve_caller
+from strata.auth import Caller
+from strata.foundation.errors import StrataError, Unauthenticated
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from strata import audit as core
+from strata.api.deps import DB, AuditCursor, CallerDep
+from strata.api.openapi import Page
 from strata.audit import digests
 from strata.audit import status as audit_status
 from strata.audit.models import AuditEntry, Verification
 from strata.audit.status import AuditStatus
-from strata.api.deps import DB, AuditCursor, CallerDep
-from strata.api.openapi import Page
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from strata.api.deps import DB, AuditCursor, CallerDep, csv_pattern, csv_values
 from strata.events import feed as core
 from strata.events.models import TYPES, Event
-from strata.api.deps import DB, AuditCursor, CallerDep, csv_pattern, csv_values
 from strata.foundation.fields import MemoryPath
 
 router = APIRouter(prefix="/v1/events", tags=["events"])

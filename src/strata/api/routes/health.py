@@ -4,11 +4,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from strata.api.serving import error_body
 from strata.audit import failure_count
 from strata.db.readiness import readiness
 from strata.foundation.errors import Unavailable
 from strata.providers.embedders import describe
-from strata.api.serving import error_body
 
 router = APIRouter(tags=["health"])
 

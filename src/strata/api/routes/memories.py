@@ -9,11 +9,11 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from strata import memories as core
-from strata.memories.history import history as history_of
 from strata.api.deps import DB, CallerDep, Cursor, EmbedderDep, MemoryId, csv_pattern, csv_values
 from strata.api.openapi import Items, Page, Results, answers
 from strata.foundation.errors import InvalidInput
 from strata.foundation.fields import MemoryPath, Version
+from strata.memories.history import history as history_of
 from strata.memories.models import (
     Deleted, Forgotten, HistoryEntry, Instant, Kind, Relationship, Status, WriteResult,
 )

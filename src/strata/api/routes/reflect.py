@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from strata.reflection import reflect as reflection
 from strata.api.deps import DB, CallerDep, EmbedderDep
 from strata.api.openapi import answers
+from strata.reflection import reflect as reflection
 
 router = APIRouter(prefix="/v1", tags=["reflect"])
 

@@ -8,11 +8,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata.review import queue as review
 from strata.api.deps import DB, CallerDep, Cursor, MemoryId
 from strata.api.openapi import Page, answers
 from strata.foundation.fields import NOT_NULL, Flag, MemoryPath
 from strata.memories.models import Instant, Memory
+from strata.review import queue as review
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
-from strata.search import hybrid as core
 from strata.api.deps import DB, CallerDep, EmbedderDep, ReadsDep
+from strata.search import hybrid as core
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 

@@ -81,9 +81,9 @@ Conventions
         0.6 for a plain statement no family recognised; hedges take 0.15 off.
 """
 
+from strata.ingest.rules.base import preference_slot
 from strata.ingest.rules.extract import FAMILIES, RuleExtractor, extract_message, read_message
 from strata.ingest.rules.person import third_person
-from strata.ingest.rules.base import preference_slot
 from strata.write.values import (
     ALIASES, CATEGORY, LEXICON, fold_aliases, lexicon_terms, negates, normalize_value,
 )
