@@ -612,19 +612,16 @@ def _parse_once(*statements: str) -> None:
         _queries.MAX_CACHED_STATEMENT_LENGTH = longest
 
 
-# Candidates per iterative-scan batch. Measured on eval/bench_search.py's 10 % tenant (10k
-# rows of 101k; interleaved, rotating which setting runs first): 100 -> recall@10 0.991,
-# 200 -> 0.992 at the same p50 (11 ms for the statement); 40 -> 0.984. At 100k rows per
-# tenant (1M rows) recall falls to ~0.78 whatever the setting: see the module docstring.
+# Candidates per iterative-scan batch through the shared index: the recall of a 10 % tenant
+# stops rising past 200 at the same latency, and a tenant too small a share of the table for
+# any setting to help gets an index of its own (strata.db.vector_index).
 HNSW_EF_SEARCH = 200
-# ... and through a tenant's own index (strata.db.vector_index), whose graph holds only that
-# tenant's rows: by the index's size (its pg_class.reltuples), the first of these
-# (at least so many rows, ef_search) that applies, largest first. Measured with
-# eval/bench_search.py's clustered vectors: a 10k-row tenant's own index, recall@10 1.000 at
-# 64; a 100k-row tenant's (of a 1M-row table), 0.899 at 64 (8 queries of 150 found none of
-# their true ten), 0.957 at 128, 0.979 at 200, 0.987 at 400, with the vector search's p50
-# the same within the noise (8-9 ms on a loaded machine). Between the two sizes measured,
-# the step at 20,000 rows is a judgement, not a measurement.
+# ... and through a tenant's own index, whose graph holds only that tenant's rows: by the
+# index's size (its pg_class.reltuples), the first of these (at least so many rows,
+# ef_search) that applies, largest first. A small tenant's index finds its true ten at 64; a
+# 100k-row one needs 400 to come close, at no cost in latency that could be measured.
+# Between the two sizes measured, the step at 20,000 rows is a judgement, not a measurement.
+# eval/bench_search.py measures both; docs/benchmarks/performance.md has the figures.
 OWN_INDEX_EF_SEARCH = ((50_000, 400), (20_000, 200), (0, 64))
 
 

@@ -150,15 +150,12 @@ from typing import Any
 from strata.search.asked import answers, asked
 
 # Candidates each arm hands the fusion, and how many rows the vector arm's ranking fetches
-# before it keeps its best ARM_DEPTH of them. Measured with eval/bench_arm_depth.py
-# (depth and fetch one number then): at 30 LoCoMo's tuning split and the golden
-# set score as at 50 and a search costs ~10 % less (eval/bench_search.py's 10k-row tenant
-# p50 9.26 -> 8.35 ms, its 100k-row tenant 16.5 -> 15.6 ms) -- but an HNSW walk that stops
-# at 30 rows loses recall: through the shared index (a large tenant before its own index is
-# built) a walk filtered to a 100k-row tenant of 1M rows kept recall@10 0.9625 at 50 and
-# 0.903 at 30. So the walk fetches VECTOR_FETCH rows (an exact ranking the same: its best 30
-# are its best 30 either way) and the arm keeps the nearest ARM_DEPTH of them.
-# docs/benchmarks/retrieval.md, "How deep each arm goes", has the tables.
+# before it keeps its best ARM_DEPTH of them. At 30 candidates LoCoMo's tuning split and the
+# golden set score as at 50 and a search costs less, but an HNSW walk that stops at 30 rows
+# loses recall through the shared index (a large tenant before its own index is built). So
+# the walk fetches VECTOR_FETCH rows (an exact ranking the same: its best 30 are its best 30
+# either way) and the arm keeps the nearest ARM_DEPTH of them. eval/bench_arm_depth.py
+# measures it; docs/benchmarks/retrieval.md, "How deep each arm goes", has the figures.
 ARM_DEPTH = 30
 VECTOR_FETCH = 50
 BM25_K1 = 1.2
