@@ -819,9 +819,10 @@ def test_every_handler_is_traced_without_its_response(template):
 
 def test_every_handler_inits_without_the_collector(template):
     """Given each function's handler module
-    Then, after its docstring and ``from __future__`` imports, it imports strata.foundation.coldstart and
-    calls ``coldstart.begin()`` before any other statement, and ``coldstart.end()`` is its last
-    statement: all of init runs without the cyclic collector on Lambda (strata.foundation.coldstart)."""
+    Then, after its docstring and ``from __future__`` imports, it imports
+    strata.foundation.coldstart and calls ``coldstart.begin()`` before any other statement, and
+    ``coldstart.end()`` is its last statement: all of init runs without the cyclic collector on
+    Lambda (strata.foundation.coldstart)."""
     seen = set()
     for name, function in resources_of(template, "AWS::Serverless::Function").items():
         path, _ = handler_source(template, function)
@@ -831,7 +832,7 @@ def test_every_handler_inits_without_the_collector(template):
         body = [n for n in body if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
         where = path.relative_to(ROOT)
         first, begin, last = body[0], body[1], body[-1]
-        assert isinstance(first, ast.ImportFrom) and first.module == "strata" and [
+        assert isinstance(first, ast.ImportFrom) and first.module == "strata.foundation" and [
             a.name for a in first.names] == ["coldstart"], f"{where}: does not start by importing coldstart"
         for statement, call in ((begin, "begin"), (last, "end")):
             assert (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
