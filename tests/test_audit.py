@@ -19,7 +19,7 @@ from psycopg import sql as pgsql
 from psycopg.rows import dict_row
 
 from strata import audit
-from strata.audit.chain import GENESIS, row_hash
+from strata.audit.chain import GENESIS, Actor, Reader, SystemActor, row_hash
 from strata.auth import Caller
 from strata.auth.keys import parse_key
 
@@ -103,6 +103,29 @@ def cli(db, *args: str) -> tuple[int, dict]:
 # --------------------------------------------------------------------------------------
 # every request appends; verify after a mixed run
 # --------------------------------------------------------------------------------------
+
+
+def test_auths_caller_is_what_the_audit_chain_takes():
+    """Audit sits below auth and names its callers by protocol (strata.audit.chain.Actor,
+    Reader), so nothing but this test ties the two together.
+    Given auth's Caller, a job's SystemActor, and an object that lacks one of the ids
+    Then the Caller is a Reader (and so an Actor), the SystemActor an Actor but no Reader (a
+    job does not read the trail), and the object missing ``key_id`` is neither."""
+    tenant_id = uuid.uuid4()
+    caller = Caller(tenant_id=tenant_id, principal_id=uuid.uuid4(), key_id=uuid.uuid4(),
+                    access=(), surface="http")
+    system = SystemActor(tenant_id, surface="maintenance")
+
+    class Partial:
+        tenant_id, principal_id, surface = uuid.uuid4(), None, "http"
+
+        def require_root_owner(self) -> None:
+            pass
+
+    assert isinstance(caller, Reader) and isinstance(caller, Actor)
+    assert isinstance(system, Actor) and not isinstance(system, Reader)
+    assert not isinstance(Partial(), Actor) and not isinstance(Partial(), Reader)
+    assert isinstance(Caller.system(tenant_id), Actor)
 
 
 def test_mixed_http_run_appends_one_entry_per_request_and_verifies(client, db, tenant):

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from strata.db import Database
 from strata.foundation.errors import StrataError
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 GENESIS = b"\x00" * 32
 
 
+@runtime_checkable
 class Actor(Protocol):
     """Who an audit row names. Audit sits below auth, so it takes any object with a caller's
     ids (``strata.auth.access.Caller`` is one) rather than importing the caller's class."""
@@ -45,8 +46,13 @@ class Actor(Protocol):
     @property
     def surface(self) -> str: ...
 
+
+@runtime_checkable
+class Reader(Actor, Protocol):
+    """A caller asking to read the trail, which only the owner of the tenant's root may."""
+
     def require_root_owner(self) -> None:
-        """Refuse (``Forbidden``) unless the caller owns the tenant's root: reading the trail."""
+        """Refuse (``Forbidden``) unless the caller owns the tenant's root."""
 
 
 @dataclass(frozen=True)
@@ -311,7 +317,7 @@ _LIST_COLUMNS = """seq, at, action, surface, operation, principal_id, key_id, me
 
 
 def list_entries(
-    db: Database, caller: Actor, *, after_seq: int = 0, limit: int = 100
+    db: Database, caller: Reader, *, after_seq: int = 0, limit: int = 100
 ) -> tuple[list[dict[str, Any]], int | None]:
     with audited(db, caller, "admin", "audit.list") as event:
         # Inside: a refused read of the audit trail is audited too. The trail names memory

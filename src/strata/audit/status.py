@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from strata.audit.chain import Actor, audited
+from strata.audit.chain import Reader, audited
 from strata.db import Database
 
 
@@ -62,7 +62,7 @@ def _run(row: dict[str, Any] | None) -> JobRun | None:
     )
 
 
-def status_for(db: Database, caller: Actor) -> AuditStatus:
+def status_for(db: Database, caller: Reader) -> AuditStatus:
     with audited(db, caller, "admin", "audit.status"):
         # As the trail itself: the chain covers the whole tenant, so only its root owner.
         caller.require_root_owner()

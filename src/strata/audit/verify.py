@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from strata.audit.chain import GENESIS, Actor, audited, row_hash
+from strata.audit.chain import GENESIS, Reader, audited, row_hash
 from strata.audit.maintenance import KeepGoing
 from strata.db import Database
 
@@ -332,7 +332,7 @@ def verify(db: Database, tenant_id: uuid.UUID, *, digests: Digests | None = None
     return verify_tenant(db, tenant_id, full=True, digests=digests, batch=batch, advance=False)
 
 
-def verify_for(db: Database, caller: Actor, digests: Digests | None = None) -> dict[str, Any]:
+def verify_for(db: Database, caller: Reader, digests: Digests | None = None) -> dict[str, Any]:
     with audited(db, caller, "admin", "audit.verify"):
         caller.require_root_owner()
         return verify(db, caller.tenant_id, digests=digests)
