@@ -114,7 +114,7 @@ def settings_markdown() -> str:
     _strata_on_path()
     from strata.foundation.config import ENV_PREFIX, Settings
 
-    source = (ROOT / "src" / "strata" / "config.py").read_text()
+    source = (ROOT / "src" / "strata" / "foundation" / "config.py").read_text()
     out = []
     for comment, names in settings_groups(source):
         rows = []
