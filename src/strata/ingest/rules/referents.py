@@ -120,6 +120,15 @@ def opens_with_pronoun(text: str) -> bool:
     return _OPENING.match(text) is not None
 
 
+def _last_named(before: str) -> str | None:
+    """The person named last in ``before``, in the user's own words ("the user's sister" →
+    "my sister", "Dana" → "Dana"); None when nobody was named."""
+    who = _last_person(before)
+    if who is None:
+        return None
+    return "my " + who.removeprefix("the user's ") if who.startswith("the user's ") else who
+
+
 _SUBJECT = re.compile(r"^(?P<pronoun>he|she)(?P<be>'s)?\s+(?=[a-z0-9])", re.I)
 
 
@@ -128,12 +137,9 @@ def person_subject(clause: str, before: str) -> str | None:
     the user's words ("she moved to Denver" → "my sister moved to Denver", "Dana moved to
     Denver"); None when it opens otherwise or nobody was named."""
     m = _SUBJECT.match(clause)
-    if m is None:
-        return None
-    who = _last_person(before)
+    who = _last_named(before) if m is not None else None
     if who is None:
         return None
-    who = "my " + who.removeprefix("the user's ") if who.startswith("the user's ") else who
     rest = clause[m.end():]
     if m["be"]:
         rest = ("has " if re.match(r"been\b", rest) else "is ") + rest
@@ -154,10 +160,9 @@ def newborn(clause: str, before: str) -> str | None:
     before."""
     m = _NEWBORN.match(clause)
     last = _SENTENCE_END.split(before)[-1]
-    who = _last_person(before) if m is not None and _BIRTH.search(last) else None
+    who = _last_named(before) if m is not None and _BIRTH.search(last) else None
     if who is None or m["name"] == who:
         return None
-    who = "my " + who.removeprefix("the user's ") if who.startswith("the user's ") else who
     return f"{who}'s baby is named {m['name']}"
 
 
@@ -171,12 +176,9 @@ def person_object(clause: str, before: str) -> str | None:
     in its place ("I report to him now" → "I report to Luis now", after "... with Luis
     today."); None when there is none or nobody was named."""
     m = _OBJECT.search(clause)
-    if m is None:
-        return None
-    who = _last_person(before)
+    who = _last_named(before) if m is not None else None
     if who is None:
         return None
-    who = "my " + who.removeprefix("the user's ") if who.startswith("the user's ") else who
     return f"{clause[:m.start('pronoun')]}{who}{clause[m.end('pronoun'):]}"
 
 
