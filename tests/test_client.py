@@ -94,13 +94,13 @@ def test_review_and_relationships(strata):
     back = strata.ingest([msg("I've gone back to MongoDB", T0 + timedelta(weeks=6))], PATH,
                          wait=True)
     cid = back.items[0].memory_id
-    page = strata.review.queue.list()
+    page = strata.review.list()
     assert [i.id for i in page.items] == [cid] and page.items[0].contradicts
-    promoted = strata.review.queue.promote(cid)
+    promoted = strata.review.promote(cid)
     assert promoted.status == "active"
     edges = strata.memories.related(cid)
     assert any(e.type == "SUPERSEDES" and e.direction == "outgoing" for e in edges), edges
-    assert strata.review.queue.list().items == []
+    assert strata.review.list().items == []
     superseded = strata.memories.list(path=PATH, status="superseded").items
     assert len(superseded) == 2 and all(m.status == "superseded" for m in superseded)
     everything = list(strata.memories.iter(path=PATH, status="all", limit=1))
@@ -127,7 +127,7 @@ def test_errors_are_typed_and_carry_the_servers_code(server, strata, make_tenant
         strata.memories.add("x y", "Not A Valid Path!")
     assert e.value.status == 422 and e.value.field and "path" in e.value.field
     with pytest.raises(InvalidInput) as e:
-        strata.search.hybrid("q", limit=1000)
+        strata.search("q", limit=1000)
     assert e.value.status is None and e.value.field == "limit"
     with pytest.raises(InvalidInput) as e:
         strata.memories.get("not-a-uuid")
@@ -141,7 +141,7 @@ def test_suppressed_restore_is_a_typed_error(strata):
     strata.ingest([msg("I've switched to emacs", T0 + timedelta(weeks=3))], PATH, wait=True)
     back = strata.ingest([msg("I've gone back to vim", T0 + timedelta(weeks=6))], PATH, wait=True)
     cid = back.items[0].memory_id
-    strata.review.queue.reject(cid, suppress=True)
+    strata.review.reject(cid, suppress=True)
     [vim] = [m for m in strata.memories.list(path=PATH, status="superseded").items]
     with pytest.raises(Suppressed) as e:
         strata.memories.restore(vim.id, version=1)
