@@ -40,8 +40,16 @@ install-local: $(BIN)/strata
 run: $(BIN)/strata
 	$(BIN)/strata dev
 
+# Two workers (pytest-xdist), each taking a whole file at a time (--dist loadfile): a file's
+# tests share its module's fixtures, servers and databases. The contract fuzz runs after, in
+# one process: schemathesis collects its operations as one test under xdist, and the fuzz
+# then reaches one operation instead of fifty. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+FUZZ := tests/test_schemathesis.py
+
 test: $(BIN)/strata
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --ignore=$(FUZZ)
+	$(BIN)/python -m pytest $(FUZZ)
 
 # The documentation site (mkdocs.yml, docs/) into site/; --strict fails on any warning.
 docs: $(BIN)/strata

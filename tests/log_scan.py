@@ -193,6 +193,27 @@ def _log_and_audit_scan(request):
                     + "\n  ".join(hits[:20]), pytrace=False)
 
 
+_TOTALS = ("tests", "records", "audit_rows", "values")
+
+
+def pytest_sessionfinish(session) -> None:
+    """Under pytest-xdist each worker scans its own tests: it hands its totals (and hits) to
+    the controller, which prints the one summary line."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["log_scan"] = {**{name: getattr(SCAN, name) for name in _TOTALS},
+                              "hits": list(SCAN.hits)}
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: absent when the run is not distributed
+def pytest_testnodedown(node, error) -> None:
+    totals = getattr(node, "workeroutput", {}).get("log_scan")
+    if totals:
+        for name in _TOTALS:
+            setattr(SCAN, name, getattr(SCAN, name) + totals[name])
+        SCAN.hits += totals["hits"]
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if SCAN.tests:
         terminalreporter.write_line(
