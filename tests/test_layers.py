@@ -38,7 +38,6 @@ FLOORS: list[tuple[str, ...]] = [
     ("client",),                                    # the Python client (public)
     ("cli", "integrations"),                        # the command; agent frameworks (public)
 ]
-ROOT_MODULES = {"strata"}  # strata/__init__.py: the package face
 
 
 def floors_of(floors: list[tuple[str, ...]]) -> dict[str, int]:
@@ -54,7 +53,7 @@ def package_of(module: str) -> str:
 def upward_imports(graph: Graph, floors: list[tuple[str, ...]], root: str) -> list[str]:
     """Every import that does not run down a floor, as ``a (floor) imports b (floor), line n``.
     Imports of the root package (its face) are allowed from anywhere; the root imports
-    nothing."""
+    nothing. A package on no floor (``-``) runs down nowhere."""
     floor = floors_of(floors)
     found = []
     for module, edges in sorted(graph.items()):
@@ -63,7 +62,8 @@ def upward_imports(graph: Graph, floors: list[tuple[str, ...]], root: str) -> li
             there = package_of(target)
             if there == here or (there == root and module != root):
                 continue
-            if here == root or floor[there] >= floor[here]:
+            if (here == root or here not in floor or there not in floor
+                    or floor[there] >= floor[here]):
                 where = ", ".join(str(n) for n in sorted(set(lines)))
                 found.append(f"{module} (floor {floor.get(here, '-')}) imports {target} "
                              f"(floor {floor.get(there, '-')}), line {where}")
