@@ -115,7 +115,8 @@ def test_an_import_up_or_across_a_floor_is_found(tmp_path):
     function, two packages on one floor import each other's modules under TYPE_CHECKING, and
     the root face imports a package
     Then each of those imports is named, and the downward ones (and imports of the face) are
-    not; put on floors of their own, the two on one floor no longer clash."""
+    not; put on floors of their own, the two on one floor no longer clash; and a package left
+    off the floors has every import into it and out of it named."""
     root = write_package(tmp_path, {
         "pkg/__init__.py": "from pkg.base import x\n",
         "pkg/base/__init__.py": "",
@@ -143,4 +144,11 @@ def test_an_import_up_or_across_a_floor_is_found(tmp_path):
     assert upward_imports(import_graph(root, "pkg"), apart, "pkg") == [
         "pkg (floor -) imports pkg.base.x (floor 0), line 1",
         "pkg.base.x (floor 0) imports pkg.top.app (floor 3), line 2",
+    ]
+    # A package on no floor: every import into it or out of it is named.
+    strayed = upward_imports(import_graph(root, "pkg"), [("base",), ("mid_a",), ("top",)], "pkg")
+    assert [line for line in strayed if "mid_b" in line] == [
+        "pkg.mid_a.m (floor 1) imports pkg.mid_b.n (floor -), line 5",
+        "pkg.mid_b.n (floor -) imports pkg.base.x (floor 0), line 1",
+        "pkg.top.app (floor 2) imports pkg.mid_b.n (floor -), line 2",
     ]
